@@ -1,0 +1,94 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Spout: SQL queries streamed as JSON over HTTP.
+//
+// One module per layer (see docs/ARCHITECTURE.md):
+//   CLibPQ, CSQLite3   system libraries (libpq-dev, libsqlite3-dev)
+//   SpoutCore          values, named-parameter SQL, row streams with attach(), encoders, pool
+//   SpoutPostgres      the libpq driver
+//   SpoutSQLite        the libsqlite3 driver
+//   SpoutDrivers       opens a Database for a URL (picks the driver)
+//   SpoutHTTP          HTTP/1.1 on SwiftNIO: routing, arguments, streamed responses
+//   SpoutEndpoints     endpoints declared in config/ with SQL in sql/, API docs
+//   SpoutData          the test_db dump loader and the data generator
+//   spout              the executable: serve, load, generate
+let package = Package(
+    name: "Spout",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "spout", targets: ["spout"]),
+        .library(name: "SpoutCore", targets: ["SpoutCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        .systemLibrary(
+            name: "CSQLite3",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .target(name: "SpoutCore"),
+        .target(name: "SpoutPostgres", dependencies: ["SpoutCore", "CLibPQ"]),
+        .target(name: "SpoutSQLite", dependencies: ["SpoutCore", "CSQLite3"]),
+        .target(name: "SpoutDrivers", dependencies: ["SpoutCore", "SpoutPostgres", "SpoutSQLite"]),
+        .target(
+            name: "SpoutHTTP",
+            dependencies: [
+                "SpoutCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "SpoutEndpoints",
+            dependencies: [
+                "SpoutCore",
+                "SpoutHTTP",
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(name: "SpoutData", dependencies: ["SpoutCore"]),
+        .executableTarget(
+            name: "spout",
+            dependencies: [
+                "SpoutCore",
+                "SpoutDrivers",
+                "SpoutHTTP",
+                "SpoutEndpoints",
+                "SpoutData",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "SpoutCoreTests", dependencies: ["SpoutCore"]),
+        .testTarget(name: "SpoutDriverTests", dependencies: ["SpoutCore", "SpoutDrivers", "SpoutPostgres", "SpoutSQLite"]),
+        .testTarget(
+            name: "SpoutHTTPTests",
+            dependencies: [
+                "SpoutCore", "SpoutHTTP", "SpoutDrivers",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(name: "SpoutEndpointsTests", dependencies: ["SpoutCore", "SpoutDrivers", "SpoutHTTP", "SpoutEndpoints", "SpoutData"]),
+        .testTarget(name: "SpoutDataTests", dependencies: ["SpoutCore", "SpoutDrivers", "SpoutData"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,110 @@
+/// Options for ``DatabaseConnection/query(_:_:options:)``.
+public struct QueryOptions: Sendable, Hashable {
+    /// Whether other statements will run on the same connection while this cursor is open
+    /// (attached child queries between batches of parent rows).
+    ///
+    /// PostgreSQL then reads through a server-side cursor (`DECLARE` + `FETCH batchSize`), which
+    /// requires an open transaction (``DatabaseConnection/begin(readOnly:)``). Without it,
+    /// PostgreSQL reads in single-row mode and the connection is busy until the cursor ends or
+    /// is closed. SQLite ignores the flag: its statements interleave freely.
+    public var interleaved: Bool
+    /// Rows per round trip when reading through a server-side cursor.
+    public var batchSize: Int
+
+    public init(interleaved: Bool = false, batchSize: Int = 500) {
+        self.interleaved = interleaved
+        self.batchSize = batchSize
+    }
+}
+
+/// A forward-only cursor over the rows of one statement.
+///
+/// Contract:
+/// - ``columns`` is known as soon as the cursor is returned, before the first ``next()``.
+/// - ``next()`` advances to the next row and returns `false` at the end; once it has returned
+///   `false` (or thrown), every later call returns `false`.
+/// - ``value(at:)`` reads a column of the current row; call it only after ``next()`` returned
+///   `true`. Values are owned: they stay valid after the cursor moves on.
+/// - ``close()`` releases the statement and is idempotent. A cursor left open keeps its
+///   connection busy; the pool closes it when the connection is returned.
+/// - A cursor is confined to the thread that uses its connection. Do not store or escape it.
+public protocol RowCursor: AnyObject {
+    var columns: [Column] { get }
+    func next() throws -> Bool
+    func value(at index: Int) -> SQLValue
+    func close()
+}
+
+/// Streams rows into a table as fast as the database allows (PostgreSQL `COPY FROM STDIN`,
+/// SQLite one prepared `INSERT` reused). It runs inside the caller's transaction, if any.
+public protocol BulkInserter: AnyObject {
+    /// Appends one row; `row.count` equals the number of columns given when it was created.
+    func append(_ row: [SQLValue]) throws
+    /// Ends the load and returns the number of rows written.
+    func finish() throws -> Int
+}
+
+/// One connection to a database.
+///
+/// A connection is confined to one thread at a time: the pool hands it to a single lease, and
+/// the holder runs every call below on one thread (off any event loop: the calls block).
+/// The only exception is ``cancel()``, which any thread may call at any time.
+public protocol DatabaseConnection: AnyObject, Sendable {
+    var dialect: SQLDialect { get }
+
+    /// Runs a statement and returns a cursor over its rows.
+    ///
+    /// `parameters[i]` binds placeholder `i + 1` of `sql.text` (see ``ParsedSQL``). Prepared
+    /// statements are cached per connection, keyed by `sql.text`.
+    func query(_ sql: ParsedSQL, _ parameters: [SQLValue], options: QueryOptions) throws -> any RowCursor
+
+    /// Runs a statement that returns no rows; returns the number of rows it changed.
+    @discardableResult
+    func execute(_ sql: ParsedSQL, _ parameters: [SQLValue]) throws -> Int
+
+    /// Runs one or more statements without parameters (schema scripts).
+    func executeScript(_ sql: String) throws
+
+    /// Starts a transaction. `readOnly` makes writes fail (PostgreSQL `BEGIN READ ONLY`).
+    func begin(readOnly: Bool) throws
+    func commit() throws
+    func rollback() throws
+    var isInTransaction: Bool { get }
+
+    /// Limits how long each following statement may run; `nil` removes the limit. A statement
+    /// that runs longer fails with ``DatabaseError/Code/statementTimeout``.
+    func setStatementTimeout(milliseconds: Int?) throws
+
+    /// Cancels the statement running on this connection, if any, from any thread. The running
+    /// call then throws ``DatabaseError/Code/cancelled``; the connection stays usable.
+    func cancel()
+
+    /// True once the connection is lost or unusable; the pool discards such connections.
+    var isBroken: Bool { get }
+
+    /// Brings the connection back to idle: closes open cursors, drains pending results, rolls
+    /// back an open transaction, clears the statement timeout. Returns `false` when that fails
+    /// (the pool then discards the connection).
+    func reset() -> Bool
+
+    /// Closes the connection. Idempotent.
+    func close()
+
+    /// Starts a bulk load into `table` (its `columns`, in order).
+    func bulkInsert(into table: String, columns: [String]) throws -> any BulkInserter
+}
+
+/// Opens connections to one database.
+public protocol DatabaseDriver: Sendable {
+    var dialect: SQLDialect { get }
+
+    /// Whether read-only connections differ from read-write ones (SQLite opens them with
+    /// `SQLITE_OPEN_READONLY`); when false the pool shares one set of connections.
+    var hasReadOnlyConnections: Bool { get }
+
+    /// Opens a new connection. Blocks; call it off the event loop.
+    /// - Parameters:
+    ///   - readOnly: open a connection that can only read (when ``hasReadOnlyConnections``).
+    ///   - statistics: counters the connection increments for every statement it runs.
+    func connect(readOnly: Bool, statistics: QueryStatistics) throws -> any DatabaseConnection
+}

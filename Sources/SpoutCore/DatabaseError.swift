@@ -1,0 +1,61 @@
+/// An error from a database driver or the connection pool.
+///
+/// `description` is deliberately generic ("database error: statement timeout") so that it can
+/// never leak SQL text, database messages or credentials to an HTTP client by accident. The
+/// details (`message`, `sqlState`) are for logs: use `String(reflecting:)` or read the fields.
+public struct DatabaseError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// What kind of failure this is. New codes can be added without breaking callers.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let name: String
+        public init(_ name: String) { self.name = name }
+        public var description: String { self.name }
+
+        /// No connection became free within the pool's acquire timeout (HTTP 503).
+        public static let poolExhausted = Code("pool exhausted")
+        /// A new connection could not be opened (HTTP 503).
+        public static let connectionFailed = Code("connection failed")
+        /// The connection broke while in use; the pool discards it (HTTP 503).
+        public static let connectionLost = Code("connection lost")
+        /// The statement ran longer than its timeout (HTTP 504).
+        public static let statementTimeout = Code("statement timeout")
+        /// The statement was cancelled through ``DatabaseConnection/cancel()``.
+        public static let cancelled = Code("cancelled")
+        /// A UNIQUE or PRIMARY KEY constraint was violated (HTTP 409).
+        public static let uniqueViolation = Code("unique violation")
+        /// Another integrity constraint (NOT NULL, CHECK, FOREIGN KEY) was violated (HTTP 422).
+        public static let constraintViolation = Code("constraint violation")
+        /// A value could not be converted by the database (HTTP 400 when it came from the caller).
+        public static let invalidValue = Code("invalid value")
+        /// A write was attempted on a read-only transaction or connection.
+        public static let readOnly = Code("read only")
+        /// The SQL text is malformed or refers to unknown objects.
+        public static let invalidSQL = Code("invalid SQL")
+        /// The request is not supported by this driver or format.
+        public static let unsupported = Code("unsupported")
+        /// The database URL is malformed.
+        public static let invalidURL = Code("invalid URL")
+        /// Anything else the database reported.
+        public static let other = Code("database error")
+    }
+
+    public var code: Code
+    /// The database's own message. Never show it to HTTP clients.
+    public var message: String
+    /// The SQLSTATE (PostgreSQL) or extended result code (SQLite), when known.
+    public var sqlState: String?
+
+    public init(_ code: Code, message: String = "", sqlState: String? = nil) {
+        self.code = code
+        self.message = message
+        self.sqlState = sqlState
+    }
+
+    public var description: String { "database error: \(self.code)" }
+
+    public var debugDescription: String {
+        var text = "database error: \(self.code)"
+        if let sqlState = self.sqlState { text += " [\(sqlState)]" }
+        if !self.message.isEmpty { text += ": \(self.message)" }
+        return text
+    }
+}

@@ -1,0 +1,20 @@
+import Synchronization
+
+/// Counters shared by every connection of a ``Database``.
+///
+/// Drivers call ``recordStatement()`` once for every SQL statement they send to the database
+/// on behalf of a caller (queries, executes, FETCHes of a server-side cursor), not for the
+/// transaction control statements (BEGIN/COMMIT/ROLLBACK) or session settings. Tests read it
+/// to prove that attached arrays do not cost one query per parent row.
+public final class QueryStatistics: Sendable {
+    private let statements = Atomic<Int>(0)
+
+    public init() {}
+
+    /// The number of statements run so far.
+    public var statementCount: Int { self.statements.load(ordering: .relaxed) }
+
+    public func recordStatement() {
+        self.statements.add(1, ordering: .relaxed)
+    }
+}

@@ -1,0 +1,1 @@
+// Module SpoutData: under construction.

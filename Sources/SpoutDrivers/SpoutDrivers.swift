@@ -1,0 +1,1 @@
+// Module SpoutDrivers: under construction.

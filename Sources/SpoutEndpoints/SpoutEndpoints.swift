@@ -1,0 +1,1 @@
+// Module SpoutEndpoints: under construction.

@@ -1,0 +1,1 @@
+// Module SpoutPostgres: under construction.

@@ -1,0 +1,1 @@
+// Module SpoutSQLite: under construction.
