@@ -75,20 +75,25 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .target(
+            name: "SpoutTestSupport",
+            dependencies: ["SpoutCore", "SpoutDrivers"],
+            path: "Tests/SpoutTestSupport"
+        ),
         .testTarget(name: "SpoutCoreTests", dependencies: ["SpoutCore"]),
-        .testTarget(name: "SpoutDriverTests", dependencies: ["SpoutCore", "SpoutDrivers", "SpoutPostgres", "SpoutSQLite"]),
+        .testTarget(name: "SpoutDriverTests", dependencies: ["SpoutCore", "SpoutDrivers", "SpoutPostgres", "SpoutSQLite", "SpoutTestSupport"]),
         .testTarget(
             name: "SpoutHTTPTests",
             dependencies: [
-                "SpoutCore", "SpoutHTTP", "SpoutDrivers",
+                "SpoutCore", "SpoutHTTP", "SpoutDrivers", "SpoutTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]
         ),
-        .testTarget(name: "SpoutEndpointsTests", dependencies: ["SpoutCore", "SpoutDrivers", "SpoutHTTP", "SpoutEndpoints", "SpoutData"]),
-        .testTarget(name: "SpoutDataTests", dependencies: ["SpoutCore", "SpoutDrivers", "SpoutData"]),
+        .testTarget(name: "SpoutEndpointsTests", dependencies: ["SpoutCore", "SpoutDrivers", "SpoutHTTP", "SpoutEndpoints", "SpoutData", "SpoutTestSupport"]),
+        .testTarget(name: "SpoutDataTests", dependencies: ["SpoutCore", "SpoutDrivers", "SpoutData", "SpoutTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

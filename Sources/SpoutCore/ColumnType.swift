@@ -23,9 +23,13 @@ public indirect enum ColumnType: Sendable, Hashable {
 public struct Column: Sendable, Hashable {
     public var label: String
     public var type: ColumnType
+    /// The database's own type name when the driver knows it (`int4`, `bpchar`, `date` on
+    /// PostgreSQL). Batched child queries cast their key arrays to it so indexes stay usable.
+    public var databaseTypeName: String?
 
-    public init(label: String, type: ColumnType) {
+    public init(label: String, type: ColumnType, databaseTypeName: String? = nil) {
         self.label = label
         self.type = type
+        self.databaseTypeName = databaseTypeName
     }
 }

@@ -1,0 +1,187 @@
+/// Fetches attached child rows for a window of parent rows: one query per window and
+/// attachment on PostgreSQL, one cached prepared statement run per parent on SQLite.
+struct AttachmentExecutor {
+    let connection: any DatabaseConnection
+    let batchSize: Int
+
+    /// Fills `children` of every row in `parents` for each of `attachments`, recursively, and
+    /// returns the layout of each attachment's rows.
+    func fill(
+        _ parents: inout [BufferedRow], parentColumns: [Column], attachments: [RowStream.Attachment],
+        inherited: [String: SQLValue]
+    ) throws -> [AttachmentLayout] {
+        var layouts: [AttachmentLayout] = []
+        for index in parents.indices { parents[index].children = [] }
+        for attachment in attachments {
+            let arguments = inherited.merging(attachment.stream.arguments) { _, own in own }
+            let columns: [Column]
+            var groups: [[BufferedRow]]
+            (columns, groups) = try self.fetch(attachment.stream.sql, parents: parents, parentColumns: parentColumns, arguments: arguments)
+            var childLayouts: [AttachmentLayout] = []
+            if !attachment.stream.attachments.isEmpty && groups.contains(where: { !$0.isEmpty }) {
+                // Grandchildren for all children of this window, in windows of their own.
+                var flat = groups.flatMap { $0 }
+                var start = 0
+                repeat {
+                    let end = min(start + self.batchSize, flat.count)
+                    var slice = Array(flat[start..<end])
+                    childLayouts = try self.fill(&slice, parentColumns: columns, attachments: attachment.stream.attachments, inherited: arguments)
+                    flat.replaceSubrange(start..<end, with: slice)
+                    start = end
+                } while start < flat.count
+                var offset = 0
+                for group in groups.indices {
+                    let size = groups[group].count
+                    groups[group] = Array(flat[offset..<(offset + size)])
+                    offset += size
+                }
+            }
+            layouts.append(AttachmentLayout(
+                plan: ObjectPlan(labels: columns.map(\.label), attachmentKeys: attachment.stream.attachments.map(\.key)),
+                children: childLayouts
+            ))
+            for index in parents.indices { parents[index].children.append(groups[index]) }
+        }
+        return layouts
+    }
+
+    /// Runs child `sql` for every parent; returns the child columns and one group per parent.
+    private func fetch(
+        _ sql: String, parents: [BufferedRow], parentColumns: [Column], arguments: [String: SQLValue]
+    ) throws -> ([Column], [[BufferedRow]]) {
+        let dialect = self.connection.dialect
+        let parsed = try ParsedSQL.cached(sql, dialect: dialect)
+        var labelIndex: [String: Int] = [:]
+        for (index, column) in parentColumns.enumerated() where labelIndex[column.label] == nil {
+            labelIndex[column.label] = index
+        }
+        let keyed = parsed.parameterNames.filter { labelIndex[$0] != nil }
+
+        if keyed.isEmpty {
+            // Independent of the parent: run once, share the rows.
+            let (columns, rows) = try self.readAll(parsed, try parsed.bind(arguments))
+            return (columns, Array(repeating: rows, count: parents.count))
+        }
+        switch dialect {
+        case .sqlite:
+            var groups: [[BufferedRow]] = []
+            groups.reserveCapacity(parents.count)
+            var columns: [Column] = []
+            for parent in parents {
+                var bound = arguments
+                for name in keyed { bound[name] = parent.values[labelIndex[name]!] }
+                let (childColumns, rows) = try self.readAll(parsed, try parsed.bind(bound))
+                columns = childColumns
+                groups.append(rows)
+            }
+            return (columns, groups)
+        case .postgres:
+            let types = keyed.map { name in parentColumns[labelIndex[name]!] }
+            let lateral = LateralBatch(child: parsed, keyNames: keyed, keyColumns: types)
+            var bound = arguments
+            for (position, name) in keyed.enumerated() {
+                bound[lateral.arrayParameterNames[position]] = .array(parents.map { $0.values[labelIndex[name]!] })
+            }
+            let cursor = try self.connection.query(lateral.sql, try lateral.sql.bind(bound), options: QueryOptions())
+            defer { cursor.close() }
+            let all = cursor.columns
+            // Column 0 is the 1-based parent ordinal, the last one the row number within it.
+            let columns = Array(all[1..<(all.count - 1)])
+            var groups = Array(repeating: [BufferedRow](), count: parents.count)
+            while try cursor.next() {
+                guard case .integer(let ordinal) = cursor.value(at: 0), ordinal >= 1, ordinal <= parents.count else {
+                    throw DatabaseError(.other, message: "batched child query returned an unexpected parent ordinal")
+                }
+                groups[Int(ordinal) - 1].append(BufferedRow(values: (1..<(all.count - 1)).map(cursor.value(at:)), children: []))
+            }
+            return (columns, groups)
+        }
+    }
+
+    private func readAll(_ sql: ParsedSQL, _ parameters: [SQLValue]) throws -> ([Column], [BufferedRow]) {
+        let cursor = try self.connection.query(sql, parameters, options: QueryOptions())
+        defer { cursor.close() }
+        let width = cursor.columns.count
+        var rows: [BufferedRow] = []
+        while try cursor.next() {
+            rows.append(BufferedRow(values: (0..<width).map(cursor.value(at:)), children: []))
+        }
+        return (cursor.columns, rows)
+    }
+}
+
+/// A PostgreSQL child query rewritten to run for many parents at once:
+///
+/// ```sql
+/// SELECT k.ord, c.* FROM unnest($1::int4[], ...) WITH ORDINALITY AS k(p1, ..., ord)
+/// CROSS JOIN LATERAL (SELECT s.*, row_number() OVER () AS rn FROM (<child>) AS s) AS c
+/// ORDER BY k.ord, c.rn
+/// ```
+///
+/// where each parent-bound parameter of the child becomes `k.pN`. The child's own order is
+/// kept through `row_number()`, and parents come back in window order.
+struct LateralBatch {
+    let sql: ParsedSQL
+    let arrayParameterNames: [String]
+
+    init(child: ParsedSQL, keyNames: [String], keyColumns: [Column]) {
+        var segments: [ParsedSQL.Segment] = [.sql("SELECT \"spout_k\".\"spout_ord\", \"spout_c\".* FROM unnest(")]
+        var names: [String] = []
+        var keyReference: [String: String] = [:]
+        for (position, name) in keyNames.enumerated() {
+            let arrayName = "spout_keys_\(position + 1)"
+            names.append(arrayName)
+            keyReference[name] = "\"spout_k\".\"spout_p\(position + 1)\""
+            if position > 0 { segments.append(.sql(", ")) }
+            segments.append(.parameter(arrayName))
+            segments.append(.sql("::\(Self.arrayType(of: keyColumns[position]))"))
+        }
+        let aliases = (1...keyNames.count).map { "\"spout_p\($0)\"" }.joined(separator: ", ")
+        segments.append(.sql(") WITH ORDINALITY AS \"spout_k\"(\(aliases), \"spout_ord\")\nCROSS JOIN LATERAL (SELECT \"spout_s\".*, row_number() OVER () AS \"spout_rn\" FROM (\n"))
+        for segment in Self.trimmed(child.segments) {
+            if case .parameter(let name) = segment, let reference = keyReference[name] {
+                segments.append(.sql(reference))
+            } else {
+                segments.append(segment)
+            }
+        }
+        segments.append(.sql("\n) AS \"spout_s\") AS \"spout_c\"\nORDER BY \"spout_k\".\"spout_ord\", \"spout_c\".\"spout_rn\""))
+        let source = segments.map { segment -> String in
+            switch segment {
+            case .sql(let text): return text
+            case .parameter(let name): return ":" + name
+            }
+        }.joined()
+        self.sql = ParsedSQL(source: source, dialect: .postgres, segments: segments)
+        self.arrayParameterNames = names
+    }
+
+    /// The child's segments without a trailing semicolon (it is wrapped in a subquery).
+    private static func trimmed(_ segments: [ParsedSQL.Segment]) -> [ParsedSQL.Segment] {
+        var segments = segments
+        if case .sql(var last)? = segments.last {
+            while let end = last.last, end == ";" || end.isWhitespace { last.removeLast() }
+            segments[segments.count - 1] = .sql(last)
+        }
+        return segments
+    }
+
+    /// The PostgreSQL array type for a parent column's values.
+    static func arrayType(of column: Column) -> String {
+        if let name = column.databaseTypeName, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) {
+            return name + "[]"
+        }
+        switch column.type {
+        case .integer: return "int8[]"
+        case .double: return "float8[]"
+        case .decimal: return "numeric[]"
+        case .bool: return "bool[]"
+        case .date: return "date[]"
+        case .timestamp: return "timestamptz[]"
+        case .time: return "time[]"
+        case .json: return "jsonb[]"
+        case .bytes: return "bytea[]"
+        case .text, .array, .unknown: return "text[]"
+        }
+    }
+}

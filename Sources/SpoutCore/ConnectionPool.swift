@@ -1,0 +1,235 @@
+import Dispatch
+import Synchronization
+
+/// A bounded pool of connections from one driver.
+///
+/// Contract:
+/// - At most `maximumConnections` connections are leased or idle at once. Connections are
+///   opened lazily, on the thread of the lease holder (``ConnectionLease/withConnection(_:)``),
+///   never on the thread that waits for a lease.
+/// - A caller that finds every connection leased waits, without blocking a thread, until one is
+///   released or `acquireTimeout` passes; then it gets ``DatabaseError/Code/poolExhausted``.
+///   Waiters are served first come, first served.
+/// - A released connection is reset (``DatabaseConnection/reset()``); a broken one, or one
+///   that cannot be reset, is closed and its slot freed, so the next lease opens a new one.
+final class ConnectionPool: Sendable {
+    private struct Waiter {
+        var id: UInt64
+        var resume: @Sendable (Result<ConnectionLease, DatabaseError>) -> Void
+    }
+
+    private struct State {
+        var idle: [any DatabaseConnection] = []
+        /// Leased plus idle connections, and leases whose connection is not open yet.
+        var slotsInUse = 0
+        var waiters: [Waiter] = []
+        var nextWaiterID: UInt64 = 0
+        var isClosed = false
+    }
+
+    let driver: any DatabaseDriver
+    let readOnly: Bool
+    let maximumConnections: Int
+    let acquireTimeout: Duration
+    let statistics: QueryStatistics
+    private let state = Mutex(State())
+
+    init(driver: any DatabaseDriver, readOnly: Bool, maximumConnections: Int, acquireTimeout: Duration, statistics: QueryStatistics) {
+        self.driver = driver
+        self.readOnly = readOnly
+        self.maximumConnections = maximumConnections
+        self.acquireTimeout = acquireTimeout
+        self.statistics = statistics
+    }
+
+    /// Leases a connection slot, waiting asynchronously up to the acquire timeout.
+    func lease() async throws -> ConnectionLease {
+        let waiterID = Mutex<UInt64?>(nil)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ConnectionLease, any Error>) in
+                let id = self.lease { result in continuation.resume(with: result.mapError { $0 }) }
+                waiterID.withLock { $0 = id }
+            }
+        } onCancel: {
+            if let id = waiterID.withLock({ $0 }) {
+                self.abandon(waiter: id, with: DatabaseError(.cancelled, message: "task cancelled while waiting for a connection"))
+            }
+        }
+    }
+
+    /// Leases a connection slot, blocking the calling thread up to the acquire timeout. For
+    /// command-line tools and tests; servers use ``lease()``.
+    func leaseBlocking() throws -> ConnectionLease {
+        let semaphore = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result<ConnectionLease, DatabaseError>?>(nil)
+        _ = self.lease { result in
+            outcome.withLock { $0 = result }
+            semaphore.signal()
+        }
+        semaphore.wait()
+        return try outcome.withLock { $0! }.get()
+    }
+
+    /// Calls `resume` exactly once with a lease or an error; returns the waiter's id when it had
+    /// to wait (for cancellation), nil when it was answered at once.
+    private func lease(_ resume: @escaping @Sendable (Result<ConnectionLease, DatabaseError>) -> Void) -> UInt64? {
+        enum Decision {
+            case ready(ConnectionLease)
+            case failed(DatabaseError)
+            case waiting(UInt64)
+        }
+        let decision: Decision = self.state.withLock { state in
+            if state.isClosed {
+                return .failed(DatabaseError(.connectionFailed, message: "the database is closed"))
+            }
+            if let connection = state.idle.popLast() {
+                return .ready(ConnectionLease(pool: self, connection: connection))
+            }
+            if state.slotsInUse < self.maximumConnections {
+                state.slotsInUse += 1
+                return .ready(ConnectionLease(pool: self, connection: nil))
+            }
+            state.nextWaiterID += 1
+            state.waiters.append(Waiter(id: state.nextWaiterID, resume: resume))
+            return .waiting(state.nextWaiterID)
+        }
+        switch decision {
+        case .ready(let lease):
+            resume(.success(lease))
+            return nil
+        case .failed(let error):
+            resume(.failure(error))
+            return nil
+        case .waiting(let id):
+            let nanoseconds = self.acquireTimeout.components.seconds * 1_000_000_000
+                + self.acquireTimeout.components.attoseconds / 1_000_000_000
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) {
+                self.abandon(waiter: id, with: DatabaseError(.poolExhausted, message: "no connection free within \(self.acquireTimeout)"))
+            }
+            return id
+        }
+    }
+
+    private func abandon(waiter id: UInt64, with error: DatabaseError) {
+        let waiter: Waiter? = self.state.withLock { state in
+            guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+            return state.waiters.remove(at: index)
+        }
+        waiter?.resume(.failure(error))
+    }
+
+    /// Takes back a lease's connection (nil when it never opened one or it was discarded).
+    func giveBack(_ connection: (any DatabaseConnection)?) {
+        var usable = connection
+        if let candidate = usable, candidate.isBroken || !candidate.reset() {
+            candidate.close()
+            usable = nil
+        }
+        let (waiter, lease): (Waiter?, ConnectionLease?) = self.state.withLock { state in
+            if state.isClosed {
+                state.slotsInUse -= 1
+                return (nil, nil)
+            }
+            if !state.waiters.isEmpty {
+                let waiter = state.waiters.removeFirst()
+                return (waiter, ConnectionLease(pool: self, connection: usable))
+            }
+            if let usable {
+                state.idle.append(usable)
+            } else {
+                state.slotsInUse -= 1
+            }
+            return (nil, nil)
+        }
+        if let waiter, let lease {
+            waiter.resume(.success(lease))
+        } else if self.state.withLock({ $0.isClosed }) {
+            usable?.close()
+        }
+    }
+
+    /// Opens a connection for a lease that has none yet.
+    func open() throws -> any DatabaseConnection {
+        try self.driver.connect(readOnly: self.readOnly, statistics: self.statistics)
+    }
+
+    /// Closes idle connections and fails waiters; leased connections close when released.
+    func close() {
+        let (idle, waiters) = self.state.withLock { state in
+            state.isClosed = true
+            let idle = state.idle
+            let waiters = state.waiters
+            state.slotsInUse -= idle.count
+            state.idle = []
+            state.waiters = []
+            return (idle, waiters)
+        }
+        for connection in idle { connection.close() }
+        for waiter in waiters { waiter.resume(.failure(DatabaseError(.connectionFailed, message: "the database is closed"))) }
+    }
+
+    /// Connections open or leased right now (for tests and metrics).
+    var slotsInUse: Int { self.state.withLock { $0.slotsInUse } }
+    var idleCount: Int { self.state.withLock { $0.idle.count } }
+}
+
+/// The right to use one pooled connection until ``release()``.
+///
+/// Contract: ``withConnection(_:)`` blocks (it may open the connection and run statements);
+/// call it off any event loop, from one thread at a time. ``cancel()`` may be called from any
+/// thread. ``release()`` must be called exactly once when done (later calls do nothing); the
+/// connection is reset and returned to the pool.
+public final class ConnectionLease: Sendable {
+    private struct State {
+        var connection: (any DatabaseConnection)?
+        var released = false
+        var cancelled = false
+    }
+
+    private let pool: ConnectionPool
+    private let state: Mutex<State>
+
+    init(pool: ConnectionPool, connection: (any DatabaseConnection)?) {
+        self.pool = pool
+        self.state = Mutex(State(connection: connection))
+    }
+
+    /// Runs `body` with the leased connection on the calling thread, opening it if needed.
+    public func withConnection<T>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
+        let current: (any DatabaseConnection)? = try self.state.withLock { state in
+            guard !state.released else { throw DatabaseError(.unsupported, message: "lease used after release") }
+            if state.cancelled { throw DatabaseError(.cancelled, message: "lease cancelled") }
+            return state.connection
+        }
+        let connection: any DatabaseConnection
+        if let current {
+            connection = current
+        } else {
+            connection = try self.pool.open()
+            self.state.withLock { $0.connection = connection }
+        }
+        return try body(connection)
+    }
+
+    /// Cancels the statement running on the leased connection, if any; later
+    /// ``withConnection(_:)`` calls throw ``DatabaseError/Code/cancelled``.
+    public func cancel() {
+        let connection = self.state.withLock { state -> (any DatabaseConnection)? in
+            state.cancelled = true
+            return state.released ? nil : state.connection
+        }
+        connection?.cancel()
+    }
+
+    /// Resets the connection and returns it to the pool. Idempotent.
+    public func release() {
+        let (connection, first) = self.state.withLock { state -> ((any DatabaseConnection)?, Bool) in
+            guard !state.released else { return (nil, false) }
+            state.released = true
+            let connection = state.connection
+            state.connection = nil
+            return (connection, true)
+        }
+        if first { self.pool.giveBack(connection) }
+    }
+}

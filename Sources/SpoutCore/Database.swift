@@ -1,0 +1,82 @@
+/// A database reached through a driver: pooled connections, shared counters and the encoding
+/// options. The entry point of Spout's core.
+///
+/// ```swift
+/// let database = Database(driver: try SQLiteDriver(url: "sqlite:data/spout.sqlite"))
+/// var employee = try database.query("""
+///     SELECT emp_no AS "employeeNumber", first_name AS "firstName" FROM employees
+///     WHERE emp_no = :employeeNumber
+///     """, ["employeeNumber": 10004])
+/// employee.attach("titles", "SELECT title FROM titles WHERE emp_no = :employeeNumber")
+/// try employee.write(as: .json(), shape: .object, to: sink)
+/// ```
+///
+/// On SQLite, read-only work uses read-only connections from their own pool, and writes share
+/// a single read-write connection (SQLite allows one writer at a time anyway).
+public final class Database: Sendable {
+    public let driver: any DatabaseDriver
+    public let configuration: DatabaseConfiguration
+    /// Statements run by every connection of this database.
+    public let statistics = QueryStatistics()
+    private let readPool: ConnectionPool
+    private let writePool: ConnectionPool
+
+    public init(driver: any DatabaseDriver, configuration: DatabaseConfiguration = DatabaseConfiguration()) {
+        self.driver = driver
+        self.configuration = configuration
+        self.writePool = ConnectionPool(
+            driver: driver,
+            readOnly: false,
+            maximumConnections: driver.hasReadOnlyConnections ? 1 : configuration.maximumConnections,
+            acquireTimeout: configuration.acquireTimeout,
+            statistics: self.statistics
+        )
+        self.readPool = driver.hasReadOnlyConnections
+            ? ConnectionPool(
+                driver: driver,
+                readOnly: true,
+                maximumConnections: configuration.maximumConnections,
+                acquireTimeout: configuration.acquireTimeout,
+                statistics: self.statistics
+            )
+            : self.writePool
+    }
+
+    public var dialect: SQLDialect { self.driver.dialect }
+
+    /// Leases a connection, waiting asynchronously (no thread blocked) at most the acquire
+    /// timeout, then throwing ``DatabaseError/Code/poolExhausted``. Honors task cancellation.
+    public func lease(readOnly: Bool) async throws -> ConnectionLease {
+        try await (readOnly ? self.readPool : self.writePool).lease()
+    }
+
+    /// Leases a connection, blocking the calling thread. For tools and tests.
+    public func leaseBlocking(readOnly: Bool) throws -> ConnectionLease {
+        try (readOnly ? self.readPool : self.writePool).leaseBlocking()
+    }
+
+    /// Runs `body` with a leased connection on the calling thread (blocking) and releases it.
+    public func withConnection<T>(readOnly: Bool, _ body: (any DatabaseConnection) throws -> T) throws -> T {
+        let lease = try self.leaseBlocking(readOnly: readOnly)
+        defer { lease.release() }
+        return try lease.withConnection(body)
+    }
+
+    /// A row stream for `sql` with named `arguments`; nothing runs until it is written.
+    /// Throws ``SQLSyntaxError`` when the SQL cannot be parsed.
+    public func query(_ sql: String, _ arguments: [String: SQLValue] = [:]) throws -> RowStream {
+        _ = try ParsedSQL.cached(sql, dialect: self.dialect)
+        return RowStream(sql, arguments, database: self)
+    }
+
+    /// Connections currently open or leased, per pool (for tests and metrics).
+    public var connectionsInUse: (read: Int, write: Int) {
+        (self.readPool.slotsInUse, self.readPool === self.writePool ? 0 : self.writePool.slotsInUse)
+    }
+
+    /// Closes idle connections now and leased ones as they are released.
+    public func close() {
+        self.readPool.close()
+        if self.readPool !== self.writePool { self.writePool.close() }
+    }
+}

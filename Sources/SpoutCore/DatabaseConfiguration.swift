@@ -1,0 +1,33 @@
+/// How a ``Database`` pools connections and encodes values.
+public struct DatabaseConfiguration: Sendable, Hashable {
+    /// The most connections open at once (read-write and read-only together on PostgreSQL; on
+    /// SQLite this bounds the read-only connections, and writes share one connection).
+    public var maximumConnections: Int
+    /// How long ``Database/lease(readOnly:)`` waits for a free connection before it throws
+    /// ``DatabaseError/Code/poolExhausted``.
+    public var acquireTimeout: Duration
+    /// Parent rows per batched child query for attached arrays (PostgreSQL).
+    public var attachmentBatchSize: Int
+    /// How dates and timestamps are written.
+    public var dateFormat: DateFormat
+
+    public init(
+        maximumConnections: Int = 8,
+        acquireTimeout: Duration = .seconds(5),
+        attachmentBatchSize: Int = 500,
+        dateFormat: DateFormat = .epochMilliseconds
+    ) {
+        self.maximumConnections = max(1, maximumConnections)
+        self.acquireTimeout = acquireTimeout
+        self.attachmentBatchSize = max(1, attachmentBatchSize)
+        self.dateFormat = dateFormat
+    }
+}
+
+/// How dates and timestamps appear in the output.
+public enum DateFormat: String, Sendable, Hashable, CaseIterable {
+    /// Milliseconds since the epoch; a DATE is its day at 00:00 UTC (HTTP-RPC's convention).
+    case epochMilliseconds = "epoch-ms"
+    /// ISO-8601 strings: `2024-05-01` for dates, `2024-05-01T12:00:00.000Z` for timestamps.
+    case iso8601 = "iso-8601"
+}

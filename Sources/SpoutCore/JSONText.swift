@@ -1,0 +1,167 @@
+/// JSON scalars written straight into a ``ChunkedOutput``: escaped strings, numbers, dates.
+enum JSONText {
+    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// Writes `text` as a JSON string: quotes, backslashes and every control character escaped.
+    /// Swift strings are valid UTF-8, so invalid input was already replaced by U+FFFD.
+    static func writeString(_ text: String, to out: inout ChunkedOutput) {
+        var text = text
+        text.withUTF8 { bytes in
+            out.append(UInt8(ascii: "\""))
+            var runStart = 0
+            for index in 0..<bytes.count {
+                let byte = bytes[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                if index > runStart { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index])) }
+                runStart = index + 1
+                out.append(UInt8(ascii: "\\"))
+                switch byte {
+                case UInt8(ascii: "\""): out.append(UInt8(ascii: "\""))
+                case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\"))
+                case 0x0A: out.append(UInt8(ascii: "n"))
+                case 0x0D: out.append(UInt8(ascii: "r"))
+                case 0x09: out.append(UInt8(ascii: "t"))
+                case 0x08: out.append(UInt8(ascii: "b"))
+                case 0x0C: out.append(UInt8(ascii: "f"))
+                default:
+                    out.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+                }
+            }
+            if runStart < bytes.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...])) }
+            out.append(UInt8(ascii: "\""))
+        }
+    }
+
+    /// Writes a signed integer in decimal without allocating.
+    @inline(__always)
+    static func writeInteger(_ value: Int64, to out: inout ChunkedOutput) {
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        if magnitude < 10 {
+            out.append(UInt8(ascii: "0") + UInt8(magnitude))
+            return
+        }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var count = 0
+            while magnitude > 0 {
+                digits[19 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                count += 1
+            }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[(20 - count)...]))
+        }
+    }
+
+    /// Writes a double as the shortest text that reads back as the same value; NaN and
+    /// infinities (which JSON cannot express) as `null`.
+    static func writeDouble(_ value: Double, to out: inout ChunkedOutput) {
+        guard value.isFinite else {
+            out.append("null")
+            return
+        }
+        if value == value.rounded(.towardZero) && abs(value) < 1e15 {
+            // Integral values: "3.0" rather than Swift's "3.0" vs JavaScript's "3" ambiguity;
+            // keep the decimal point so the reader still sees a float.
+            self.writeInteger(Int64(value), to: &out)
+            out.append(".0")
+            return
+        }
+        out.append(contentsOf: value.description.utf8)
+    }
+
+    /// Writes an exact decimal's digits as stored; `NaN`/`Infinity` (not JSON) as `null`, and
+    /// text that is not a JSON number as a string.
+    static func writeDecimal(_ digits: String, to out: inout ChunkedOutput) {
+        if self.isJSONNumber(digits) {
+            out.append(contentsOf: digits.utf8)
+        } else if digits == "NaN" || digits.hasSuffix("Infinity") {
+            out.append("null")
+        } else {
+            self.writeString(digits, to: &out)
+        }
+    }
+
+    /// Whether `text` matches JSON's number grammar.
+    static func isJSONNumber(_ text: String) -> Bool {
+        var iterator = text.utf8.makeIterator()
+        var byte = iterator.next()
+        func isDigit(_ b: UInt8?) -> Bool { b.map { $0 >= 0x30 && $0 <= 0x39 } ?? false }
+        if byte == UInt8(ascii: "-") { byte = iterator.next() }
+        guard isDigit(byte) else { return false }
+        if byte == UInt8(ascii: "0") {
+            byte = iterator.next()
+        } else {
+            while isDigit(byte) { byte = iterator.next() }
+        }
+        if byte == UInt8(ascii: ".") {
+            byte = iterator.next()
+            guard isDigit(byte) else { return false }
+            while isDigit(byte) { byte = iterator.next() }
+        }
+        if byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E") {
+            byte = iterator.next()
+            if byte == UInt8(ascii: "+") || byte == UInt8(ascii: "-") { byte = iterator.next() }
+            guard isDigit(byte) else { return false }
+            while isDigit(byte) { byte = iterator.next() }
+        }
+        return byte == nil
+    }
+
+    private static let base64Alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+
+    /// Writes standard base64 (with padding) of `bytes`, unquoted.
+    static func writeBase64(_ bytes: [UInt8], to out: inout ChunkedOutput) {
+        var index = 0
+        while index + 3 <= bytes.count {
+            let value = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+            out.append(self.base64Alphabet[Int(value >> 18 & 63)])
+            out.append(self.base64Alphabet[Int(value >> 12 & 63)])
+            out.append(self.base64Alphabet[Int(value >> 6 & 63)])
+            out.append(self.base64Alphabet[Int(value & 63)])
+            index += 3
+        }
+        let rest = bytes.count - index
+        if rest > 0 {
+            let value = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
+            out.append(self.base64Alphabet[Int(value >> 18 & 63)])
+            out.append(self.base64Alphabet[Int(value >> 12 & 63)])
+            out.append(rest == 2 ? self.base64Alphabet[Int(value >> 6 & 63)] : UInt8(ascii: "="))
+            out.append(UInt8(ascii: "="))
+        }
+    }
+
+    /// Writes one value as JSON.
+    static func writeValue(_ value: SQLValue, dateFormat: DateFormat, to out: inout ChunkedOutput) {
+        switch value {
+        case .null: out.append("null")
+        case .integer(let number): self.writeInteger(number, to: &out)
+        case .double(let number): self.writeDouble(number, to: &out)
+        case .decimal(let digits): self.writeDecimal(digits, to: &out)
+        case .bool(let flag): flag ? out.append("true") : out.append("false")
+        case .text(let text): self.writeString(text, to: &out)
+        case .date(let days):
+            switch dateFormat {
+            case .epochMilliseconds: self.writeInteger(days &* 86_400_000, to: &out)
+            case .iso8601: self.writeString(CivilTime.formatDate(days: days), to: &out)
+            }
+        case .timestamp(let micros):
+            switch dateFormat {
+            case .epochMilliseconds: self.writeInteger(CivilTime.floorDivide(micros, 1000), to: &out)
+            case .iso8601: self.writeString(CivilTime.formatTimestamp(microseconds: micros), to: &out)
+            }
+        case .time(let text): self.writeString(text, to: &out)
+        case .json(let text): out.append(contentsOf: text.utf8)
+        case .bytes(let bytes):
+            out.append(UInt8(ascii: "\""))
+            self.writeBase64(bytes, to: &out)
+            out.append(UInt8(ascii: "\""))
+        case .array(let elements):
+            out.append(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                self.writeValue(element, dateFormat: dateFormat, to: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        }
+    }
+}

@@ -1,0 +1,67 @@
+/// How one row becomes a JSON object: keys pre-escaped once per stream, dotted labels
+/// (`department.name`) grouped into nested objects, attachments after the columns.
+///
+/// A dotted prefix opens its nested object where it first appears; later columns with the
+/// same prefix join that object, so `a, d.x, b, d.y` gives `{"a":..,"d":{"x":..,"y":..},"b":..}`.
+struct ObjectPlan: Sendable {
+    enum Member: Sendable {
+        case column(key: [UInt8], index: Int)
+        case object(key: [UInt8], ObjectPlan)
+        case attachment(key: [UInt8], index: Int)
+    }
+
+    var members: [Member]
+
+    init(labels: [String], attachmentKeys: [String]) {
+        var root = Builder()
+        for (index, label) in labels.enumerated() {
+            root.insert(path: label.split(separator: ".", omittingEmptySubsequences: false).map(String.init), index: index)
+        }
+        self.members = root.plan().members
+        for (index, key) in attachmentKeys.enumerated() {
+            self.members.append(.attachment(key: Self.encodedKey(key), index: index))
+        }
+    }
+
+    private init(members: [Member]) {
+        self.members = members
+    }
+
+    /// `"key":` with the key escaped as a JSON string.
+    static func encodedKey(_ key: String) -> [UInt8] {
+        let sink = CollectingSink()
+        var out = ChunkedOutput(sink: sink)
+        JSONText.writeString(key, to: &out)
+        try? out.finish()
+        return sink.bytes
+    }
+
+    /// Ordered tree of label paths.
+    private struct Builder {
+        var entries: [(name: String, index: Int?, child: Builder?)] = []
+
+        mutating func insert(path: [String], index: Int) {
+            if path.count == 1 || path.contains(where: \.isEmpty) {
+                self.entries.append((path.joined(separator: "."), index, nil))
+                return
+            }
+            let head = path[0]
+            if let position = self.entries.firstIndex(where: { $0.name == head && $0.child != nil }) {
+                self.entries[position].child!.insert(path: Array(path.dropFirst()), index: index)
+            } else {
+                var child = Builder()
+                child.insert(path: Array(path.dropFirst()), index: index)
+                self.entries.append((head, nil, child))
+            }
+        }
+
+        func plan() -> ObjectPlan {
+            ObjectPlan(members: self.entries.map { entry in
+                if let child = entry.child {
+                    return .object(key: ObjectPlan.encodedKey(entry.name), child.plan())
+                }
+                return .column(key: ObjectPlan.encodedKey(entry.name), index: entry.index!)
+            })
+        }
+    }
+}

@@ -1,0 +1,183 @@
+/// Values of the current row, read by index.
+protocol RowValues {
+    func value(at index: Int) -> SQLValue
+}
+
+/// A child row held in memory for a window of parents, with its own attached arrays.
+struct BufferedRow: RowValues, Sendable {
+    var values: [SQLValue]
+    /// `children[i]` holds the rows of attachment `i`.
+    var children: [[BufferedRow]]
+
+    func value(at index: Int) -> SQLValue { self.values[index] }
+}
+
+/// The encoded layout of an attached array: its object plan and its own attachments'.
+struct AttachmentLayout: Sendable {
+    var plan: ObjectPlan
+    var children: [AttachmentLayout]
+}
+
+/// Writes rows in one ``OutputFormat`` and ``ResultShape`` into a ``ChunkedOutput``.
+///
+/// Call ``begin()``, then ``row(_:children:)`` for each row, then ``end()``; the encoder
+/// never holds more than the row it is writing.
+struct RowEncoder {
+    let format: OutputFormat
+    let shape: ResultShape
+    let columns: [Column]
+    let plan: ObjectPlan
+    let dateFormat: DateFormat
+    var out: ChunkedOutput
+    private var rowCount = 0
+
+    init(format: OutputFormat, shape: ResultShape, columns: [Column], attachmentKeys: [String], dateFormat: DateFormat, sink: any ByteSink) {
+        self.format = format
+        self.shape = shape
+        self.columns = columns
+        self.plan = ObjectPlan(labels: columns.map(\.label), attachmentKeys: attachmentKeys)
+        self.dateFormat = dateFormat
+        self.out = ChunkedOutput(sink: sink)
+    }
+
+    private var indent: Int? {
+        if case .json(pretty: true) = self.format { return 0 }
+        return nil
+    }
+
+    mutating func begin() {
+        switch (self.format, self.shape) {
+        case (.json, .array):
+            self.out.append(UInt8(ascii: "["))
+        case (.csv, .scalar):
+            if let first = self.columns.first { CSVText.writeField(.text(first.label), dateFormat: self.dateFormat, to: &self.out) }
+            self.out.append("\r\n")
+        case (.csv, _):
+            for (index, column) in self.columns.enumerated() {
+                if index > 0 { self.out.append(UInt8(ascii: ",")) }
+                CSVText.writeField(.text(column.label), dateFormat: self.dateFormat, to: &self.out)
+            }
+            self.out.append("\r\n")
+        default:
+            break
+        }
+    }
+
+    mutating func row(_ values: some RowValues, children: [(AttachmentLayout, [BufferedRow])]) throws {
+        defer { self.rowCount += 1 }
+        switch self.format {
+        case .json(let pretty):
+            if self.shape == .scalar {
+                JSONText.writeValue(values.value(at: 0), dateFormat: self.dateFormat, to: &self.out)
+                return
+            }
+            if self.shape == .array {
+                if self.rowCount > 0 { self.out.append(UInt8(ascii: ",")) }
+                if pretty { self.newline(depth: 1) }
+            }
+            self.writeObject(self.plan, values, children: children, depth: pretty ? (self.shape == .array ? 1 : 0) : nil)
+        case .jsonLines:
+            if self.shape == .scalar {
+                JSONText.writeValue(values.value(at: 0), dateFormat: self.dateFormat, to: &self.out)
+            } else {
+                self.writeObject(self.plan, values, children: children, depth: nil)
+            }
+            self.out.append(UInt8(ascii: "\n"))
+        case .csv:
+            let count = self.shape == .scalar ? 1 : self.columns.count
+            for index in 0..<count {
+                if index > 0 { self.out.append(UInt8(ascii: ",")) }
+                CSVText.writeField(values.value(at: index), dateFormat: self.dateFormat, to: &self.out)
+            }
+            self.out.append("\r\n")
+        }
+        try self.out.flushIfFull()
+    }
+
+    mutating func end() throws {
+        if case .json(let pretty) = self.format, self.shape == .array {
+            if pretty && self.rowCount > 0 { self.newline(depth: 0) }
+            self.out.append(UInt8(ascii: "]"))
+        }
+        if case .json(pretty: true) = self.format { self.out.append(UInt8(ascii: "\n")) }
+        try self.out.finish()
+    }
+
+    private mutating func newline(depth: Int) {
+        self.out.append(UInt8(ascii: "\n"))
+        for _ in 0..<depth { self.out.append("  ") }
+    }
+
+    /// Writes one object; `depth` is nil for compact output, else the indentation level.
+    private mutating func writeObject(_ plan: ObjectPlan, _ values: some RowValues, children: [(AttachmentLayout, [BufferedRow])], depth: Int?) {
+        self.out.append(UInt8(ascii: "{"))
+        for (position, member) in plan.members.enumerated() {
+            if position > 0 { self.out.append(UInt8(ascii: ",")) }
+            if let depth { self.newline(depth: depth + 1) }
+            switch member {
+            case .column(let key, let index):
+                self.out.append(contentsOf: key)
+                self.out.append(UInt8(ascii: ":"))
+                if depth != nil { self.out.append(UInt8(ascii: " ")) }
+                JSONText.writeValue(values.value(at: index), dateFormat: self.dateFormat, to: &self.out)
+            case .object(let key, let nested):
+                self.out.append(contentsOf: key)
+                self.out.append(UInt8(ascii: ":"))
+                if depth != nil { self.out.append(UInt8(ascii: " ")) }
+                self.writeObject(nested, values, children: [], depth: depth.map { $0 + 1 })
+            case .attachment(let key, let index):
+                self.out.append(contentsOf: key)
+                self.out.append(UInt8(ascii: ":"))
+                if depth != nil { self.out.append(UInt8(ascii: " ")) }
+                let (layout, rows) = children[index]
+                self.out.append(UInt8(ascii: "["))
+                for (rowIndex, row) in rows.enumerated() {
+                    if rowIndex > 0 { self.out.append(UInt8(ascii: ",")) }
+                    if let depth { self.newline(depth: depth + 2) }
+                    let grandchildren = zip(layout.children, row.children).map { ($0, $1) }
+                    self.writeObject(layout.plan, row, children: grandchildren, depth: depth.map { $0 + 2 })
+                }
+                if let depth, !rows.isEmpty { self.newline(depth: depth + 1) }
+                self.out.append(UInt8(ascii: "]"))
+            }
+        }
+        if let depth, !plan.members.isEmpty { self.newline(depth: depth) }
+        self.out.append(UInt8(ascii: "}"))
+    }
+}
+
+/// CSV fields (RFC 4180): quoted when they hold a comma, quote, CR or LF.
+enum CSVText {
+    static func writeField(_ value: SQLValue, dateFormat: DateFormat, to out: inout ChunkedOutput) {
+        switch value {
+        case .null:
+            break
+        case .text(let text), .time(let text), .json(let text):
+            self.writeText(text, to: &out)
+        case .integer, .double, .decimal, .bool, .date, .timestamp:
+            JSONText.writeValue(value, dateFormat: dateFormat, to: &out)
+        case .bytes(let bytes):
+            JSONText.writeBase64(bytes, to: &out)
+        case .array:
+            let sink = CollectingSink()
+            var json = ChunkedOutput(sink: sink)
+            JSONText.writeValue(value, dateFormat: dateFormat, to: &json)
+            try? json.finish()
+            self.writeText(sink.text, to: &out)
+        }
+    }
+
+    private static func writeText(_ text: String, to out: inout ChunkedOutput) {
+        let needsQuotes = text.utf8.contains { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "\"") || $0 == 0x0A || $0 == 0x0D }
+        guard needsQuotes else {
+            out.append(contentsOf: text.utf8)
+            return
+        }
+        out.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: "\"") { out.append(UInt8(ascii: "\"")) }
+            out.append(byte)
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}

@@ -1,0 +1,162 @@
+/// A query with named arguments and attached child queries, written as rows to a sink.
+///
+/// Each row is a JSON object keyed by column label, in column order (dotted labels nest).
+/// ``attach(_:_:)`` adds an array of child rows to every row: the child's named parameters
+/// bind first from the parent row's columns (by label), then from the stream's arguments.
+/// Attached streams may attach again, to any depth.
+///
+/// Nothing runs until ``write(as:shape:to:on:)``. Top-level rows are encoded as they are read
+/// and never held together; attached rows are fetched for a window of parent rows at a time
+/// (``DatabaseConfiguration/attachmentBatchSize``), with one child query per window on
+/// PostgreSQL (a `LATERAL` join against the window's keys, passed as arrays), and with one
+/// cached prepared statement per parent on SQLite (in process, no round trip).
+public struct RowStream: Sendable {
+    /// An attached child stream and the key its array appears under.
+    public struct Attachment: Sendable {
+        public var key: String
+        public var stream: RowStream
+    }
+
+    public let sql: String
+    public var arguments: [String: SQLValue]
+    public private(set) var attachments: [Attachment] = []
+    /// Stop after this many top-level rows (nil: no limit).
+    public var rowLimit: Int?
+    let database: Database?
+
+    /// A stream not tied to a database; write it with ``write(as:shape:to:on:)``.
+    public init(_ sql: String, _ arguments: [String: SQLValue] = [:]) {
+        self.init(sql, arguments, database: nil)
+    }
+
+    init(_ sql: String, _ arguments: [String: SQLValue], database: Database?) {
+        self.sql = sql
+        self.arguments = arguments
+        self.database = database
+    }
+
+    /// Nests the rows of `sql` as an array under `key` in every row.
+    public mutating func attach(_ key: String, _ sql: String) {
+        self.attachments.append(Attachment(key: key, stream: RowStream(sql, [:], database: nil)))
+    }
+
+    /// Nests the rows of `child` (which may have attachments of its own) under `key`.
+    public mutating func attach(_ key: String, _ child: RowStream) {
+        self.attachments.append(Attachment(key: key, stream: child))
+    }
+
+    /// A copy of this stream with `sql` attached under `key`.
+    public func attaching(_ key: String, _ sql: String) -> RowStream {
+        var copy = self
+        copy.attach(key, sql)
+        return copy
+    }
+
+    /// Leases a connection from the stream's database (blocking), writes, and releases it.
+    @discardableResult
+    public func write(as format: OutputFormat, shape: ResultShape = .array, to sink: any ByteSink) throws -> Int {
+        guard let database = self.database else {
+            throw DatabaseError(.unsupported, message: "this stream has no database; use write(as:shape:to:on:)")
+        }
+        return try database.withConnection(readOnly: true) { connection in
+            try self.write(as: format, shape: shape, to: sink, on: connection, dateFormat: database.configuration.dateFormat)
+        }
+    }
+
+    /// Runs the query on `connection` and encodes its rows into `sink`, chunk by chunk.
+    ///
+    /// Blocks while it reads from the database and while the sink applies backpressure. Calls
+    /// `sink.finish` exactly once on success. Throws ``RowStreamError`` before writing any
+    /// byte when the shape needs a row and there is none, or when CSV meets attachments.
+    /// On PostgreSQL, attachments need a transaction; one is opened (read-only) and committed
+    /// here if the caller has not opened one.
+    /// - Returns: the number of top-level rows written.
+    @discardableResult
+    public func write(
+        as format: OutputFormat,
+        shape: ResultShape = .array,
+        to sink: any ByteSink,
+        on connection: any DatabaseConnection,
+        dateFormat: DateFormat? = nil,
+        attachmentBatchSize: Int? = nil
+    ) throws -> Int {
+        if format == .csv && !self.attachments.isEmpty { throw RowStreamError.attachmentsNotAllowedInCSV }
+        let dateFormat = dateFormat ?? self.database?.configuration.dateFormat ?? .epochMilliseconds
+        let window = shape == .array ? (attachmentBatchSize ?? self.database?.configuration.attachmentBatchSize ?? 500) : 1
+        let executor = AttachmentExecutor(connection: connection, batchSize: window)
+
+        let ownsTransaction = !self.attachments.isEmpty && connection.dialect == .postgres && !connection.isInTransaction
+        if ownsTransaction { try connection.begin(readOnly: true) }
+        do {
+            let parsed = try ParsedSQL.cached(self.sql, dialect: connection.dialect)
+            let cursor = try connection.query(
+                parsed,
+                try parsed.bind(self.arguments),
+                options: QueryOptions(interleaved: !self.attachments.isEmpty, batchSize: window)
+            )
+            defer { cursor.close() }
+            let count = try self.encode(cursor, executor: executor, format: format, shape: shape, dateFormat: dateFormat, sink: sink)
+            if ownsTransaction { try connection.commit() }
+            return count
+        } catch {
+            if ownsTransaction && connection.isInTransaction { try? connection.rollback() }
+            throw error
+        }
+    }
+
+    private func encode(
+        _ cursor: any RowCursor, executor: AttachmentExecutor, format: OutputFormat, shape: ResultShape,
+        dateFormat: DateFormat, sink: any ByteSink
+    ) throws -> Int {
+        var limit = self.rowLimit ?? Int.max
+        if shape != .array { limit = 1 }
+        var encoder = RowEncoder(
+            format: format, shape: shape, columns: cursor.columns, attachmentKeys: self.attachments.map(\.key),
+            dateFormat: dateFormat, sink: sink
+        )
+        var count = 0
+        if self.attachments.isEmpty {
+            let values = CursorValues(cursor: cursor)
+            while count < limit, try cursor.next() {
+                if count == 0 { encoder.begin() }
+                try encoder.row(values, children: [])
+                count += 1
+            }
+        } else {
+            var window: [BufferedRow] = []
+            window.reserveCapacity(executor.batchSize)
+            let width = cursor.columns.count
+            var exhausted = false
+            while !exhausted && count < limit {
+                window.removeAll(keepingCapacity: true)
+                while window.count < executor.batchSize && count + window.count < limit {
+                    guard try cursor.next() else {
+                        exhausted = true
+                        break
+                    }
+                    window.append(BufferedRow(values: (0..<width).map(cursor.value(at:)), children: []))
+                }
+                if window.isEmpty { break }
+                let layouts = try executor.fill(&window, parentColumns: cursor.columns, attachments: self.attachments, inherited: self.arguments)
+                for row in window {
+                    if count == 0 { encoder.begin() }
+                    try encoder.row(row, children: Array(zip(layouts, row.children)))
+                    count += 1
+                }
+            }
+        }
+        if count == 0 {
+            if shape != .array { throw RowStreamError.noRow }
+            encoder.begin()
+        }
+        try encoder.end()
+        return count
+    }
+}
+
+/// The current row of a cursor as ``RowValues``.
+private struct CursorValues: RowValues {
+    let cursor: any RowCursor
+    @inline(__always)
+    func value(at index: Int) -> SQLValue { self.cursor.value(at: index) }
+}
