@@ -3,7 +3,8 @@ import Synchronization
 /// Counters shared by every connection of a ``Database``.
 ///
 /// Drivers call ``recordStatement()`` once for every SQL statement they send to the database
-/// on behalf of a caller (queries, executes, FETCHes of a server-side cursor), not for the
+/// on behalf of a caller (each query or execute once, however many FETCH round trips its
+/// cursor takes; a bulk load or script once), not for the
 /// transaction control statements (BEGIN/COMMIT/ROLLBACK) or session settings. Tests read it
 /// to prove that attached arrays do not cost one query per parent row.
 public final class QueryStatistics: Sendable {

@@ -51,7 +51,7 @@ enum SQLiteValueReader {
     private static func textValue(of statement: OpaquePointer, at index: Int32, type: ColumnType) -> SQLValue {
         let pointer = sqlite3_column_text(statement, index)
         let count = Int(sqlite3_column_bytes(statement, index))
-        let bytes = UnsafeBufferPointer(start: count > 0 ? pointer : nil, count: pointer == nil ? 0 : count)
+        let bytes = UnsafeBufferPointer(start: pointer, count: pointer == nil ? 0 : count)
         switch type {
         case .date:
             if let days = CivilTime.parseDate(bytes) { return .date(days: days) }

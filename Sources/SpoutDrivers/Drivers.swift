@@ -1,0 +1,24 @@
+import SpoutCore
+import SpoutPostgres
+import SpoutSQLite
+
+/// Picks the driver for a database URL.
+public enum Drivers {
+    /// `postgresql://…` or `postgres://…` → PostgreSQL (libpq); `sqlite:PATH` or
+    /// `sqlite::memory:` → SQLite. Anything else throws ``DatabaseError/Code/invalidURL``
+    /// (the message never repeats the URL, which may hold a password).
+    public static func driver(for url: String, sqliteBusyTimeoutMilliseconds: Int = 5000) throws -> any DatabaseDriver {
+        if url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") {
+            return try PostgresDriver(url: url)
+        }
+        if url.hasPrefix("sqlite:") {
+            return try SQLiteDriver(url: url, busyTimeoutMilliseconds: sqliteBusyTimeoutMilliseconds)
+        }
+        throw DatabaseError(.invalidURL, message: "a database URL starts with postgresql://, postgres:// or sqlite:")
+    }
+
+    /// Opens a pooled database for `url`.
+    public static func open(_ url: String, configuration: DatabaseConfiguration = DatabaseConfiguration()) throws -> Database {
+        Database(driver: try self.driver(for: url), configuration: configuration)
+    }
+}

@@ -1,1 +1,0 @@
-// Module SpoutDrivers: under construction.

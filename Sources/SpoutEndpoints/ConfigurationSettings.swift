@@ -1,0 +1,64 @@
+import SpoutCore
+
+extension SpoutConfiguration {
+    /// One scalar (or list) key of the configuration file and its environment variable.
+    struct Setting {
+        enum Kind {
+            case string(WritableKeyPath<SpoutConfiguration, String>)
+            case integer(WritableKeyPath<SpoutConfiguration, Int>, ClosedRange<Int>)
+            case boolean(WritableKeyPath<SpoutConfiguration, Bool>)
+            case dateFormat
+            case list
+        }
+
+        /// The dotted key in the file: `database.poolSize`.
+        var path: String
+        var kind: Kind
+
+        /// `SPOUT_` and the key in upper snake case, without the `server.` section:
+        /// `server.port` → `SPOUT_PORT`, `database.poolSize` → `SPOUT_DATABASE_POOL_SIZE`.
+        var environmentVariable: String {
+            var key = Substring(self.path)
+            if key.hasPrefix("server.") { key = key.dropFirst("server.".count) }
+            var name = "SPOUT_"
+            for character in key {
+                if character == "." {
+                    name += "_"
+                } else if character.isUppercase {
+                    name += "_" + character.uppercased()
+                } else {
+                    name += character.uppercased()
+                }
+            }
+            return name
+        }
+    }
+
+    /// Every key, in file order. The file's sections (`server`, `server.limits`, `database`,
+    /// `database.seed`) are the prefixes of these paths.
+    static var settings: [Setting] {
+        [
+            Setting(path: "server.host", kind: .string(\.server.host)),
+            Setting(path: "server.port", kind: .integer(\.server.port, 0...65_535)),
+            Setting(path: "server.limits.maxHeaderBytes", kind: .integer(\.server.limits.maxHeaderBytes, 1_024...Int(Int32.max))),
+            Setting(path: "server.limits.maxBodyBytes", kind: .integer(\.server.limits.maxBodyBytes, 0...Int(Int32.max))),
+            Setting(path: "server.limits.idleTimeoutSeconds", kind: .integer(\.server.limits.idleTimeoutSeconds, 1...86_400)),
+            Setting(path: "server.limits.maxConnections", kind: .integer(\.server.limits.maxConnections, 1...1_000_000)),
+            Setting(path: "server.limits.drainTimeoutSeconds", kind: .integer(\.server.limits.drainTimeoutSeconds, 0...3_600)),
+            Setting(path: "database.url", kind: .string(\.database.url)),
+            Setting(path: "database.poolSize", kind: .integer(\.database.poolSize, 1...1_000)),
+            Setting(path: "database.acquireTimeoutMs", kind: .integer(\.database.acquireTimeoutMs, 0...3_600_000)),
+            Setting(path: "database.statementTimeoutMs", kind: .integer(\.database.statementTimeoutMs, 0...86_400_000)),
+            Setting(path: "database.seed.enabled", kind: .boolean(\.database.seed.enabled)),
+            Setting(path: "database.seed.employees", kind: .integer(\.database.seed.employees, 0...100_000_000)),
+            Setting(path: "dateFormat", kind: .dateFormat),
+            Setting(path: "endpoints", kind: .list),
+            Setting(path: "sqlDirectory", kind: .string(\.sqlDirectory)),
+        ]
+    }
+
+    /// The environment variables read by ``applyEnvironment(_:)``, with the key each sets.
+    public static var environmentVariables: [(variable: String, key: String)] {
+        self.settings.map { ($0.environmentVariable, $0.path) }
+    }
+}

@@ -1,0 +1,141 @@
+import SpoutCore
+import SpoutHTTP
+
+/// What an endpoint answers with.
+public enum EndpointResult: String, Sendable, Hashable, CaseIterable {
+    /// Every row, as a streamed JSON array (JSON Lines and CSV when asked for).
+    case rows
+    /// The first row as one object; 404 when there is none.
+    case object
+    /// The first column of the first row, as a bare value; 404 when there is none.
+    case scalar
+    /// 204 No Content when the statement changed at least one row; 404 when it changed none.
+    case none
+    /// 201 Created with a `Location` header built from ``Endpoint/location`` and, when the
+    /// statement returns a row (`INSERT ... RETURNING`), that row as the body.
+    case created
+
+    /// The row-stream shape of the result, for results that have rows.
+    var shape: ResultShape? {
+        switch self {
+        case .rows: return .array
+        case .object, .created: return .object
+        case .scalar: return .scalar
+        case .none: return nil
+        }
+    }
+}
+
+/// The SQL of an endpoint or a detail: portable text and per-dialect replacements.
+public struct EndpointSQL: Sendable, Hashable {
+    /// The SQL used on every database without an override.
+    public var portable: String
+    /// Replacements for one dialect (`sql/postgres/<path>`, `sql/sqlite/<path>`).
+    public var overrides: [SQLDialect: String]
+    /// Where the portable text is: an SQL file's path, or the endpoint file when inline.
+    public var file: String
+    /// The line of the SQL's first line in ``file``.
+    public var firstLine: Int
+    /// The override files, by dialect.
+    public var overrideFiles: [SQLDialect: String]
+
+    public init(
+        portable: String, overrides: [SQLDialect: String] = [:], file: String, firstLine: Int = 1,
+        overrideFiles: [SQLDialect: String] = [:]
+    ) {
+        self.portable = portable
+        self.overrides = overrides
+        self.file = file
+        self.firstLine = firstLine
+        self.overrideFiles = overrideFiles
+    }
+
+    /// The text to run on `dialect`: its override when there is one, else the portable text.
+    public func text(for dialect: SQLDialect) -> String {
+        self.overrides[dialect] ?? self.portable
+    }
+}
+
+/// An array attached to every row when the request selects it through the endpoint's
+/// details parameter (`?details=titles`).
+public struct EndpointDetail: Sendable, Hashable {
+    /// The detail's name: the value that selects it and the key its array appears under.
+    public var name: String
+    /// The child query; its parameters bind from the parent row's column labels first, then
+    /// from the endpoint's arguments (see `RowStream.attach`).
+    public var sql: EndpointSQL
+    public var summary: String?
+
+    public init(name: String, sql: EndpointSQL, summary: String? = nil) {
+        self.name = name
+        self.sql = sql
+        self.summary = summary
+    }
+}
+
+/// One method on one path, as declared in an endpoint file.
+public struct Endpoint: Sendable {
+    public var method: RequestMethod
+    /// The path template: `/employees/{employeeNumber}`.
+    public var path: String
+    public var summary: String?
+    public var sql: EndpointSQL
+    /// Every parameter the request may carry: path keys, declared parameters and, when the
+    /// endpoint has details, the details parameter (a list of strings limited to the details'
+    /// names).
+    public var parameters: [Parameter]
+    public var result: EndpointResult
+    public var details: [EndpointDetail]
+    /// The name of the parameter that selects details (`details` unless renamed); nil when the
+    /// endpoint has none.
+    public var detailsParameter: String?
+    /// The statement timeout; nil uses the configuration's default.
+    public var timeout: Duration?
+    /// At most this many rows are returned (``EndpointResult/rows`` only).
+    public var rowLimit: Int?
+    /// Whether the statements run in a read-only transaction on a read-only connection.
+    public var readOnly: Bool
+    /// The `Location` of a ``EndpointResult/created`` result: a path with `{parameter}`
+    /// placeholders (`/pets/{name}`).
+    public var location: String?
+    /// The group the endpoint is listed under in the documentation: the endpoint file's name
+    /// without extension (`employees`).
+    public var tag: String
+    /// The endpoint file and the line of the method's key, for messages.
+    public var file: String
+    public var line: Int?
+    /// The column labels visible in the SQL's outermost select list, in order (for
+    /// documentation); ``labelsComplete`` is false when the list has `*` or expressions
+    /// without a label.
+    public var labels: [String]
+    public var labelsComplete: Bool
+    /// The labels of each detail's select list, by detail name.
+    public var detailLabels: [String: [String]]
+
+    /// The path keys of ``path`` in order.
+    public var pathKeys: [String] { EndpointPath.keys(of: self.path) }
+
+    /// `GET /employees` (for messages and logs).
+    public var title: String { "\(self.method) \(self.path)" }
+}
+
+/// Path-template helpers.
+enum EndpointPath {
+    static func segments(of path: String) -> [Substring] {
+        path.split(separator: "/", omittingEmptySubsequences: true)
+    }
+
+    static func isKey(_ segment: Substring) -> Bool {
+        segment.hasPrefix("{") && segment.hasSuffix("}") && segment.count > 2
+    }
+
+    static func keys(of path: String) -> [String] {
+        self.segments(of: path).filter(self.isKey).map { String($0.dropFirst().dropLast()) }
+    }
+
+    /// The template with every key written `{}`: two templates that route the same way have
+    /// the same shape.
+    static func shape(of path: String) -> String {
+        "/" + self.segments(of: path).map { self.isKey($0) ? "{}" : String($0) }.joined(separator: "/")
+    }
+}

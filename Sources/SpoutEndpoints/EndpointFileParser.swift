@@ -1,0 +1,411 @@
+import Foundation
+import SpoutCore
+import SpoutHTTP
+
+/// Reads one endpoint file into ``Endpoint``s, checking everything that can be checked
+/// without a database (see `docs/endpoints.md` for the format and the rules).
+struct EndpointFileParser {
+    /// The directory `sqlFile` paths are relative to.
+    let sqlDirectory: String
+
+    static let methods: [String: RequestMethod] = [
+        "get": .get, "post": .post, "put": .put, "patch": .patch, "delete": .delete,
+    ]
+    static let fileKeys = ["description", "paths"]
+    static let endpointKeys = [
+        "description", "sql", "sqlFile", "parameters", "result", "details", "detailsParameter", "timeoutMs",
+        "rowLimit", "readOnly", "location",
+    ]
+    static let parameterKeys = ["name", "type", "required", "default", "allowedValues", "description"]
+    static let detailKeys = ["name", "sql", "sqlFile", "description"]
+    static let typeNames = ["string", "integer", "number", "decimal", "boolean", "date", "datetime"]
+
+    /// Reads and parses `file`.
+    func parse(file: String) throws(ConfigurationError) -> (description: String?, endpoints: [Endpoint]) {
+        let text: String
+        do {
+            text = try String(contentsOfFile: file, encoding: .utf8)
+        } catch {
+            throw ConfigurationError(file: file, message: "cannot read the endpoint file (\(SpoutConfiguration.reason(error)))")
+        }
+        return try self.parse(text, file: file)
+    }
+
+    func parse(_ text: String, file: String) throws(ConfigurationError) -> (description: String?, endpoints: [Endpoint]) {
+        guard let root = try YAMLValue.parse(text, file: file), !root.isNull else {
+            throw ConfigurationError(file: file, line: 1, message: "the endpoint file is empty (it needs 'paths')")
+        }
+        let top = try root.mapping("an endpoint file", allowed: Self.fileKeys)
+        let description = try top.value("description")?.string("'description'")
+        guard let pathsValue = top.value("paths") else {
+            throw root.error("an endpoint file needs 'paths' (a mapping of path templates to methods)")
+        }
+        let tag = ((file as NSString).lastPathComponent as NSString).deletingPathExtension
+        var endpoints: [Endpoint] = []
+        for pathEntry in try pathsValue.mapping("'paths'").entries {
+            try self.checkPath(pathEntry.name, at: pathEntry.key)
+            let methods = try pathEntry.value.mapping("path '\(pathEntry.name)'", allowed: Array(Self.methods.keys).sorted())
+            for methodEntry in methods.entries {
+                let method = Self.methods[methodEntry.name]!
+                endpoints.append(
+                    try self.endpoint(
+                        method: method, path: pathEntry.name, value: methodEntry.value, key: methodEntry.key, tag: tag))
+            }
+        }
+        return (description, endpoints)
+    }
+
+    // MARK: Paths
+
+    private func checkPath(_ path: String, at key: YAMLValue) throws(ConfigurationError) {
+        guard path.hasPrefix("/") else { throw key.error("path '\(path)' must start with '/'") }
+        guard !path.contains("?") && !path.contains("#") else {
+            throw key.error("path '\(path)' must not hold a query string or fragment")
+        }
+        var seen: Set<String> = []
+        for segment in EndpointPath.segments(of: path) {
+            if segment.contains("{") || segment.contains("}") {
+                guard EndpointPath.isKey(segment) else {
+                    throw key.error("path '\(path)': a key must be a whole segment like {name}, not '\(segment)'")
+                }
+                let name = String(segment.dropFirst().dropLast())
+                guard Self.isIdentifier(name) else {
+                    throw key.error("path '\(path)': key '\(name)' must be letters, digits and underscores")
+                }
+                guard seen.insert(name).inserted else { throw key.error("path '\(path)' uses key '\(name)' twice") }
+            }
+        }
+    }
+
+    static func isIdentifier(_ name: String) -> Bool {
+        guard let first = name.unicodeScalars.first, first == "_" || (first.isASCII && first.properties.isAlphabetic) else {
+            return false
+        }
+        return name.unicodeScalars.allSatisfy { $0 == "_" || ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) }
+    }
+
+    // MARK: Endpoints
+
+    private func endpoint(
+        method: RequestMethod, path: String, value: YAMLValue, key: YAMLValue, tag: String
+    ) throws(ConfigurationError) -> Endpoint {
+        let title = "\(method) \(path)"
+        let fields = try value.mapping(title, allowed: Self.endpointKeys)
+        let summary = try fields.value("description")?.string("'description'")
+        let sql = try self.sql(in: fields, owner: value, what: title)
+
+        // Result
+        var result = EndpointResult.rows
+        if let resultValue = fields.value("result") {
+            let text = try resultValue.string("'result'")
+            guard let parsed = EndpointResult(rawValue: text) else {
+                let known = EndpointResult.allCases.map(\.rawValue).joined(separator: ", ")
+                throw resultValue.error("unknown result '\(text)' (known: \(known))")
+            }
+            result = parsed
+        }
+        if result == .created && method != .post && method != .put {
+            throw fields["result"]!.error("result 'created' is for POST and PUT endpoints, not \(method)")
+        }
+        if result == .none && method == .get {
+            throw fields["result"]!.error("result 'none' answers 204 after a write; a GET endpoint cannot use it")
+        }
+
+        // Read-only
+        var readOnly = method == .get
+        if let readOnlyValue = fields.value("readOnly") {
+            readOnly = try readOnlyValue.boolean("'readOnly'")
+            if method == .get && !readOnly {
+                throw readOnlyValue.error("a GET endpoint is always read-only; use POST, PUT, PATCH or DELETE to write")
+            }
+        }
+
+        // Parameters
+        let pathKeys = EndpointPath.keys(of: path)
+        var parameters: [Parameter] = []
+        if let list = fields.value("parameters") {
+            for item in try list.sequence("'parameters'") {
+                let parameter = try self.parameter(item, pathKeys: pathKeys)
+                if parameters.contains(where: { $0.name == parameter.name }) {
+                    throw item.error("parameter '\(parameter.name)' is declared twice")
+                }
+                parameters.append(parameter)
+            }
+        }
+        for pathKey in pathKeys.reversed() where !parameters.contains(where: { $0.name == pathKey }) {
+            parameters.insert(Parameter(pathKey, .string, required: true), at: 0)
+        }
+
+        // Details
+        var details: [EndpointDetail] = []
+        var detailsParameter: String?
+        let labels = SQLLabels.labels(of: sql.text(for: .postgres))
+        if let list = fields.value("details") {
+            guard result == .rows || result == .object else {
+                throw list.error("details attach arrays to rows; result '\(result.rawValue)' has none")
+            }
+            for item in try list.sequence("'details'") {
+                let detail = try self.detail(item, endpoint: title)
+                if details.contains(where: { $0.name == detail.name }) {
+                    throw item.error("detail '\(detail.name)' is declared twice")
+                }
+                if labels.labels.contains(detail.name) {
+                    throw item.error("detail '\(detail.name)' has the name of a column of \(title); rename one of them")
+                }
+                details.append(detail)
+            }
+            let nameValue = fields.value("detailsParameter")
+            let name = try nameValue?.nonEmptyString("'detailsParameter'") ?? "details"
+            guard Self.isIdentifier(name) else {
+                throw (nameValue ?? list).error("the details parameter '\(name)' must be letters, digits and underscores")
+            }
+            if parameters.contains(where: { $0.name == name }) {
+                throw (nameValue ?? list).error(
+                    "parameter '\(name)' selects the details; it cannot also be declared (rename it with 'detailsParameter')")
+            }
+            detailsParameter = name
+            parameters.append(
+                Parameter(
+                    name, .list(.string), allowedValues: details.map { .text($0.name) },
+                    summary: "Arrays to attach to each row: " + details.map(\.name).joined(separator: ", ")))
+        } else if let nameValue = fields.value("detailsParameter") {
+            throw nameValue.error("'detailsParameter' names the parameter that selects details; this endpoint has none")
+        }
+
+        // Limits
+        var timeout: Duration?
+        if let timeoutValue = fields.value("timeoutMs") {
+            timeout = .milliseconds(try timeoutValue.integer("'timeoutMs'", in: 1...86_400_000))
+        }
+        var rowLimit: Int?
+        if let limitValue = fields.value("rowLimit") {
+            guard result == .rows else { throw limitValue.error("'rowLimit' applies to result 'rows' only") }
+            rowLimit = try limitValue.integer("'rowLimit'", in: 1...Int.max)
+        }
+
+        // Location
+        var location: String?
+        if let locationValue = fields.value("location") {
+            guard result == .created else { throw locationValue.error("'location' is for result 'created' only") }
+            let template = try locationValue.nonEmptyString("'location'")
+            for name in LocationTemplate.placeholders(in: template) where !parameters.contains(where: { $0.name == name }) {
+                throw locationValue.error("'location' uses {\(name)}, which is not a parameter of \(title)")
+            }
+            location = template
+        } else if result == .created {
+            throw value.error("result 'created' needs 'location', the path of the new resource (like /pets/{name})")
+        }
+
+        // SQL parameters
+        let declared = Set(parameters.map(\.name))
+        try self.checkParameters(of: sql, allowed: { _ in declared }, owner: title, detail: nil)
+        for detail in details {
+            try self.checkParameters(
+                of: detail.sql,
+                allowed: { dialect in declared.union(SQLLabels.labels(of: sql.text(for: dialect)).labels) },
+                owner: title, detail: detail.name)
+        }
+
+        var detailLabels: [String: [String]] = [:]
+        for detail in details { detailLabels[detail.name] = SQLLabels.labels(of: detail.sql.text(for: .postgres)).labels }
+        return Endpoint(
+            method: method, path: path, summary: summary, sql: sql, parameters: parameters, result: result,
+            details: details, detailsParameter: detailsParameter, timeout: timeout, rowLimit: rowLimit,
+            readOnly: readOnly, location: location, tag: tag, file: value.file, line: key.line,
+            labels: labels.labels, labelsComplete: labels.complete, detailLabels: detailLabels)
+    }
+
+    // MARK: Parameters
+
+    private func parameter(_ value: YAMLValue, pathKeys: [String]) throws(ConfigurationError) -> Parameter {
+        let fields = try value.mapping("a parameter", allowed: Self.parameterKeys)
+        guard let nameValue = fields.value("name") else { throw value.error("a parameter needs a 'name'") }
+        let name = try nameValue.nonEmptyString("a parameter's 'name'")
+        guard Self.isIdentifier(name) else {
+            throw nameValue.error("parameter name '\(name)' must be letters, digits and underscores (it is used as :\(name) in SQL)")
+        }
+        var type = ParameterType.string
+        if let typeValue = fields.value("type") {
+            type = try self.type(typeValue)
+        }
+        let isPathKey = pathKeys.contains(name)
+        var required = isPathKey
+        if let requiredValue = fields.value("required") {
+            required = try requiredValue.boolean("'required'")
+            if isPathKey && !required {
+                throw requiredValue.error("parameter '\(name)' is a path key, which is always required")
+            }
+        }
+        if isPathKey && type.isList {
+            throw (fields["type"] ?? value).error("path key '\(name)' holds one value; it cannot be a list")
+        }
+        var allowedValues: [SQLValue]?
+        if let allowedValue = fields.value("allowedValues") {
+            var values: [SQLValue] = []
+            for item in try allowedValue.sequence("'allowedValues'") {
+                values.append(try self.convert(item, as: type.elementType, what: "allowed value"))
+            }
+            guard !values.isEmpty else { throw allowedValue.error("'allowedValues' must list at least one value") }
+            allowedValues = values
+        }
+        var defaultValue: SQLValue?
+        if let defaultNode = fields.value("default") {
+            if required { throw defaultNode.error("parameter '\(name)' is required, so a default would never be used") }
+            if type.isList {
+                let items: [YAMLValue] = defaultNode.scalarText != nil ? [defaultNode] : try defaultNode.sequence("'default'")
+                var values: [SQLValue] = []
+                for item in items { values.append(try self.convert(item, as: type.elementType, what: "default")) }
+                defaultValue = .array(values)
+            } else {
+                defaultValue = try self.convert(defaultNode, as: type, what: "default")
+            }
+            if let allowedValues, let defaultValue {
+                let candidates: [SQLValue] = { if case .array(let items) = defaultValue { return items }; return [defaultValue] }()
+                for candidate in candidates where !allowedValues.contains(candidate) {
+                    throw defaultNode.error("the default of '\(name)' is not one of its allowed values")
+                }
+            }
+        }
+        let summary = try fields.value("description")?.string("'description'")
+        return Parameter(
+            name, type, required: required, defaultValue: defaultValue, allowedValues: allowedValues, summary: summary)
+    }
+
+    private func type(_ value: YAMLValue) throws(ConfigurationError) -> ParameterType {
+        let text = try value.string("'type'").trimmedBlanks
+        let known = (Self.typeNames + Self.typeNames.map { "list of \($0)" }).joined(separator: ", ")
+        var words = text.split(separator: " ").map(String.init)
+        var isList = false
+        if words.count == 3 && words[0] == "list" && words[1] == "of" {
+            isList = true
+            words.removeFirst(2)
+        }
+        guard words.count == 1, let element = Self.scalarType(words[0]) else {
+            throw value.error("unknown type '\(text)' (known: \(known))")
+        }
+        return isList ? .list(element) : element
+    }
+
+    private static func scalarType(_ name: String) -> ParameterType? {
+        switch name {
+        case "string": return .string
+        case "integer": return .integer
+        case "number": return .number
+        case "decimal": return .decimal
+        case "boolean": return .boolean
+        case "date": return .date
+        case "datetime": return .datetime
+        default: return nil
+        }
+    }
+
+    private func convert(_ value: YAMLValue, as type: ParameterType, what: String) throws(ConfigurationError) -> SQLValue {
+        guard let text = value.scalarText, !value.isNull else { throw value.error("a \(what) must be a single value") }
+        guard let converted = type.convert(text) else { throw value.error("\(what) '\(text)' is not a valid \(type)") }
+        return converted
+    }
+
+    // MARK: Details
+
+    private func detail(_ value: YAMLValue, endpoint: String) throws(ConfigurationError) -> EndpointDetail {
+        let fields = try value.mapping("a detail", allowed: Self.detailKeys)
+        guard let nameValue = fields.value("name") else { throw value.error("a detail needs a 'name'") }
+        let name = try nameValue.nonEmptyString("a detail's 'name'")
+        let sql = try self.sql(in: fields, owner: value, what: "detail '\(name)' of \(endpoint)")
+        let summary = try fields.value("description")?.string("'description'")
+        return EndpointDetail(name: name, sql: sql, summary: summary)
+    }
+
+    // MARK: SQL
+
+    private func sql(in fields: YAMLMapping, owner: YAMLValue, what: String) throws(ConfigurationError) -> EndpointSQL {
+        let inline = fields.value("sql")
+        let fileValue = fields.value("sqlFile")
+        switch (inline, fileValue) {
+        case (nil, nil):
+            throw owner.error("\(what) needs 'sql' (inline) or 'sqlFile' (a file under the SQL directory)")
+        case (.some, .some):
+            throw fileValue!.error("\(what) has both 'sql' and 'sqlFile'; keep one")
+        case (let inline?, nil):
+            let text = try inline.nonEmptyString("'sql'")
+            return EndpointSQL(
+                portable: text, file: inline.file, firstLine: (inline.line ?? 1) + (inline.isBlockScalar ? 1 : 0))
+        case (nil, let fileValue?):
+            let relative = try fileValue.nonEmptyString("'sqlFile'")
+            let components = relative.split(separator: "/")
+            guard !relative.hasPrefix("/"), !components.contains("..") else {
+                throw fileValue.error("'sqlFile' must be a path inside the SQL directory, not '\(relative)'")
+            }
+            let path = SpoutConfiguration.resolve(relative, against: self.sqlDirectory)
+            guard let portable = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw fileValue.error("SQL file '\(relative)' not found (looked for \(path))")
+            }
+            var sql = EndpointSQL(portable: portable, file: path)
+            for dialect in SQLDialect.allCases {
+                let overridePath = SpoutConfiguration.resolve(dialect.rawValue + "/" + relative, against: self.sqlDirectory)
+                if FileManager.default.fileExists(atPath: overridePath) {
+                    guard let text = try? String(contentsOfFile: overridePath, encoding: .utf8) else {
+                        throw fileValue.error("cannot read the \(dialect) override \(overridePath)")
+                    }
+                    sql.overrides[dialect] = text
+                    sql.overrideFiles[dialect] = overridePath
+                }
+            }
+            return sql
+        }
+    }
+
+    /// Checks that `sql` parses for every dialect and that each of its parameters is in
+    /// `allowed(dialect)`; errors point into the SQL text (its file and line).
+    private func checkParameters(
+        of sql: EndpointSQL, allowed: (SQLDialect) -> Set<String>, owner: String, detail: String?
+    ) throws(ConfigurationError) {
+        for dialect in SQLDialect.allCases {
+            let text = sql.text(for: dialect)
+            let file = sql.overrideFiles[dialect] ?? sql.file
+            let firstLine = sql.overrides[dialect] == nil ? sql.firstLine : 1
+            let parsed: ParsedSQL
+            do {
+                parsed = try ParsedSQL(text, dialect: dialect)
+            } catch let error as SQLSyntaxError {
+                throw ConfigurationError(
+                    file: file, line: firstLine + error.line - 1, column: error.column, message: "invalid SQL: \(error.reason)")
+            } catch {
+                throw ConfigurationError(file: file, line: firstLine, message: "invalid SQL: \(error)")
+            }
+            let names = allowed(dialect)
+            var line = firstLine
+            for segment in parsed.segments {
+                switch segment {
+                case .sql(let piece):
+                    line += piece.utf8.count(where: { $0 == 0x0A })
+                case .parameter(let name) where !names.contains(name):
+                    let message: String
+                    if let detail {
+                        message =
+                            "parameter :\(name) of detail '\(detail)' is neither a parameter of \(owner) nor a column label "
+                            + "found in its SQL (known names: \(names.sorted().joined(separator: ", ")))"
+                    } else {
+                        message = "parameter :\(name) is not declared; add it to 'parameters' of \(owner)"
+                    }
+                    throw ConfigurationError(file: file, line: line, message: message)
+                case .parameter:
+                    break
+                }
+            }
+        }
+    }
+}
+
+/// `Location` templates: `/pets/{name}` filled with percent-encoded arguments.
+enum LocationTemplate {
+    static func placeholders(in template: String) -> [String] {
+        var names: [String] = []
+        var rest = Substring(template)
+        while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}") {
+            names.append(String(rest[rest.index(after: open)..<close]))
+            rest = rest[rest.index(after: close)...]
+        }
+        return names
+    }
+}

@@ -1,0 +1,212 @@
+import Logging
+import SpoutCore
+import SpoutHTTP
+
+/// Serves one endpoint on one database.
+///
+/// Read-only endpoints with rows hand a `RowStream` to the HTTP layer, which streams it inside
+/// a read-only transaction. Everything else (writes, `none`, `created`) runs here, in one
+/// read-write transaction that commits only when the statement and the encoding succeed; its
+/// result (at most what the statement returns, typically one row) is buffered before it is
+/// sent, so nothing is half-committed when the client sees an error.
+struct EndpointHandler: Sendable {
+    let endpoint: Endpoint
+    let database: Database
+    let timeout: Duration?
+    let documentation: APIDocumentation
+    let logger: Logger
+    /// The endpoint's SQL and its details' SQL for the database's dialect.
+    let sql: String
+    let detailSQL: [(name: String, sql: String)]
+
+    init(endpoint: Endpoint, database: Database, timeout: Duration?, documentation: APIDocumentation, logger: Logger) {
+        self.endpoint = endpoint
+        self.database = database
+        self.timeout = timeout
+        self.documentation = documentation
+        self.logger = logger
+        self.sql = endpoint.sql.text(for: database.dialect)
+        self.detailSQL = endpoint.details.map { ($0.name, $0.sql.text(for: database.dialect)) }
+    }
+
+    /// The parameters the HTTP layer converts. For GET endpoints, required query parameters
+    /// are declared optional to it and checked here, so that `?api` works without them.
+    var routeParameters: [Parameter] {
+        guard self.endpoint.method == .get else { return self.endpoint.parameters }
+        let keys = self.endpoint.pathKeys
+        return self.endpoint.parameters.map { parameter in
+            var relaxed = parameter
+            if !keys.contains(parameter.name) { relaxed.isRequired = false }
+            return relaxed
+        }
+    }
+
+    @Sendable
+    func handle(_ request: Request) async throws -> Response {
+        if request.method == .get || request.method == .head, request.hasQueryKey("api") {
+            return self.documentation.response(for: request.path)
+        }
+        try self.checkRequired(request.arguments)
+        let stream = try self.stream(arguments: request.arguments)
+        if self.endpoint.readOnly, let shape = self.endpoint.result.shape, self.endpoint.result != .created {
+            return .rows(stream, database: self.database, shape: shape, readOnly: true, statementTimeout: self.timeout)
+        }
+        return try await self.runInTransaction(stream, request: request)
+    }
+
+    private func checkRequired(_ arguments: [String: SQLValue]) throws {
+        for parameter in self.endpoint.parameters where parameter.isRequired {
+            switch arguments[parameter.name] {
+            case nil, .null?, .array([])?:
+                throw ArgumentError(.missing, parameter: parameter.name)
+            default:
+                continue
+            }
+        }
+    }
+
+    /// The endpoint's query with the selected details attached, in declaration order.
+    private func stream(arguments: [String: SQLValue]) throws -> RowStream {
+        var stream = try self.database.query(self.sql, arguments)
+        stream.rowLimit = self.endpoint.rowLimit
+        if let parameter = self.endpoint.detailsParameter, case .array(let selected)? = arguments[parameter] {
+            for detail in self.detailSQL where selected.contains(.text(detail.name)) {
+                stream.attach(detail.name, detail.sql)
+            }
+        }
+        return stream
+    }
+
+    private enum Outcome: Sendable {
+        case changed(Int)
+        case body([UInt8]?)
+    }
+
+    private func runInTransaction(_ stream: RowStream, request: Request) async throws -> Response {
+        let format: OutputFormat
+        if self.endpoint.result.shape != nil {
+            guard let negotiated = ContentNegotiation.format(accept: request.headers["Accept"]) else {
+                throw HTTPError(status: 406, message: "not acceptable: ask for application/json, application/x-ndjson or text/csv")
+            }
+            format = negotiated
+        } else {
+            format = .json()
+        }
+        let lease = try await self.database.lease(readOnly: self.endpoint.readOnly)
+        let outcome: Outcome
+        do {
+            let result = self.endpoint.result
+            let readOnly = self.endpoint.readOnly
+            let timeout = self.timeout
+            let dateFormat = self.database.configuration.dateFormat
+            outcome = try await request.runBlocking {
+                defer { lease.release() }
+                return try lease.withConnection { connection in
+                    try Self.run(
+                        stream, result: result, format: format, readOnly: readOnly, timeout: timeout,
+                        dateFormat: dateFormat, on: connection)
+                }
+            }
+        } catch {
+            lease.release()
+            self.logger.debug(
+                "endpoint transaction rolled back",
+                metadata: ["request.id": "\(request.id)", "endpoint": "\(self.endpoint.title)", "error": "\(error)"])
+            throw error
+        }
+        switch (self.endpoint.result, outcome) {
+        case (.none, .changed(let count)):
+            guard count > 0 else { throw HTTPError(status: 404, message: "not found") }
+            return .noContent()
+        case (.created, .body(let bytes)):
+            let location = LocationTemplate.fill(self.endpoint.location ?? request.path, with: request.arguments)
+            guard let bytes else { return .created(location: location) }
+            return .created(location: location, body: .bytes(bytes, contentType: format.contentType))
+        case (_, .body(let bytes)):
+            return .bytes(bytes ?? [], contentType: format.contentType)
+        case (_, .changed):
+            return .noContent()
+        }
+    }
+
+    /// Runs the statement in a transaction on `connection` (blocking).
+    private static func run(
+        _ stream: RowStream, result: EndpointResult, format: OutputFormat, readOnly: Bool, timeout: Duration?,
+        dateFormat: DateFormat, on connection: any DatabaseConnection
+    ) throws -> Outcome {
+        if let timeout { try connection.setStatementTimeout(milliseconds: Self.milliseconds(timeout)) }
+        try connection.begin(readOnly: readOnly)
+        do {
+            let outcome: Outcome
+            if let shape = result.shape {
+                let sink = CollectingSink()
+                do {
+                    try stream.write(as: format, shape: shape, to: sink, on: connection, dateFormat: dateFormat)
+                    outcome = .body(sink.bytes)
+                } catch RowStreamError.noRow where result == .created {
+                    outcome = .body(nil)
+                }
+            } else {
+                let parsed = try ParsedSQL.cached(stream.sql, dialect: connection.dialect)
+                outcome = .changed(try connection.execute(parsed, try parsed.bind(stream.arguments)))
+            }
+            try connection.commit()
+            return outcome
+        } catch {
+            if connection.isInTransaction { try? connection.rollback() }
+            throw error
+        }
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        return max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
+    }
+}
+
+extension LocationTemplate {
+    /// `template` with each `{name}` replaced by the argument's text, percent-encoded for a
+    /// path segment (an absent or null argument becomes empty).
+    static func fill(_ template: String, with arguments: [String: SQLValue]) -> String {
+        var output = ""
+        var rest = Substring(template)
+        while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}") {
+            output += rest[..<open]
+            let name = String(rest[rest.index(after: open)..<close])
+            output += self.percentEncoded(self.text(of: arguments[name] ?? .null))
+            rest = rest[rest.index(after: close)...]
+        }
+        return output + rest
+    }
+
+    static func text(of value: SQLValue) -> String {
+        switch value {
+        case .null: return ""
+        case .integer(let integer): return String(integer)
+        case .double(let double): return String(double)
+        case .decimal(let text), .text(let text), .time(let text), .json(let text): return text
+        case .bool(let bool): return bool ? "true" : "false"
+        case .date(let days): return CivilTime.formatDate(days: days)
+        case .timestamp(let microseconds): return CivilTime.formatTimestamp(microseconds: microseconds)
+        case .bytes: return ""
+        case .array(let items): return items.map(self.text(of:)).joined(separator: ",")
+        }
+    }
+
+    /// Percent-encodes everything but RFC 3986 unreserved characters.
+    static func percentEncoded(_ text: String) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var bytes: [UInt8] = []
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"):
+                bytes.append(byte)
+            default:
+                bytes.append(contentsOf: [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

@@ -1,0 +1,138 @@
+import Logging
+import SpoutCore
+import SpoutHTTP
+
+/// Every endpoint of a service, loaded and checked from the endpoint files.
+///
+/// ```swift
+/// let configuration = try SpoutConfiguration.load()
+/// let endpoints = try EndpointSet.load(configuration: configuration)
+/// let database = try Drivers.open(configuration.database.url, configuration: configuration.databaseConfiguration)
+/// var router = Router()
+/// for route in endpoints.makeRoutes(database: database, logger: logger) { router.add(route) }
+/// ```
+///
+/// Loading checks everything that can be known without a database (see `docs/endpoints.md`)
+/// and throws the first problem as a ``ConfigurationError`` with its file and line; a set
+/// that loaded serves every endpoint without further configuration errors.
+public struct EndpointSet: Sendable {
+    /// An endpoint file and its description (an OpenAPI tag).
+    public struct File: Sendable, Hashable {
+        public var path: String
+        /// The file name without extension; the ``Endpoint/tag`` of its endpoints.
+        public var tag: String
+        public var summary: String?
+    }
+
+    /// Every endpoint, in file order and, within a file, in declaration order.
+    public let endpoints: [Endpoint]
+    public let files: [File]
+    /// The statement timeout of endpoints that declare none.
+    public let defaultStatementTimeout: Duration?
+    /// The title of the API documentation and the OpenAPI document.
+    public var title: String = "Spout"
+    /// The version in the OpenAPI document's `info`.
+    public var version: String = "1.0.0"
+
+    /// The path of the generated OpenAPI document.
+    public static let openAPIPath = "/openapi.json"
+
+    public init(endpoints: [Endpoint], files: [File] = [], defaultStatementTimeout: Duration? = nil) {
+        self.endpoints = endpoints
+        self.files = files
+        self.defaultStatementTimeout = defaultStatementTimeout
+    }
+
+    /// Loads the endpoint files of `configuration` (``SpoutConfiguration/endpointFiles()``)
+    /// with SQL from its ``SpoutConfiguration/resolvedSQLDirectory``.
+    public static func load(configuration: SpoutConfiguration) throws(ConfigurationError) -> EndpointSet {
+        try self.load(
+            files: try configuration.endpointFiles(), sqlDirectory: configuration.resolvedSQLDirectory,
+            defaultStatementTimeout: configuration.defaultStatementTimeout)
+    }
+
+    /// Loads `files`; `sqlFile` paths are relative to `sqlDirectory`.
+    /// - Throws: ``ConfigurationError`` for the first problem: unknown key or type, invalid
+    ///   value, missing SQL file, undeclared SQL parameter, invalid SQL, duplicate route.
+    public static func load(
+        files: [String], sqlDirectory: String, defaultStatementTimeout: Duration? = nil
+    ) throws(ConfigurationError) -> EndpointSet {
+        let parser = EndpointFileParser(sqlDirectory: sqlDirectory)
+        var endpoints: [Endpoint] = []
+        var loadedFiles: [File] = []
+        var routes: [String: Endpoint] = [:]
+        for file in files {
+            let (summary, fileEndpoints) = try parser.parse(file: file)
+            for endpoint in fileEndpoints {
+                let key = "\(endpoint.method) \(EndpointPath.shape(of: endpoint.path))"
+                if endpoint.method == .get && endpoint.path == self.openAPIPath {
+                    throw ConfigurationError(
+                        file: endpoint.file, line: endpoint.line,
+                        message: "GET \(self.openAPIPath) is the generated OpenAPI document; choose another path")
+                }
+                if let earlier = routes[key] {
+                    let place = earlier.file + (earlier.line.map { ":\($0)" } ?? "")
+                    throw ConfigurationError(
+                        file: endpoint.file, line: endpoint.line,
+                        message: "duplicate route \(endpoint.title): \(earlier.title) is already declared at \(place)")
+                }
+                routes[key] = endpoint
+                endpoints.append(endpoint)
+            }
+            let tag = fileEndpoints.first?.tag ?? file
+            loadedFiles.append(File(path: file, tag: tag, summary: summary))
+        }
+        return EndpointSet(endpoints: endpoints, files: loadedFiles, defaultStatementTimeout: defaultStatementTimeout)
+    }
+
+    /// The routes serving every endpoint on `database`, plus `GET /openapi.json` and, unless an
+    /// endpoint declares it, `GET /` (which only answers `/?api`, the documentation of every
+    /// path; any other request to it is 404).
+    ///
+    /// Every `GET` endpoint answers `?api` with the HTML documentation of the paths under the
+    /// request's path. SQL is chosen for `database.dialect` (its override when there is one).
+    public func makeRoutes(database: Database, logger: Logger) -> [Route] {
+        let documentation = APIDocumentation(endpoints: self)
+        var routes: [Route] = []
+        for endpoint in self.endpoints {
+            let handler = EndpointHandler(
+                endpoint: endpoint, database: database, timeout: endpoint.timeout ?? self.defaultStatementTimeout,
+                documentation: documentation, logger: logger)
+            routes.append(
+                Route(
+                    endpoint.method, endpoint.path, parameters: handler.routeParameters, summary: endpoint.summary,
+                    handler: handler.handle))
+        }
+        let openAPI = OpenAPIDocument(endpoints: self).bytes
+        routes.append(
+            Route(.get, Self.openAPIPath, summary: "The OpenAPI 3.1 document of this service") { _ in
+                .bytes(openAPI, contentType: "application/json")
+            })
+        if !self.endpoints.contains(where: { $0.method == .get && EndpointPath.segments(of: $0.path).isEmpty }) {
+            routes.append(
+                Route(.get, "/", summary: "The documentation of every endpoint (/?api)") { request in
+                    guard request.hasQueryKey("api") else { throw HTTPError(status: 404, message: "not found") }
+                    return documentation.response(for: request.path)
+                })
+        }
+        logger.debug("endpoints registered", metadata: ["endpoints.count": "\(self.endpoints.count)"])
+        return routes
+    }
+
+    /// A router holding ``makeRoutes(database:logger:)``.
+    public func makeRouter(database: Database, logger: Logger) -> Router {
+        var router = Router()
+        for route in self.makeRoutes(database: database, logger: logger) { router.add(route) }
+        return router
+    }
+
+    /// The OpenAPI 3.1 document (JSON) describing every endpoint.
+    public func openAPIDocument() -> [UInt8] {
+        OpenAPIDocument(endpoints: self).bytes
+    }
+
+    /// The HTML documentation of the endpoints under `path` (`/` for all).
+    public func documentationPage(for path: String) -> String {
+        APIDocumentation(endpoints: self).page(for: path)
+    }
+}

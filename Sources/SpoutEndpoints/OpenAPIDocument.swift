@@ -1,0 +1,266 @@
+import SpoutCore
+import SpoutHTTP
+
+/// Generates the OpenAPI 3.1 document of an ``EndpointSet``.
+///
+/// What it states, per endpoint: the path and query parameters (path keys are required
+/// strings unless declared otherwise; list parameters are repeated keys, `style: form,
+/// explode: true`), the request body of POST, PUT and PATCH (form, multipart or JSON object
+/// with the non-path parameters), the success response (an array of row objects, one object,
+/// a bare value, 201 with `Location`, or 204) with the row properties that can be read from
+/// the SQL (their types are only known to the database, so they are left open), and the error
+/// responses with the JSON error body `{"error", "parameter", "value", "allowed"}`.
+struct OpenAPIDocument {
+    let endpoints: EndpointSet
+
+    var bytes: [UInt8] { Array(self.document.text(pretty: true).utf8) }
+
+    var document: JSONValue {
+        var paths: [(String, JSONValue)] = []
+        var operationIds: Set<String> = []
+        for endpoint in self.endpoints.endpoints {
+            let operation = self.operation(endpoint, operationIds: &operationIds)
+            let method = endpoint.method.rawValue.lowercased()
+            if let index = paths.firstIndex(where: { $0.0 == endpoint.path }) {
+                paths[index].1.set(method, operation)
+            } else {
+                paths.append((endpoint.path, .object([(method, operation)])))
+            }
+        }
+        var tags: [JSONValue] = []
+        for file in self.endpoints.files where !tags.contains(where: { Self.name(of: $0) == file.tag }) {
+            var tag: JSONValue = ["name": .string(file.tag)]
+            if let summary = file.summary { tag.set("description", .string(summary)) }
+            tags.append(tag)
+        }
+        return [
+            "openapi": "3.1.0",
+            "info": [
+                "title": .string(self.endpoints.title),
+                "version": .string(self.endpoints.version),
+                "description": .string(
+                    "Generated from the endpoint files. Dates and timestamps in results are written as the service's "
+                        + "date format (epoch milliseconds by default); add ?api to any GET path for HTML documentation."),
+            ],
+            "tags": .array(tags),
+            "paths": .object(paths),
+            "components": self.components,
+        ]
+    }
+
+    private static func name(of tag: JSONValue) -> String? {
+        if case .object(let members) = tag, case .string(let name)? = members.first(where: { $0.0 == "name" })?.1 {
+            return name
+        }
+        return nil
+    }
+
+    // MARK: Operations
+
+    private func operation(_ endpoint: Endpoint, operationIds: inout Set<String>) -> JSONValue {
+        var operation: JSONValue = [
+            "operationId": .string(Self.operationId(endpoint, taken: &operationIds)),
+            "tags": [.string(endpoint.tag)],
+        ]
+        if let summary = endpoint.summary { operation.set("description", .string(summary)) }
+        let keys = endpoint.pathKeys
+        let hasBody = [RequestMethod.post, .put, .patch].contains(endpoint.method)
+        var parameters: [JSONValue] = []
+        var bodyProperties: [(String, JSONValue)] = []
+        var bodyRequired: [JSONValue] = []
+        for parameter in endpoint.parameters {
+            let isPath = keys.contains(parameter.name)
+            if hasBody && !isPath {
+                var schema = Self.schema(for: parameter)
+                if let summary = parameter.summary { schema.set("description", .string(summary)) }
+                bodyProperties.append((parameter.name, schema))
+                if parameter.isRequired { bodyRequired.append(.string(parameter.name)) }
+                continue
+            }
+            var item: JSONValue = [
+                "name": .string(parameter.name),
+                "in": isPath ? "path" : "query",
+                "required": .bool(isPath || parameter.isRequired),
+            ]
+            if let summary = parameter.summary { item.set("description", .string(summary)) }
+            item.set("schema", Self.schema(for: parameter))
+            if parameter.type.isList {
+                item.set("style", "form")
+                item.set("explode", true)
+            }
+            parameters.append(item)
+        }
+        if !parameters.isEmpty { operation.set("parameters", .array(parameters)) }
+        if hasBody && !bodyProperties.isEmpty {
+            var schema: JSONValue = ["type": "object", "properties": .object(bodyProperties)]
+            if !bodyRequired.isEmpty { schema.set("required", .array(bodyRequired)) }
+            operation.set(
+                "requestBody",
+                [
+                    "required": .bool(!bodyRequired.isEmpty),
+                    "content": [
+                        "application/x-www-form-urlencoded": ["schema": schema],
+                        "multipart/form-data": ["schema": schema],
+                        "application/json": ["schema": schema],
+                    ],
+                ])
+        }
+        operation.set("responses", self.responses(endpoint))
+        return operation
+    }
+
+    private static func operationId(_ endpoint: Endpoint, taken: inout Set<String>) -> String {
+        var id = endpoint.method.rawValue.lowercased()
+        for segment in EndpointPath.segments(of: endpoint.path) {
+            let isKey = EndpointPath.isKey(segment)
+            let word = isKey ? String(segment.dropFirst().dropLast()) : String(segment)
+            if isKey { id += "By" }
+            var capitalizeNext = true
+            for character in word {
+                if character.isLetter || character.isNumber {
+                    id += capitalizeNext ? character.uppercased() : String(character)
+                    capitalizeNext = false
+                } else {
+                    capitalizeNext = true
+                }
+            }
+        }
+        var unique = id
+        var counter = 2
+        while taken.contains(unique) {
+            unique = id + String(counter)
+            counter += 1
+        }
+        taken.insert(unique)
+        return unique
+    }
+
+    // MARK: Schemas
+
+    static func schema(for parameter: Parameter) -> JSONValue {
+        var element = self.schema(for: parameter.type.elementType)
+        if let allowed = parameter.allowedValues { element.set("enum", .array(allowed.map(JSONValue.init))) }
+        var schema = element
+        if parameter.type.isList { schema = ["type": "array", "items": element] }
+        if let defaultValue = parameter.defaultValue { schema.set("default", JSONValue(defaultValue)) }
+        return schema
+    }
+
+    static func schema(for type: ParameterType) -> JSONValue {
+        switch type {
+        case .string: return ["type": "string"]
+        case .integer: return ["type": "integer", "format": "int64"]
+        case .number: return ["type": "number", "format": "double"]
+        case .decimal: return ["type": "string", "format": "decimal", "pattern": "^[+-]?([0-9]+(\\.[0-9]+)?|\\.[0-9]+)$"]
+        case .boolean: return ["type": "boolean"]
+        case .date:
+            return ["description": "YYYY-MM-DD, or epoch milliseconds", "oneOf": [["type": "string", "format": "date"], ["type": "integer"]]]
+        case .datetime:
+            return [
+                "description": "ISO-8601, or epoch milliseconds",
+                "oneOf": [["type": "string", "format": "date-time"], ["type": "integer"]],
+            ]
+        case .list(let element): return ["type": "array", "items": self.schema(for: element)]
+        }
+    }
+
+    /// An object with the labels the SQL shows (open to others when the list is incomplete).
+    private func rowSchema(_ endpoint: Endpoint) -> JSONValue {
+        var properties: [(String, JSONValue)] = endpoint.labels.map { ($0, [:]) }
+        for detail in endpoint.details {
+            let labels = endpoint.detailLabels[detail.name] ?? []
+            var description = "Present when \(endpoint.detailsParameter ?? "details") includes \(detail.name)."
+            if let summary = detail.summary { description = summary + " " + description }
+            properties.append(
+                (
+                    detail.name,
+                    [
+                        "type": "array", "description": .string(description),
+                        "items": ["type": "object", "properties": .object(labels.map { ($0, [:]) })],
+                    ]
+                ))
+        }
+        var schema: JSONValue = ["type": "object"]
+        if !properties.isEmpty { schema.set("properties", .object(properties)) }
+        if endpoint.labelsComplete && !endpoint.labels.isEmpty {
+            schema.set("required", .array(endpoint.labels.map { .string($0) }))
+        }
+        return schema
+    }
+
+    private func responses(_ endpoint: Endpoint) -> JSONValue {
+        var responses: JSONValue = [:]
+        let row = self.rowSchema(endpoint)
+        switch endpoint.result {
+        case .rows:
+            responses.set(
+                "200",
+                [
+                    "description": "The rows, streamed (JSON array; JSON Lines or CSV when asked for with Accept)",
+                    "content": [
+                        "application/json": ["schema": ["type": "array", "items": row]],
+                        "application/x-ndjson": ["schema": row],
+                        "text/csv": ["schema": ["type": "string"]],
+                    ],
+                ])
+        case .object:
+            responses.set("200", ["description": "The row", "content": ["application/json": ["schema": row]]])
+        case .scalar:
+            responses.set("200", ["description": "The value", "content": ["application/json": ["schema": [:]]]])
+        case .created:
+            var created: JSONValue = [
+                "description": "Created",
+                "headers": ["Location": ["description": "The path of the new resource", "schema": ["type": "string"]]],
+            ]
+            if !endpoint.labels.isEmpty || !endpoint.labelsComplete {
+                created.set("content", ["application/json": ["schema": row]])
+            }
+            responses.set("201", created)
+        case .none:
+            responses.set("204", ["description": "Done"])
+        }
+        responses.set("400", ["$ref": "#/components/responses/BadRequest"])
+        if endpoint.result != .rows { responses.set("404", ["$ref": "#/components/responses/NotFound"]) }
+        if endpoint.result.shape != nil { responses.set("406", ["$ref": "#/components/responses/NotAcceptable"]) }
+        if !endpoint.readOnly {
+            responses.set("409", ["$ref": "#/components/responses/Conflict"])
+            responses.set("422", ["$ref": "#/components/responses/UnprocessableContent"])
+        }
+        responses.set("500", ["$ref": "#/components/responses/InternalServerError"])
+        responses.set("503", ["$ref": "#/components/responses/ServiceUnavailable"])
+        responses.set("504", ["$ref": "#/components/responses/GatewayTimeout"])
+        return responses
+    }
+
+    private var components: JSONValue {
+        let error: JSONValue = [
+            "type": "object",
+            "required": ["error"],
+            "properties": [
+                "error": ["type": "string", "description": "What went wrong"],
+                "parameter": ["type": "string", "description": "The parameter at fault (400)"],
+                "value": ["type": "string", "description": "The value sent for it (400)"],
+                "allowed": ["type": "array", "items": ["type": "string"], "description": "Its allowed values (400)"],
+            ],
+        ]
+        func response(_ description: String) -> JSONValue {
+            [
+                "description": .string(description),
+                "content": ["application/json": ["schema": ["$ref": "#/components/schemas/Error"]]],
+            ]
+        }
+        return [
+            "schemas": ["Error": error],
+            "responses": [
+                "BadRequest": response("A parameter is missing, invalid or not allowed"),
+                "NotFound": response("No such resource"),
+                "NotAcceptable": response("No offered format matches Accept"),
+                "Conflict": response("A row with the same key exists"),
+                "UnprocessableContent": response("A constraint of the database rejected the values"),
+                "InternalServerError": response("An unexpected error"),
+                "ServiceUnavailable": response("No database connection is available; retry later"),
+                "GatewayTimeout": response("The statement ran longer than its timeout"),
+            ],
+        ]
+    }
+}

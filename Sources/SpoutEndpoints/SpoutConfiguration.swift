@@ -1,0 +1,297 @@
+import Foundation
+import SpoutCore
+import SpoutHTTP
+
+/// The settings of a Spout service: `config/spout.yaml`, then environment variables, then the
+/// executable's explicit overrides (each layer wins over the one before).
+///
+/// Every key has a default, so an empty or missing file is a working configuration. Relative
+/// paths in ``endpoints`` and ``sqlDirectory`` are resolved against the directory of the
+/// configuration file (``baseDirectory``); the database URL is used as written (a relative
+/// SQLite path is relative to the working directory). The environment variables are listed in
+/// ``environmentVariables`` and in `docs/configuration.md`.
+public struct SpoutConfiguration: Sendable, Hashable {
+    /// Limits of the HTTP server.
+    public struct Limits: Sendable, Hashable {
+        /// Largest request head (request line and header fields), in bytes.
+        public var maxHeaderBytes = 16 * 1024
+        /// Largest request body, in bytes.
+        public var maxBodyBytes = 1024 * 1024
+        /// A connection with no request in progress is closed after this many seconds.
+        public var idleTimeoutSeconds = 60
+        /// Connections beyond this many are refused with 503.
+        public var maxConnections = 1024
+        /// How long a shutdown lets in-flight responses finish, in seconds.
+        public var drainTimeoutSeconds = 10
+
+        public init() {}
+    }
+
+    /// Where and how the HTTP server listens.
+    public struct Server: Sendable, Hashable {
+        public var host = "127.0.0.1"
+        /// 0 picks a free port.
+        public var port = 8080
+        public var limits = Limits()
+
+        public init() {}
+    }
+
+    /// Whether and how much sample data `spout serve` generates into an empty SQLite database.
+    public struct Seed: Sendable, Hashable {
+        public var enabled = true
+        /// Employees to generate.
+        public var employees = 20_000
+
+        public init() {}
+    }
+
+    /// The database and its connection pool.
+    public struct DatabaseSettings: Sendable, Hashable {
+        /// `postgresql://user@host:port/name` or `sqlite:path` (see `Drivers`).
+        public var url = "sqlite:data/spout.sqlite"
+        /// The most connections open at once.
+        public var poolSize = 8
+        /// How long a request waits for a free connection before a 503, in milliseconds.
+        public var acquireTimeoutMs = 5_000
+        /// The statement timeout of endpoints that set none, in milliseconds; 0 for none.
+        public var statementTimeoutMs = 30_000
+        public var seed = Seed()
+
+        public init() {}
+    }
+
+    /// Values the executable passes from its command line; they win over file and environment.
+    public struct Overrides: Sendable, Hashable {
+        public var host: String?
+        public var port: Int?
+        public var databaseURL: String?
+
+        public init(host: String? = nil, port: Int? = nil, databaseURL: String? = nil) {
+            self.host = host
+            self.port = port
+            self.databaseURL = databaseURL
+        }
+    }
+
+    public var server = Server()
+    public var database = DatabaseSettings()
+    /// How dates and timestamps are written: epoch milliseconds (default) or ISO-8601.
+    public var dateFormat: DateFormat = .epochMilliseconds
+    /// Endpoint files or patterns (`*` and `?` in the file name), relative to ``baseDirectory``.
+    public var endpoints = ["endpoints/*.yaml"]
+    /// The directory `sqlFile` paths are relative to, relative to ``baseDirectory``.
+    public var sqlDirectory = "../sql"
+    /// The configuration file read, or nil when only defaults (and overrides) apply.
+    public var file: String?
+    /// The directory relative paths are resolved against: the configuration file's directory
+    /// (`config` under the working directory when there is no file).
+    public var baseDirectory: String
+    /// The line of `endpoints` in the file, for errors about its patterns.
+    var endpointsLine: Int?
+
+    /// The defaults, with relative paths resolved against `baseDirectory`.
+    public init(baseDirectory: String = "config") {
+        self.baseDirectory = baseDirectory
+    }
+
+    /// The file `load(file:)` reads when given none and `SPOUT_CONFIG` is not set.
+    public static let defaultFile = "config/spout.yaml"
+
+    /// Loads the configuration.
+    ///
+    /// - Parameters:
+    ///   - file: the YAML file; nil reads `SPOUT_CONFIG` or, failing that, ``defaultFile`` when
+    ///     it exists (defaults only otherwise). A file given explicitly must exist.
+    ///   - environment: the variables to read overrides from (`SPOUT_*`).
+    ///   - overrides: the executable's command-line values, applied last.
+    /// - Throws: ``ConfigurationError`` naming the file, line and problem (or the variable).
+    public static func load(
+        file: String? = nil,
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        overrides: Overrides = Overrides()
+    ) throws(ConfigurationError) -> SpoutConfiguration {
+        var path = file ?? environment["SPOUT_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
+        if path == nil, FileManager.default.fileExists(atPath: self.defaultFile) { path = self.defaultFile }
+        var configuration: SpoutConfiguration
+        if let path {
+            let text: String
+            do {
+                text = try String(contentsOfFile: path, encoding: .utf8)
+            } catch {
+                throw ConfigurationError(file: path, message: "cannot read the configuration file (\(Self.reason(error)))")
+            }
+            configuration = try Self.parse(text, file: path)
+        } else {
+            configuration = SpoutConfiguration()
+        }
+        try configuration.applyEnvironment(environment)
+        try configuration.apply(overrides)
+        return configuration
+    }
+
+    /// Parses configuration YAML; `file` names it in errors and sets ``baseDirectory``.
+    public static func parse(_ text: String, file: String) throws(ConfigurationError) -> SpoutConfiguration {
+        var configuration = SpoutConfiguration(baseDirectory: (file as NSString).deletingLastPathComponent)
+        if configuration.baseDirectory.isEmpty { configuration.baseDirectory = "." }
+        configuration.file = file
+        guard let root = try YAMLValue.parse(text, file: file), !root.isNull else { return configuration }
+        try configuration.read(root, prefix: "")
+        return configuration
+    }
+
+    private mutating func read(_ value: YAMLValue, prefix: String) throws(ConfigurationError) {
+        let children = Self.settings.compactMap { setting -> String? in
+            guard setting.path.hasPrefix(prefix) else { return nil }
+            return String(setting.path.dropFirst(prefix.count).prefix { $0 != "." })
+        }
+        var allowed: [String] = []
+        for child in children where !allowed.contains(child) { allowed.append(child) }
+        let what = prefix.isEmpty ? "the configuration" : "'\(prefix.dropLast())'"
+        let mapping = try value.mapping(what, allowed: allowed)
+        for entry in mapping.entries {
+            let path = prefix + entry.name
+            if let setting = Self.settings.first(where: { $0.path == path }) {
+                if entry.value.isNull { continue }
+                try self.apply(setting, yaml: entry.value)
+            } else if !entry.value.isNull {
+                try self.read(entry.value, prefix: path + ".")
+            }
+        }
+    }
+
+    private mutating func apply(_ setting: Setting, yaml value: YAMLValue) throws(ConfigurationError) {
+        switch setting.kind {
+        case .string(let keyPath):
+            self[keyPath: keyPath] = try value.nonEmptyString("'\(setting.path)'")
+        case .integer(let keyPath, let range):
+            self[keyPath: keyPath] = try value.integer("'\(setting.path)'", in: range)
+        case .boolean(let keyPath):
+            self[keyPath: keyPath] = try value.boolean("'\(setting.path)'")
+        case .dateFormat:
+            let text = try value.string("'dateFormat'")
+            guard let format = DateFormat(rawValue: text) else {
+                throw value.error("'dateFormat' must be epoch-ms or iso-8601, not '\(text)'")
+            }
+            self.dateFormat = format
+        case .list:
+            let items: [YAMLValue] = value.scalarText != nil ? [value] : try value.sequence("'endpoints'")
+            var patterns: [String] = []
+            for item in items { patterns.append(try item.nonEmptyString("an entry of 'endpoints'")) }
+            self.endpoints = patterns
+            self.endpointsLine = value.line
+        }
+    }
+
+    /// Applies `SPOUT_*` variables from `environment`.
+    public mutating func applyEnvironment(_ environment: [String: String]) throws(ConfigurationError) {
+        for setting in Self.settings {
+            guard let text = environment[setting.environmentVariable] else { continue }
+            let fail = { (problem: String) in
+                ConfigurationError(file: "environment", message: "\(setting.environmentVariable): \(problem)")
+            }
+            switch setting.kind {
+            case .string(let keyPath):
+                guard !text.trimmedBlanks.isEmpty else { throw fail("must not be empty") }
+                self[keyPath: keyPath] = text
+            case .integer(let keyPath, let range):
+                guard let value = Int(text.trimmedBlanks) else { throw fail("must be an integer, not '\(text)'") }
+                guard range.contains(value) else {
+                    throw fail("must be in \(range.lowerBound)...\(range.upperBound), not \(value)")
+                }
+                self[keyPath: keyPath] = value
+            case .boolean(let keyPath):
+                switch text.trimmedBlanks.lowercased() {
+                case "true", "1": self[keyPath: keyPath] = true
+                case "false", "0": self[keyPath: keyPath] = false
+                default: throw fail("must be true or false, not '\(text)'")
+                }
+            case .dateFormat:
+                guard let format = DateFormat(rawValue: text.trimmedBlanks) else {
+                    throw fail("must be epoch-ms or iso-8601, not '\(text)'")
+                }
+                self.dateFormat = format
+            case .list:
+                let patterns = text.split(separator: ",").map { $0.trimmedBlanks }.filter { !$0.isEmpty }
+                guard !patterns.isEmpty else { throw fail("must list at least one endpoint file") }
+                self.endpoints = patterns
+                self.endpointsLine = nil
+            }
+        }
+    }
+
+    /// Applies the executable's overrides.
+    public mutating func apply(_ overrides: Overrides) throws(ConfigurationError) {
+        if let host = overrides.host { self.server.host = host }
+        if let port = overrides.port {
+            guard (0...65_535).contains(port) else {
+                throw ConfigurationError(file: "command line", message: "the port must be in 0...65535, not \(port)")
+            }
+            self.server.port = port
+        }
+        if let url = overrides.databaseURL { self.database.url = url }
+    }
+
+    // MARK: Derived values
+
+    /// ``sqlDirectory`` resolved against ``baseDirectory``.
+    public var resolvedSQLDirectory: String { Self.resolve(self.sqlDirectory, against: self.baseDirectory) }
+
+    /// The pool and encoding settings for `Drivers.open(_:configuration:)`.
+    public var databaseConfiguration: DatabaseConfiguration {
+        DatabaseConfiguration(
+            maximumConnections: self.database.poolSize,
+            acquireTimeout: .milliseconds(self.database.acquireTimeoutMs),
+            dateFormat: self.dateFormat
+        )
+    }
+
+    /// The HTTP server's settings.
+    public var serverConfiguration: ServerConfiguration {
+        let limits = self.server.limits
+        return ServerConfiguration(
+            host: self.server.host,
+            port: self.server.port,
+            maximumHeadSize: limits.maxHeaderBytes,
+            maximumBodySize: limits.maxBodyBytes,
+            idleTimeout: .seconds(limits.idleTimeoutSeconds),
+            maximumConnections: limits.maxConnections,
+            drainTimeout: .seconds(limits.drainTimeoutSeconds)
+        )
+    }
+
+    /// The statement timeout of endpoints that declare none; nil when disabled.
+    public var defaultStatementTimeout: Duration? {
+        self.database.statementTimeoutMs > 0 ? .milliseconds(self.database.statementTimeoutMs) : nil
+    }
+
+    /// The endpoint files: every pattern of ``endpoints`` expanded, each pattern's matches in
+    /// name order. A pattern without wildcards names a file that must exist; a pattern with
+    /// wildcards must match at least one file.
+    public func endpointFiles() throws(ConfigurationError) -> [String] {
+        var files: [String] = []
+        for pattern in self.endpoints {
+            let matches = try FilePattern.expand(Self.resolve(pattern, against: self.baseDirectory))
+            guard !matches.isEmpty else {
+                throw ConfigurationError(
+                    file: self.file ?? "configuration", line: self.endpointsLine,
+                    message: "no endpoint file matches '\(pattern)' (relative to \(self.baseDirectory))")
+            }
+            for match in matches where !files.contains(match) { files.append(match) }
+        }
+        return files
+    }
+
+    static func resolve(_ path: String, against directory: String) -> String {
+        if path.hasPrefix("/") { return path }
+        return ((directory as NSString).appendingPathComponent(path) as NSString).standardizingPath
+    }
+
+    static func reason(_ error: any Error) -> String {
+        if let error = error as? CocoaError, let underlying = error.userInfo[NSUnderlyingErrorKey] as? POSIXError {
+            return String(describing: underlying.code)
+        }
+        if let error = error as? CocoaError, error.code == .fileReadNoSuchFile { return "no such file" }
+        return (error as NSError).localizedDescription
+    }
+}

@@ -1,0 +1,95 @@
+import SpoutCore
+
+/// Converts raw textual arguments into the typed values of a route's declared parameters.
+public enum ArgumentConversion {
+    /// Converts `raw` for `parameters`.
+    ///
+    /// Returns one value per declared parameter (undeclared arguments are ignored): the
+    /// converted argument, else the default, else `.null` (`.array([])` for lists). A scalar
+    /// parameter given several values uses the first.
+    /// - Throws: ``ArgumentError`` for the first parameter that is missing, invalid or not allowed.
+    public static func convert(_ raw: RawArguments, for parameters: [Parameter]) throws(ArgumentError) -> [String: SQLValue] {
+        var values: [String: SQLValue] = [:]
+        values.reserveCapacity(parameters.count)
+        for parameter in parameters {
+            values[parameter.name] = try self.convert(raw[parameter.name], for: parameter)
+        }
+        return values
+    }
+
+    static func convert(_ texts: [String], for parameter: Parameter) throws(ArgumentError) -> SQLValue {
+        let type = parameter.type
+        // Empty text is an absent value for every type but string.
+        let present = type.elementType == .string ? texts : texts.filter { !$0.isEmpty }
+        guard !present.isEmpty else {
+            if let value = parameter.defaultValue { return value }
+            if parameter.isRequired { throw ArgumentError(.missing, parameter: parameter.name) }
+            return type.isList ? .array([]) : .null
+        }
+        if type.isList {
+            var elements: [SQLValue] = []
+            elements.reserveCapacity(present.count)
+            for text in present {
+                elements.append(try self.convertOne(text, for: parameter))
+            }
+            return .array(elements)
+        }
+        return try self.convertOne(present[0], for: parameter)
+    }
+
+    private static func convertOne(_ text: String, for parameter: Parameter) throws(ArgumentError) -> SQLValue {
+        guard let value = parameter.type.convert(text) else {
+            throw ArgumentError(.invalid(parameter.type), parameter: parameter.name, value: text)
+        }
+        if let allowed = parameter.allowedValues, !allowed.contains(value) {
+            throw ArgumentError(.notAllowed(allowed: allowed.map(Self.display)), parameter: parameter.name, value: text)
+        }
+        return value
+    }
+
+    /// How an allowed value is listed in a 400 body.
+    static func display(_ value: SQLValue) -> String {
+        switch value {
+        case .null: return "null"
+        case .integer(let number): return String(number)
+        case .double(let number): return String(number)
+        case .decimal(let text), .text(let text), .time(let text), .json(let text): return text
+        case .bool(let flag): return flag ? "true" : "false"
+        case .date(let days): return CivilTime.formatDate(days: days)
+        case .timestamp(let micros): return CivilTime.formatTimestamp(microseconds: micros)
+        case .bytes(let bytes): return "\(bytes.count) bytes"
+        case .array(let values): return values.map(Self.display).joined(separator: ",")
+        }
+    }
+}
+
+/// Reads the arguments a request body carries, by content type.
+enum BodyArguments {
+    /// Arguments from a form, multipart or JSON body; an empty body or another content type
+    /// has none (the handler can still read ``Request/body``).
+    static func parse(_ body: [UInt8], contentType: String?) throws(ArgumentError) -> RawArguments {
+        guard !body.isEmpty, let contentType else { return RawArguments() }
+        let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingSpaces().lowercased() } ?? ""
+        switch mediaType {
+        case "application/x-www-form-urlencoded":
+            return FormURLEncoding.parse(body)
+        case "multipart/form-data":
+            guard let boundary = MultipartFormData.boundary(fromContentType: contentType) else {
+                throw ArgumentError(.malformedBody("multipart body without boundary"), parameter: "")
+            }
+            do {
+                return try MultipartFormData.parse(body, boundary: boundary)
+            } catch {
+                throw ArgumentError(.malformedBody(error.reason), parameter: "")
+            }
+        case "application/json":
+            do {
+                return try JSONArguments.parse(body)
+            } catch {
+                throw ArgumentError(.malformedBody(error.reason), parameter: "")
+            }
+        default:
+            return RawArguments()
+        }
+    }
+}

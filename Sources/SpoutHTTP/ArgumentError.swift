@@ -1,0 +1,49 @@
+import SpoutCore
+
+/// A request argument that is missing, does not convert, or is not allowed (HTTP 400).
+///
+/// The response body names the parameter and the offending value:
+/// `{"error":"invalid integer","parameter":"employeeNumber","value":"abc"}`.
+public struct ArgumentError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Reason: Sendable, Hashable {
+        /// A required parameter had no argument.
+        case missing
+        /// The value does not convert to the parameter's (element) type.
+        case invalid(ParameterType)
+        /// The value is not one of the parameter's allowed values.
+        case notAllowed(allowed: [String])
+        /// The body could not be parsed (the parameter is empty).
+        case malformedBody(String)
+    }
+
+    public let reason: Reason
+    public let parameter: String
+    /// The offending value as the client sent it, when there is one.
+    public let value: String?
+
+    public init(_ reason: Reason, parameter: String, value: String? = nil) {
+        self.reason = reason
+        self.parameter = parameter
+        self.value = value
+    }
+
+    /// The `error` field of the response body.
+    public var description: String {
+        switch self.reason {
+        case .missing: return "missing required parameter"
+        case .invalid(let type): return "invalid \(type.elementType)"
+        case .notAllowed: return "value not allowed"
+        case .malformedBody(let what): return what
+        }
+    }
+
+    /// The JSON body sent to the client.
+    var body: [UInt8] {
+        var object = JSONObjectWriter()
+        object.add("error", self.description)
+        if !self.parameter.isEmpty { object.add("parameter", self.parameter) }
+        if let value = self.value { object.add("value", value) }
+        if case .notAllowed(let allowed) = self.reason { object.add("allowed", allowed) }
+        return object.finished
+    }
+}

@@ -1,0 +1,376 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+import SpoutCore
+
+/// Serves the requests of one connection, one at a time (`HTTPServerPipelineHandler` in
+/// front of it holds pipelined requests back until the previous response has ended, which
+/// keeps responses in order).
+///
+/// For each request it reads the body (bounded), routes, converts arguments, runs the handler
+/// in a task and writes the response: whole bodies with `Content-Length`, row streams through
+/// a ``StreamingResponseSink`` fed by a thread-pool thread. Every mutable field is confined to
+/// the channel's event loop; work from other threads comes back through ``LoopHop``.
+final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    /// Marks responses the compressor must leave alone (bodiless ones); it removes the marker.
+    static let identityMarker = "x-spout-identity"
+
+    /// One request and its response.
+    final class Exchange {
+        let number: Int
+        let id: String
+        let method: HTTPMethod
+        let uri: String
+        let path: Substring
+        let queryString: Substring?
+        let version: HTTPVersion
+        let start: NIODeadline
+        let acceptHeader: String?
+        var keepAlive: Bool
+        var status = 0
+        var bytes = 0
+        var rows: Int?
+        var sink: StreamingResponseSink?
+        var streamHead: HTTPResponseHead?
+        var task: Task<Void, Never>?
+
+        var isHead: Bool { self.method == .HEAD }
+
+        init(number: Int, head: HTTPRequestHead) {
+            self.number = number
+            self.id = RequestID.make(from: head.headers.first(name: "x-request-id"))
+            self.method = head.method
+            self.uri = head.uri
+            if let question = head.uri.firstIndex(of: "?") {
+                self.path = head.uri[..<question]
+                self.queryString = head.uri[head.uri.index(after: question)...]
+            } else {
+                self.path = head.uri[...]
+                self.queryString = nil
+            }
+            self.version = head.version
+            self.start = .now()
+            self.acceptHeader = head.headers.first(name: "accept")
+            self.keepAlive = head.isKeepAlive
+        }
+    }
+
+    private enum State {
+        case idle
+        case receiving(HTTPRequestHead, ByteBuffer, Exchange)
+        case responding(Exchange)
+        /// The connection is closing (rejected request, `Connection: close`, failure).
+        case closing
+    }
+
+    private let environment: ConnectionEnvironment
+    private var state = State.idle
+    private var exchangeCount = 0
+    private var hop: LoopHop?
+    private var context: ChannelHandlerContext?
+
+    init(environment: ConnectionEnvironment) {
+        self.environment = environment
+    }
+
+    // MARK: Channel events
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        self.hop = self.environment.makeHop(context.eventLoop)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch self.unwrapInboundIn(data) {
+        case .head(let head):
+            guard case .idle = self.state else { return }
+            self.exchangeCount += 1
+            let exchange = Exchange(number: self.exchangeCount, head: head)
+            if let length = head.headers.first(name: "content-length").flatMap(Int.init),
+                length > self.environment.configuration.maximumBodySize
+            {
+                self.rejectBody(exchange, context: context)
+                return
+            }
+            self.state = .receiving(head, context.channel.allocator.buffer(capacity: 0), exchange)
+        case .body(var chunk):
+            guard case .receiving(let head, var body, let exchange) = self.state else { return }
+            if body.readableBytes + chunk.readableBytes > self.environment.configuration.maximumBodySize {
+                self.rejectBody(exchange, context: context)
+                return
+            }
+            self.state = .idle  // drop the reference so appending does not copy
+            body.writeBuffer(&chunk)
+            self.state = .receiving(head, body, exchange)
+        case .end:
+            guard case .receiving(let head, let body, let exchange) = self.state else { return }
+            self.state = .responding(exchange)
+            self.dispatch(head: head, body: body, exchange: exchange, context: context)
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if case .responding(let exchange) = self.state, let sink = exchange.sink {
+            sink.writabilityChanged(context.channel.isWritable)
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if case .responding(let exchange) = self.state {
+            // The client went away mid-response: stop the producer and its statement.
+            exchange.sink?.close()
+            exchange.task?.cancel()
+            exchange.keepAlive = false
+            self.log(exchange, failure: "client closed the connection")
+        }
+        self.state = .closing
+        context.fireChannelInactive()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            if case .idle = self.state { context.close(promise: nil) }
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        self.environment.logger.debug("connection error", metadata: ["error": "\(String(reflecting: error))"])
+        context.close(promise: nil)
+    }
+
+    // MARK: Requests
+
+    private func rejectBody(_ exchange: Exchange, context: ChannelHandlerContext) {
+        exchange.keepAlive = false
+        self.state = .responding(exchange)
+        self.sendError(ErrorResponse(status: 413, message: "request body too large"), exchange: exchange, context: context)
+    }
+
+    private func dispatch(head: HTTPRequestHead, body: ByteBuffer, exchange: Exchange, context: ChannelHandlerContext) {
+        let method = RequestMethod(rawValue: head.method.rawValue)
+        switch self.environment.router.match(method, path: exchange.path) {
+        case .notFound:
+            self.sendError(ErrorResponse(status: 404, message: "not found"), exchange: exchange, context: context)
+        case .methodNotAllowed(let allowed):
+            let allow = allowed.map(\.rawValue).joined(separator: ", ")
+            self.sendError(
+                ErrorResponse(status: 405, message: "method not allowed", headers: ["Allow": allow]),
+                exchange: exchange, context: context
+            )
+        case .found(let route, let pathKeys):
+            let bodyBytes = Array(body.readableBytesView)
+            let query = exchange.queryString.map { FormURLEncoding.parse($0.utf8) } ?? RawArguments()
+            let request: Request
+            do {
+                var raw = RawArguments()
+                for key in route.keys {
+                    if let value = pathKeys[key] { raw.append(value, for: key) }
+                }
+                raw.merge(query)
+                raw.merge(try BodyArguments.parse(bodyBytes, contentType: head.headers.first(name: "content-type")))
+                let arguments = try ArgumentConversion.convert(raw, for: route.parameters)
+                request = Request(
+                    id: exchange.id, method: method, path: String(exchange.path),
+                    queryString: exchange.queryString.map(String.init),
+                    headers: HeaderFields(head.headers.map { ($0.name, $0.value) }), body: bodyBytes, query: query,
+                    routeTemplate: route.template, pathKeys: pathKeys, rawArguments: raw, arguments: arguments,
+                    threadPool: self.environment.threadPool
+                )
+            } catch {
+                self.sendError(ErrorResponse(for: error), exchange: exchange, context: context)
+                return
+            }
+            if exchange.version.major == 1 && exchange.version.minor == 0 {
+                // HTTP/1.0 has no chunked encoding: a streamed body ends when the connection does.
+                exchange.keepAlive = false
+            }
+            let runner = ResponseRunner(
+                handler: NIOLoopBound(self, eventLoop: context.eventLoop), hop: self.hop!, exchange: exchange.number,
+                allocator: context.channel.allocator, threadPool: self.environment.threadPool,
+                acceptHeader: exchange.acceptHeader,
+                chunksInFlight: self.environment.configuration.chunksInFlight
+            )
+            exchange.task = Task {
+                await runner.run(route: route, request: request)
+            }
+        }
+    }
+
+    /// The sink of the response being streamed, if any (for tests; on the event loop).
+    var activeSink: StreamingResponseSink? {
+        if case .responding(let exchange) = self.state { return exchange.sink }
+        return nil
+    }
+
+    private func currentExchange(_ number: Int) -> Exchange? {
+        if case .responding(let exchange) = self.state, exchange.number == number { return exchange }
+        return nil
+    }
+
+    // MARK: Responses (called on the event loop, by the runner through the hop)
+
+    func sendResponse(_ number: Int, status: Int, headers: HeaderFields, body: [UInt8], contentType: String?) {
+        guard let exchange = self.currentExchange(number), let context = self.context else { return }
+        var headers = headers
+        if let contentType { headers.replaceOrAdd("Content-Type", contentType) }
+        self.sendWhole(exchange, status: status, headers: headers, body: body, context: context)
+    }
+
+    func sendFailure(_ number: Int, error: any Error) {
+        guard let exchange = self.currentExchange(number), let context = self.context else { return }
+        self.sendError(ErrorResponse(for: error), exchange: exchange, context: context, cause: error)
+    }
+
+    /// Prepares a streamed response: the head to send with the first chunk.
+    func attachSink(_ number: Int, sink: StreamingResponseSink, status: Int, headers: HeaderFields) {
+        guard let exchange = self.currentExchange(number), let context = self.context else {
+            sink.close()
+            return
+        }
+        exchange.sink = sink
+        exchange.status = status
+        exchange.streamHead = self.makeHead(exchange, status: status, headers: headers)
+        if exchange.isHead && self.environment.configuration.compression {
+            exchange.streamHead?.headers.replaceOrAdd(name: Self.identityMarker, value: "1")
+        }
+        sink.writabilityChanged(context.channel.isWritable)
+    }
+
+    /// Writes one chunk of a streamed body (after the head, for the first).
+    func streamChunk(_ number: Int, _ chunk: ByteBuffer, isFirst: Bool) {
+        guard let exchange = self.currentExchange(number), let sink = exchange.sink, let context = self.context else { return }
+        if isFirst, let head = exchange.streamHead {
+            context.write(self.wrapOutboundOut(.head(head)), promise: nil)
+        }
+        if !exchange.isHead {
+            context.write(self.wrapOutboundOut(.body(.byteBuffer(chunk))), promise: nil)
+        }
+        context.flush()
+        if let buffered = try? context.channel.syncOptions?.getOption(.bufferedWritableBytes) {
+            self.environment.statistics.recordBufferedOutbound(buffered)
+        }
+        sink.chunkWritten(channelIsWritable: context.channel.isWritable)
+    }
+
+    /// The producer is done: end the response, or report the failure.
+    func streamDone(_ number: Int, sink: StreamingResponseSink, result: Result<Int, any Error>) {
+        let snapshot = sink.snapshot
+        self.environment.statistics.recordPauses(snapshot.pauses)
+        guard let exchange = self.currentExchange(number), let context = self.context else { return }
+        exchange.sink = nil
+        switch result {
+        case .success(let rows):
+            exchange.rows = rows
+            let rest = snapshot.finishedRest ?? []
+            if snapshot.headSent {
+                exchange.bytes = snapshot.byteCount
+                let last = rest.isEmpty ? nil : context.channel.allocator.buffer(bytes: rest)
+                self.end(exchange, lastChunk: last, context: context)
+            } else {
+                var headers = HeaderFields()
+                for (name, value) in exchange.streamHead?.headers ?? HTTPHeaders() { headers.add(name, value) }
+                self.sendWhole(exchange, status: exchange.status, headers: headers, body: rest, context: context)
+            }
+        case .failure(let error):
+            if snapshot.headSent {
+                // Too late for a status: cut the body short (no terminating chunk) so the
+                // client sees an incomplete response, and close.
+                exchange.bytes = snapshot.byteCount
+                exchange.keepAlive = false
+                self.log(exchange, failure: String(reflecting: error))
+                self.state = .closing
+                context.close(promise: nil)
+            } else {
+                self.sendError(ErrorResponse(for: error), exchange: exchange, context: context, cause: error)
+            }
+        }
+    }
+
+    // MARK: Writing
+
+    private func sendError(_ response: ErrorResponse, exchange: Exchange, context: ChannelHandlerContext, cause: (any Error)? = nil) {
+        var headers = response.headers
+        headers.replaceOrAdd("Content-Type", "application/json")
+        let failure = response.status >= 500 ? cause.map { String(reflecting: $0) } : nil
+        self.sendWhole(exchange, status: response.status, headers: headers, body: response.body, context: context, failure: failure)
+    }
+
+    private func sendWhole(
+        _ exchange: Exchange, status: Int, headers: HeaderFields, body: [UInt8], context: ChannelHandlerContext,
+        failure: String? = nil
+    ) {
+        exchange.status = status
+        var head = self.makeHead(exchange, status: status, headers: headers)
+        let hasBody = status != 204 && status != 304 && !(100..<200).contains(status)
+        if hasBody {
+            head.headers.replaceOrAdd(name: "Content-Length", value: String(body.count))
+        }
+        if (!hasBody || exchange.isHead) && self.environment.configuration.compression {
+            head.headers.replaceOrAdd(name: Self.identityMarker, value: "1")
+        }
+        exchange.bytes = hasBody ? body.count : 0
+        context.write(self.wrapOutboundOut(.head(head)), promise: nil)
+        let last = hasBody && !body.isEmpty ? context.channel.allocator.buffer(bytes: body) : nil
+        self.end(exchange, lastChunk: last, context: context, failure: failure)
+    }
+
+    /// Writes the last body part and the end of the response, then goes back to idle (or closes).
+    private func end(_ exchange: Exchange, lastChunk: ByteBuffer?, context: ChannelHandlerContext, failure: String? = nil) {
+        if let lastChunk, !exchange.isHead {
+            context.write(self.wrapOutboundOut(.body(.byteBuffer(lastChunk))), promise: nil)
+        }
+        self.log(exchange, failure: failure)
+        // Set the state first: writing `.end` may deliver the next pipelined request at once.
+        let keepAlive = exchange.keepAlive
+        self.state = keepAlive ? .idle : .closing
+        let written = context.writeAndFlush(self.wrapOutboundOut(.end(nil)))
+        if !keepAlive {
+            let channel = context.channel
+            written.whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+
+    private func makeHead(_ exchange: Exchange, status: Int, headers: HeaderFields) -> HTTPResponseHead {
+        var fields = HTTPHeaders()
+        for (name, value) in headers { fields.add(name: name, value: value) }
+        fields.replaceOrAdd(name: "X-Request-Id", value: exchange.id)
+        if !exchange.keepAlive {
+            fields.replaceOrAdd(name: "Connection", value: "close")
+        } else if exchange.version.minor == 0 {
+            fields.replaceOrAdd(name: "Connection", value: "keep-alive")
+        }
+        return HTTPResponseHead(version: exchange.version, status: HTTPResponseStatus(statusCode: status), headers: fields)
+    }
+
+    // MARK: Access log
+
+    private func log(_ exchange: Exchange, failure: String?) {
+        self.environment.statistics.requestCompleted()
+        let elapsed = NIODeadline.now() - exchange.start
+        var metadata: Logger.Metadata = [
+            "request.id": .string(exchange.id),
+            "http.method": .string(exchange.method.rawValue),
+            "http.path": .string(String(exchange.path)),
+            "http.status": .stringConvertible(exchange.status),
+            "http.bytes": .stringConvertible(exchange.bytes),
+            "duration.ms": .stringConvertible(Double(elapsed.nanoseconds / 1000) / 1000),
+        ]
+        if let rows = exchange.rows { metadata["query.rows"] = .stringConvertible(rows) }
+        if let failure {
+            metadata["error"] = .string(failure)
+            self.environment.logger.error("request failed", metadata: metadata)
+        } else {
+            self.environment.logger.info("request", metadata: metadata)
+        }
+    }
+}

@@ -1,0 +1,256 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPCompression
+import NIOPosix
+import SpoutCore
+import Synchronization
+
+/// An HTTP/1.1 server for a ``Router``: keep-alive, pipelining, compression, row streams with
+/// backpressure, access logging and graceful shutdown.
+///
+/// ```swift
+/// let server = HTTPServer(router: router, databases: [database], configuration: .init(port: 0), logger: logger)
+/// try await server.start()
+/// print(server.boundPort!)
+/// // elsewhere, on SIGTERM: await server.shutdown()
+/// try await server.run()   // returns once shut down
+/// ```
+///
+/// Built in, unless the router has them: `GET /health` (200 `{"status":"ok"}`) and
+/// `GET /ready` (a `SELECT 1` through a lease of every database: 200 `{"status":"ready"}`,
+/// else 503).
+public final class HTTPServer: Sendable {
+    public let configuration: ServerConfiguration
+    public let statistics = ServerStatistics()
+    private let router: Router
+    private let logger: Logger
+    private let group: any EventLoopGroup
+    private let ownsGroup: Bool
+    private let threadPool: NIOThreadPool
+    private let state = Mutex(ServerState())
+    private let stopped = ConditionLockedFlag()
+
+    private struct ServerState {
+        var serverChannel: (any Channel)?
+        var connections: [ObjectIdentifier: any Channel] = [:]
+        var isShuttingDown = false
+        var isStarted = false
+    }
+
+    /// - Parameters:
+    ///   - router: the routes; copied (later changes to the caller's router have no effect).
+    ///   - databases: checked by `GET /ready`, and used to size the thread pool.
+    ///   - eventLoopGroup: a group to run on; nil creates one the server shuts down with itself.
+    public init(
+        router: Router,
+        databases: [Database] = [],
+        configuration: ServerConfiguration = ServerConfiguration(),
+        logger: Logger = Logger(label: "spout.http"),
+        eventLoopGroup: (any EventLoopGroup)? = nil
+    ) {
+        self.configuration = configuration
+        self.logger = logger
+        var router = router
+        Self.addBuiltInRoutes(to: &router, databases: databases)
+        self.router = router
+        if let eventLoopGroup {
+            self.group = eventLoopGroup
+            self.ownsGroup = false
+        } else {
+            self.group = MultiThreadedEventLoopGroup(numberOfThreads: configuration.eventLoopThreads ?? System.coreCount)
+            self.ownsGroup = true
+        }
+        let threads = configuration.blockingThreads
+            ?? max(2, databases.reduce(0) { $0 + $1.configuration.maximumConnections + 1 })
+        self.threadPool = NIOThreadPool(numberOfThreads: threads)
+    }
+
+    /// The port the server listens on, once started (the real one when configured with 0).
+    public var boundPort: Int? {
+        self.state.withLock { $0.serverChannel?.localAddress?.port }
+    }
+
+    /// Binds and starts accepting connections. Call once.
+    public func start() async throws {
+        let alreadyStarted = self.state.withLock { state in
+            defer { state.isStarted = true }
+            return state.isStarted
+        }
+        precondition(!alreadyStarted, "HTTPServer.start() called twice")
+        self.threadPool.start()
+        let environment = ConnectionEnvironment(
+            router: self.router, configuration: self.configuration, threadPool: self.threadPool,
+            logger: self.logger, statistics: self.statistics
+        )
+        let configuration = self.configuration
+        let bootstrap = ServerBootstrap(group: self.group)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.maxMessagesPerRead, value: 16)
+            .childChannelOption(
+                .writeBufferWaterMark,
+                value: .init(low: configuration.writeBufferLowWatermark, high: configuration.writeBufferHighWatermark)
+            )
+            .childChannelInitializer { [weak self] channel in
+                guard let self else { return channel.close() }
+                return channel.eventLoop.makeCompletedFuture {
+                    try self.initialize(channel, environment: environment)
+                }
+            }
+        let channel = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
+        self.state.withLock { $0.serverChannel = channel }
+        self.logger.info(
+            "listening",
+            metadata: ["http.host": .string(configuration.host), "http.port": .stringConvertible(channel.localAddress?.port ?? 0)]
+        )
+    }
+
+    /// Starts the server if needed and returns once ``shutdown(drainTimeout:)`` has finished.
+    public func run() async throws {
+        let started = self.state.withLock { $0.isStarted }
+        if !started { try await self.start() }
+        await self.stopped.wait()
+    }
+
+    /// Stops accepting, lets in-flight responses finish for up to `drainTimeout` (default:
+    /// ``ServerConfiguration/drainTimeout``), then closes every connection (cancelling running
+    /// statements) and releases the server's threads. Idle keep-alive connections close at
+    /// once. Later calls return when the first one is done.
+    public func shutdown(drainTimeout: Duration? = nil) async {
+        let (first, serverChannel, connections) = self.state.withLock { state in
+            defer { state.isShuttingDown = true }
+            return (!state.isShuttingDown, state.serverChannel, Array(state.connections.values))
+        }
+        guard first else {
+            await self.stopped.wait()
+            return
+        }
+        self.logger.info("shutting down", metadata: ["connections": .stringConvertible(connections.count)])
+        try? await serverChannel?.close()
+        for connection in connections {
+            connection.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        }
+        let deadline = ContinuousClock.now + (drainTimeout ?? self.configuration.drainTimeout)
+        while ContinuousClock.now < deadline, !self.state.withLock({ $0.connections.isEmpty }) {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        let remaining = self.state.withLock { Array($0.connections.values) }
+        for connection in remaining {
+            try? await connection.close()
+        }
+        try? await self.threadPool.shutdownGracefully()
+        if self.ownsGroup {
+            try? await self.group.shutdownGracefully()
+        }
+        self.logger.info("stopped", metadata: ["connections.forced": .stringConvertible(remaining.count)])
+        self.stopped.set()
+    }
+
+    private func initialize(_ channel: any Channel, environment: ConnectionEnvironment) throws {
+        let open = self.statistics.connectionOpened()
+        let identifier = ObjectIdentifier(channel)
+        let accepted = self.state.withLock { state in
+            guard !state.isShuttingDown else { return false }
+            state.connections[identifier] = channel
+            return true
+        }
+        channel.closeFuture.whenComplete { [weak self] _ in
+            self?.statistics.connectionClosed()
+            _ = self?.state.withLock { $0.connections.removeValue(forKey: identifier) }
+        }
+        guard accepted, open <= self.configuration.maximumConnections else {
+            self.statistics.connectionRejected()
+            let body = ErrorResponse(status: 503, message: "too many connections").body
+            var buffer = channel.allocator.buffer(capacity: 160 + body.count)
+            buffer.writeString(
+                "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n"
+                    + "Retry-After: 1\r\nConnection: close\r\n\r\n"
+            )
+            buffer.writeBytes(body)
+            channel.writeAndFlush(buffer).whenComplete { _ in channel.close(promise: nil) }
+            return
+        }
+        var limits = NIOHTTPDecoderLimitConfiguration()
+        limits.maxHeaderListSize = environment.configuration.maximumHeadSize
+        limits.maxHeaderFieldSize = environment.configuration.maximumHeadSize
+        let sync = channel.pipeline.syncOperations
+        try sync.configureHTTPServerPipeline(
+            withPipeliningAssistance: true, withErrorHandling: false, withEncoderConfiguration: .init(),
+            withDecoderLimitConfiguration: limits
+        )
+        try sync.addHandler(ProtocolErrorHandler())
+        if environment.configuration.compression {
+            try sync.addHandler(HTTPResponseCompressor(responseCompressionPredicate: Self.compressionPredicate))
+        }
+        let idle = environment.configuration.idleTimeout
+        try sync.addHandler(IdleStateHandler(allTimeout: .nanoseconds(Int64(idle.components.seconds) * 1_000_000_000
+            + idle.components.attoseconds / 1_000_000_000)))
+        try sync.addHandler(HTTPConnectionHandler(environment: environment))
+    }
+
+    /// Leaves bodiless responses (HEAD, 204) alone and removes the marker saying so.
+    private static func compressionPredicate(_ head: inout HTTPResponseHead, _ supported: Bool) -> HTTPResponseCompressor.CompressionIntent {
+        if head.headers.contains(name: HTTPConnectionHandler.identityMarker) {
+            head.headers.remove(name: HTTPConnectionHandler.identityMarker)
+            return .doNotCompress
+        }
+        return .compressIfPossible
+    }
+
+    private static func addBuiltInRoutes(to router: inout Router, databases: [Database]) {
+        if case .notFound = router.match(.get, path: "/health") {
+            router.add(.get, "/health", summary: "Liveness: 200 while the process serves requests.") { _ in
+                Response.bytes(Array(#"{"status":"ok"}"#.utf8), contentType: "application/json")
+            }
+        }
+        if case .notFound = router.match(.get, path: "/ready") {
+            router.add(.get, "/ready", summary: "Readiness: 200 when every database answers SELECT 1, else 503.") { request in
+                for database in databases {
+                    do {
+                        let lease = try await database.lease(readOnly: true)
+                        try await request.runBlocking {
+                            defer { lease.release() }
+                            try lease.withConnection { connection in
+                                let cursor = try connection.query(
+                                    try ParsedSQL.cached("SELECT 1", dialect: connection.dialect), [], options: QueryOptions()
+                                )
+                                defer { cursor.close() }
+                                _ = try cursor.next()
+                            }
+                        }
+                    } catch {
+                        throw HTTPError(status: 503, message: "not ready")
+                    }
+                }
+                return Response.bytes(Array(#"{"status":"ready"}"#.utf8), contentType: "application/json")
+            }
+        }
+    }
+}
+
+/// A one-shot flag tasks can wait for without blocking a thread.
+final class ConditionLockedFlag: Sendable {
+    private let state = Mutex<(isSet: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func set() {
+        let waiters = self.state.withLock { state in
+            state.isSet = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeNow = self.state.withLock { state in
+                if state.isSet { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+}

@@ -1,0 +1,56 @@
+/// Writes a small flat JSON object with string, integer and string-list fields, in the order
+/// they are added. For error and status bodies; row data never goes through it.
+struct JSONObjectWriter {
+    private var bytes: [UInt8] = [UInt8(ascii: "{")]
+    private var isEmpty = true
+
+    mutating func add(_ key: String, _ value: String) {
+        self.key(key)
+        Self.appendString(value, to: &self.bytes)
+    }
+
+    mutating func add(_ key: String, _ value: Int) {
+        self.key(key)
+        self.bytes.append(contentsOf: String(value).utf8)
+    }
+
+    mutating func add(_ key: String, _ values: [String]) {
+        self.key(key)
+        self.bytes.append(UInt8(ascii: "["))
+        for (index, value) in values.enumerated() {
+            if index > 0 { self.bytes.append(UInt8(ascii: ",")) }
+            Self.appendString(value, to: &self.bytes)
+        }
+        self.bytes.append(UInt8(ascii: "]"))
+    }
+
+    /// The finished object.
+    var finished: [UInt8] { self.bytes + [UInt8(ascii: "}")] }
+
+    private mutating func key(_ key: String) {
+        if !self.isEmpty { self.bytes.append(UInt8(ascii: ",")) }
+        self.isEmpty = false
+        Self.appendString(key, to: &self.bytes)
+        self.bytes.append(UInt8(ascii: ":"))
+    }
+
+    static func appendString(_ text: String, to bytes: inout [UInt8]) {
+        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        bytes.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case UInt8(ascii: "\n"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case UInt8(ascii: "\r"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case UInt8(ascii: "\t"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case 0..<0x20:
+                bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
+                bytes.append(hex[Int(byte >> 4)])
+                bytes.append(hex[Int(byte & 0xF)])
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+}

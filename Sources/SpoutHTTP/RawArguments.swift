@@ -1,0 +1,105 @@
+/// Textual arguments by name, as a request carries them before conversion: every value of a
+/// repeated key, in order. A key seen without a value (`?api`) is present with no values.
+public struct RawArguments: Sendable, Hashable {
+    private var storage: [String: [String]] = [:]
+    /// Keys in order of first appearance.
+    public private(set) var keys: [String] = []
+
+    public init() {}
+
+    public init(_ pairs: [(String, String)]) {
+        for (key, value) in pairs { self.append(value, for: key) }
+    }
+
+    /// Every value of `key` (empty for a bare key or an absent one).
+    public subscript(_ key: String) -> [String] {
+        self.storage[key] ?? []
+    }
+
+    /// Whether `key` appeared at all, with or without a value (`?api`).
+    public func contains(_ key: String) -> Bool {
+        self.storage[key] != nil
+    }
+
+    public mutating func append(_ value: String, for key: String) {
+        self.markPresent(key)
+        self.storage[key]!.append(value)
+    }
+
+    /// Records `key` as present without adding a value.
+    public mutating func markPresent(_ key: String) {
+        if self.storage[key] == nil {
+            self.storage[key] = []
+            self.keys.append(key)
+        }
+    }
+
+    /// Appends every value of `other` after this one's.
+    public mutating func merge(_ other: RawArguments) {
+        for key in other.keys {
+            self.markPresent(key)
+            self.storage[key]!.append(contentsOf: other[key])
+        }
+    }
+}
+
+/// `application/x-www-form-urlencoded` and query-string decoding.
+public enum FormURLEncoding {
+    /// Parses `a=1&b=x+y&b=%C3%A9&flag` into raw arguments: `+` is a space, `%XX` is a byte
+    /// (invalid escapes stay literal, invalid UTF-8 becomes U+FFFD), a key without `=` is present
+    /// with no value, and empty pieces (`&&`) are skipped.
+    public static func parse<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> RawArguments {
+        var arguments = RawArguments()
+        for piece in bytes.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
+            if let equals = piece.firstIndex(of: UInt8(ascii: "=")) {
+                let key = self.decode(piece[piece.startIndex..<equals], plusAsSpace: true)
+                let value = self.decode(piece[piece.index(after: equals)...], plusAsSpace: true)
+                arguments.append(value, for: key)
+            } else {
+                arguments.markPresent(self.decode(piece, plusAsSpace: true))
+            }
+        }
+        return arguments
+    }
+
+    public static func parse(_ text: String) -> RawArguments {
+        self.parse(Array(text.utf8))
+    }
+
+    /// Percent-decodes `bytes`; with `plusAsSpace`, `+` becomes a space (forms, query strings)
+    /// rather than staying `+` (path segments).
+    public static func decode<Bytes: Collection<UInt8>>(_ bytes: Bytes, plusAsSpace: Bool) -> String {
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)
+        var index = bytes.startIndex
+        while index != bytes.endIndex {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "%") {
+                let first = bytes.index(after: index)
+                if first != bytes.endIndex, bytes.index(after: first) != bytes.endIndex,
+                    let high = self.hexValue(bytes[first]), let low = self.hexValue(bytes[bytes.index(after: first)])
+                {
+                    output.append(high << 4 | low)
+                    index = bytes.index(index, offsetBy: 3)
+                    continue
+                }
+                output.append(byte)
+            } else if byte == UInt8(ascii: "+") && plusAsSpace {
+                output.append(UInt8(ascii: " "))
+            } else {
+                output.append(byte)
+            }
+            index = bytes.index(after: index)
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import NIOPosix
+import SpoutCore
+
+/// A parsed HTTP request, as a route handler sees it.
+///
+/// The body has been read completely (up to ``ServerConfiguration/maximumBodySize``) and the
+/// route's declared parameters have been converted into ``arguments`` before the handler runs.
+public struct Request: Sendable {
+    /// The request id: the client's `X-Request-Id` when it sent one, else generated. Echoed in
+    /// the response's `X-Request-Id` header and logged as `request.id`.
+    public let id: String
+    public let method: RequestMethod
+    /// The path without the query string, as sent (not percent-decoded).
+    public let path: String
+    /// The query string after `?`, as sent; nil when there was no `?`.
+    public let queryString: String?
+    /// The decoded query string: every value of repeated keys; bare keys (`?api`) are present
+    /// with no value.
+    public let query: RawArguments
+    public let headers: HeaderFields
+    public let body: [UInt8]
+    /// The matched route's template (`/employees/{employeeNumber}`), when a route matched.
+    public let routeTemplate: String?
+    /// The values of the template's `{keys}`, percent-decoded.
+    public let pathKeys: [String: String]
+    /// Path keys, then query arguments, then body arguments, merged (before conversion).
+    public let rawArguments: RawArguments
+    /// The route's declared parameters, converted; one entry per parameter.
+    public let arguments: [String: SQLValue]
+
+    let threadPool: NIOThreadPool?
+
+    /// Creates a request; the server does this for every request, tests may do it to call
+    /// handlers directly.
+    public init(
+        id: String = "test",
+        method: RequestMethod,
+        path: String,
+        queryString: String? = nil,
+        headers: HeaderFields = HeaderFields(),
+        body: [UInt8] = [],
+        routeTemplate: String? = nil,
+        pathKeys: [String: String] = [:],
+        rawArguments: RawArguments? = nil,
+        arguments: [String: SQLValue] = [:]
+    ) {
+        self.init(
+            id: id, method: method, path: path, queryString: queryString, headers: headers, body: body,
+            query: queryString.map(FormURLEncoding.parse) ?? RawArguments(), routeTemplate: routeTemplate,
+            pathKeys: pathKeys, rawArguments: rawArguments, arguments: arguments, threadPool: nil
+        )
+    }
+
+    init(
+        id: String, method: RequestMethod, path: String, queryString: String?, headers: HeaderFields, body: [UInt8],
+        query: RawArguments, routeTemplate: String?, pathKeys: [String: String], rawArguments: RawArguments?, arguments: [String: SQLValue],
+        threadPool: NIOThreadPool?
+    ) {
+        self.id = id
+        self.method = method
+        self.path = path
+        self.queryString = queryString
+        self.query = query
+        self.headers = headers
+        self.body = body
+        self.routeTemplate = routeTemplate
+        self.pathKeys = pathKeys
+        self.rawArguments = rawArguments ?? self.query
+        self.arguments = arguments
+        self.threadPool = threadPool
+    }
+
+    /// Whether the query string has `name`, with or without a value (`?api`).
+    public func hasQueryKey(_ name: String) -> Bool {
+        self.query.contains(name)
+    }
+
+    /// Runs blocking work (database calls) on the server's thread pool, off the event loops.
+    ///
+    /// Requests created by tests (without a server) run `body` on the calling task.
+    public func runBlocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        guard let threadPool = self.threadPool else { return try body() }
+        return try await threadPool.runIfActive(body)
+    }
+}

@@ -1,0 +1,101 @@
+import NIOCore
+import NIOPosix
+import SpoutCore
+
+/// Runs a route handler for one exchange and turns its ``Response`` into writes on the
+/// connection's event loop.
+///
+/// For a row stream it negotiates the format, leases a connection (waiting without blocking a
+/// thread), runs the stream on the thread pool into a ``StreamingResponseSink`` inside a
+/// read-only transaction when asked, and releases the lease before reporting back. A client
+/// that goes away closes the sink, which cancels the running statement through the lease.
+struct ResponseRunner: Sendable {
+    let handler: NIOLoopBound<HTTPConnectionHandler>
+    let hop: LoopHop
+    let exchange: Int
+    let allocator: ByteBufferAllocator
+    let threadPool: NIOThreadPool
+    let acceptHeader: String?
+    let chunksInFlight: Int
+
+    func run(route: Route, request: Request) async {
+        do {
+            let response = try await route.handler(request)
+            switch response.body {
+            case .empty:
+                self.onLoop { [exchange] in
+                    $0.sendResponse(exchange, status: response.status, headers: response.headers, body: [], contentType: nil)
+                }
+            case .bytes(let bytes, let contentType):
+                self.onLoop { [exchange] in
+                    $0.sendResponse(exchange, status: response.status, headers: response.headers, body: bytes, contentType: contentType)
+                }
+            case .rows(let rows):
+                try await self.stream(rows, status: response.status, headers: response.headers)
+            }
+        } catch {
+            self.onLoop { [exchange] in $0.sendFailure(exchange, error: error) }
+        }
+    }
+
+    private func stream(_ rows: RowResult, status: Int, headers: HeaderFields) async throws {
+        guard let format = ContentNegotiation.format(accept: self.acceptHeader) else {
+            throw HTTPError(status: 406, message: "not acceptable: ask for application/json, application/x-ndjson or text/csv")
+        }
+        let handler = self.handler
+        let exchange = self.exchange
+        let sink = StreamingResponseSink(allocator: self.allocator, hop: self.hop, maximumChunksInFlight: self.chunksInFlight) {
+            chunk, isFirst in
+            handler.value.streamChunk(exchange, chunk, isFirst: isFirst)
+        }
+        var headers = headers
+        headers.replaceOrAdd("Content-Type", format.contentType)
+        self.onLoop { [headers] in $0.attachSink(exchange, sink: sink, status: status, headers: headers) }
+
+        let result: Result<Int, any Error>
+        do {
+            let lease = try await rows.database.lease(readOnly: rows.readOnly)
+            sink.onClose { lease.cancel() }
+            do {
+                let configuration = rows.database.configuration
+                let count = try await self.threadPool.runIfActive {
+                    defer {
+                        sink.clearOnClose()
+                        lease.release()
+                    }
+                    return try lease.withConnection { connection in
+                        if let timeout = rows.statementTimeout {
+                            try connection.setStatementTimeout(milliseconds: Self.milliseconds(timeout))
+                        }
+                        if rows.readOnly { try connection.begin(readOnly: true) }
+                        let count = try rows.stream.write(
+                            as: format, shape: rows.shape, to: sink, on: connection,
+                            dateFormat: configuration.dateFormat, attachmentBatchSize: configuration.attachmentBatchSize
+                        )
+                        if rows.readOnly { try connection.commit() }
+                        return count
+                    }
+                }
+                result = .success(count)
+            } catch {
+                // The pool may not have run the body (cancelled, shut down): release here too.
+                sink.clearOnClose()
+                lease.release()
+                result = .failure(error)
+            }
+        } catch {
+            result = .failure(error)
+        }
+        self.onLoop { [exchange] in $0.streamDone(exchange, sink: sink, result: result) }
+    }
+
+    private func onLoop(_ body: @escaping @Sendable (HTTPConnectionHandler) -> Void) {
+        let handler = self.handler
+        self.hop.execute { body(handler.value) }
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        return max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
+    }
+}

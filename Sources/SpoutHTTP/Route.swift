@@ -1,0 +1,60 @@
+/// Handles one route: receives the parsed request, returns what to send.
+///
+/// Handlers run in a task, not on an event loop; they must not block (row streams are run by
+/// the layer on its thread pool; other blocking work goes through ``Request/runBlocking(_:)``).
+public typealias RouteHandler = @Sendable (Request) async throws -> Response
+
+/// A handler registered for a method on a path template.
+public struct Route: Sendable {
+    public let method: RequestMethod
+    /// The template as registered: `/employees/{employeeNumber}`.
+    public let template: String
+    /// The declared parameters, converted from path keys, the query string and the body.
+    public let parameters: [Parameter]
+    /// Free text for API documentation.
+    public let summary: String?
+    public let handler: RouteHandler
+
+    public init(
+        _ method: RequestMethod, _ template: String, parameters: [Parameter] = [], summary: String? = nil,
+        handler: @escaping RouteHandler
+    ) {
+        self.method = method
+        self.template = template
+        self.parameters = parameters
+        self.summary = summary
+        self.handler = handler
+    }
+
+    /// The names of the template's `{keys}`, in order.
+    public var keys: [String] {
+        PathTemplate.segments(of: self.template).compactMap {
+            if case .key(let name) = $0 { return name }
+            return nil
+        }
+    }
+}
+
+/// A path template split into segments: `/a/{b}` is `[.literal("a"), .key("b")]`.
+enum PathTemplate {
+    enum Segment: Hashable {
+        case literal(String)
+        case key(String)
+    }
+
+    static func segments(of template: String) -> [Segment] {
+        template.split(separator: "/", omittingEmptySubsequences: true).map { part in
+            if part.hasPrefix("{") && part.hasSuffix("}") && part.count > 2 {
+                return .key(String(part.dropFirst().dropLast()))
+            }
+            return .literal(String(part))
+        }
+    }
+
+    /// The decoded segments of a request path (percent-decoded; `+` stays `+`).
+    static func requestSegments(of path: Substring) -> [String] {
+        path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true).map {
+            FormURLEncoding.decode($0, plusAsSpace: false)
+        }
+    }
+}

@@ -1,0 +1,60 @@
+/// Limits and settings of an ``HTTPServer``; every field has a sane default.
+public struct ServerConfiguration: Sendable, Hashable {
+    /// The address to bind (`127.0.0.1`, `0.0.0.0`, `::`).
+    public var host: String
+    /// The port to bind; 0 picks a free one (read it from ``HTTPServer/boundPort``).
+    public var port: Int
+    /// Event-loop threads; nil uses one per core.
+    public var eventLoopThreads: Int?
+    /// Threads that run row streams and other blocking database work. Each running stream
+    /// holds one (also while it waits for a slow client), so size it to the connection pools:
+    /// nil uses the sum of the databases' `maximumConnections` plus one each (at least 2).
+    public var blockingThreads: Int?
+    /// Largest request head (request line and header fields); larger is 431.
+    public var maximumHeadSize: Int
+    /// Largest request body; larger is 413 and the connection closes.
+    public var maximumBodySize: Int
+    /// A connection with no request in progress is closed after this long.
+    public var idleTimeout: Duration
+    /// Connections beyond this many are answered 503 and closed right after accept.
+    public var maximumConnections: Int
+    /// How long ``HTTPServer/shutdown(drainTimeout:)`` lets in-flight responses finish by default.
+    public var drainTimeout: Duration
+    /// Chunks a stream may hand to the event loop before the producer waits for them to be written.
+    public var chunksInFlight: Int
+    /// The channel's write-buffer watermarks: a stream pauses above `high` and resumes below `low`.
+    public var writeBufferLowWatermark: Int
+    public var writeBufferHighWatermark: Int
+    /// Compress responses with gzip/deflate when the client's `Accept-Encoding` allows.
+    public var compression: Bool
+
+    public init(
+        host: String = "127.0.0.1",
+        port: Int = 8080,
+        eventLoopThreads: Int? = nil,
+        blockingThreads: Int? = nil,
+        maximumHeadSize: Int = 16 * 1024,
+        maximumBodySize: Int = 1024 * 1024,
+        idleTimeout: Duration = .seconds(60),
+        maximumConnections: Int = 1024,
+        drainTimeout: Duration = .seconds(10),
+        chunksInFlight: Int = 2,
+        writeBufferLowWatermark: Int = 32 * 1024,
+        writeBufferHighWatermark: Int = 64 * 1024,
+        compression: Bool = true
+    ) {
+        self.host = host
+        self.port = port
+        self.eventLoopThreads = eventLoopThreads
+        self.blockingThreads = blockingThreads
+        self.maximumHeadSize = maximumHeadSize
+        self.maximumBodySize = maximumBodySize
+        self.idleTimeout = idleTimeout
+        self.maximumConnections = max(1, maximumConnections)
+        self.drainTimeout = drainTimeout
+        self.chunksInFlight = max(1, chunksInFlight)
+        self.writeBufferLowWatermark = writeBufferLowWatermark
+        self.writeBufferHighWatermark = max(writeBufferHighWatermark, writeBufferLowWatermark + 1)
+        self.compression = compression
+    }
+}

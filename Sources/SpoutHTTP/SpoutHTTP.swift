@@ -1,1 +1,0 @@
-// Module SpoutHTTP: under construction.

@@ -1,0 +1,170 @@
+import NIOCore
+import SpoutCore
+
+/// The ``ByteSink`` a row stream writes into: it hands chunks to the channel's event loop and
+/// blocks the producing thread while the channel cannot take more (backpressure).
+///
+/// Contract (what both sides may rely on):
+/// - The producer (a thread-pool thread) calls ``write(_:)`` and ``finish(_:)``; they block,
+///   never on an event loop. Each ``write(_:)`` costs one event-loop hop; rows cost none.
+/// - ``write(_:)`` waits while the channel is not writable or ``maximumChunksInFlight`` chunks
+///   have been handed over and not yet written, so the bytes buffered in the process stay
+///   bounded by the channel's high watermark plus that many chunks.
+/// - The first ``write(_:)`` makes the event loop send the response head (chunked) before the
+///   chunk. ``finish(_:)`` sends nothing: it records the rest of the body, which the
+///   connection handler sends once the producer is done (whole, with `Content-Length`, when no
+///   chunk was written before), so a failure after ``finish(_:)`` can still become an error.
+/// - After ``close()`` (the channel went away) every call throws ``ChannelClosed``, a blocked
+///   producer wakes up, and the cancellation handler (`lease.cancel()`) runs once.
+///
+/// `@unchecked Sendable`: every mutable field is read and written holding `lock`; the
+/// loop-side callbacks only touch the connection handler through the hop onto its event loop.
+final class StreamingResponseSink: ByteSink, @unchecked Sendable {
+    /// The channel closed before or while the body was written.
+    struct ChannelClosed: Error {}
+
+    /// Delivers a chunk on the event loop; `isFirst` tells it to send the head before.
+    typealias ChunkHandler = @Sendable (_ chunk: ByteBuffer, _ isFirst: Bool) -> Void
+
+    let maximumChunksInFlight: Int
+    private let lock = ConditionLock()
+    private let allocator: ByteBufferAllocator
+    private let hop: LoopHop
+    private let deliverChunk: ChunkHandler
+
+    // Guarded by `lock`.
+    private var isWritable = true
+    private var chunksInFlight = 0
+    private var isClosed = false
+    private var chunkCount = 0
+    private var byteCount = 0
+    private var finishedRest: [UInt8]?
+    private var waitingForWritability = false
+    private var pauses = 0
+    private var onClose: (@Sendable () -> Void)?
+
+    init(allocator: ByteBufferAllocator, hop: LoopHop, maximumChunksInFlight: Int = 2, deliverChunk: @escaping ChunkHandler) {
+        self.allocator = allocator
+        self.hop = hop
+        self.maximumChunksInFlight = max(1, maximumChunksInFlight)
+        self.deliverChunk = deliverChunk
+    }
+
+    // MARK: Producer side
+
+    func write(_ chunk: [UInt8]) throws {
+        let isFirst: Bool
+        self.lock.lock()
+        while !self.isClosed && (!self.isWritable || self.chunksInFlight >= self.maximumChunksInFlight) {
+            let blockedByChannel = !self.isWritable
+            if blockedByChannel && !self.waitingForWritability { self.pauses += 1 }
+            self.waitingForWritability = blockedByChannel
+            self.lock.waitForSignal()
+        }
+        self.waitingForWritability = false
+        if self.isClosed {
+            self.lock.unlock()
+            throw ChannelClosed()
+        }
+        isFirst = self.chunkCount == 0
+        self.chunkCount += 1
+        self.byteCount += chunk.count
+        self.chunksInFlight += 1
+        self.lock.unlock()
+
+        let buffer = self.allocator.buffer(bytes: chunk)
+        let deliver = self.deliverChunk
+        self.hop.execute { deliver(buffer, isFirst) }
+    }
+
+    func finish(_ last: [UInt8]) throws {
+        try self.lock.withLock {
+            if self.isClosed { throw ChannelClosed() }
+            self.byteCount += last.count
+            self.finishedRest = last
+        }
+    }
+
+    // MARK: Event-loop side
+
+    /// A chunk handed over by ``write(_:)`` has been written; `channelIsWritable` is the
+    /// channel's writability after the write.
+    func chunkWritten(channelIsWritable: Bool) {
+        self.lock.withLockSignalling {
+            self.chunksInFlight -= 1
+            self.isWritable = channelIsWritable
+        }
+    }
+
+    /// The channel's writability changed (`channelWritabilityChanged`).
+    func writabilityChanged(_ isWritable: Bool) {
+        self.lock.withLockSignalling {
+            self.isWritable = isWritable
+        }
+    }
+
+    /// The channel is gone: fail the producer's next call, wake it, and cancel its statement.
+    func close() {
+        let onClose: (@Sendable () -> Void)? = self.lock.withLockSignalling {
+            guard !self.isClosed else { return nil }
+            self.isClosed = true
+            defer { self.onClose = nil }
+            return self.onClose
+        }
+        onClose?()
+    }
+
+    /// Runs `handler` when the sink is closed, or now if it already is. Replaces an earlier one.
+    func onClose(_ handler: @escaping @Sendable () -> Void) {
+        let runNow: Bool = self.lock.withLock {
+            if self.isClosed { return true }
+            self.onClose = handler
+            return false
+        }
+        if runNow { handler() }
+    }
+
+    /// Forgets the close handler (the producer is done; the lease is released).
+    func clearOnClose() {
+        self.lock.withLock { self.onClose = nil }
+    }
+
+    // MARK: State
+
+    struct Snapshot: Sendable {
+        /// Whether the head was handed over (at least one ``write(_:)``).
+        var headSent: Bool
+        var chunkCount: Int
+        /// Body bytes produced, including the finished rest.
+        var byteCount: Int
+        /// The bytes given to ``finish(_:)``, once it was called.
+        var finishedRest: [UInt8]?
+        /// Whether the producer is blocked waiting for the channel to become writable.
+        var isWaitingForWritability: Bool
+        /// How many times the producer had to wait for writability.
+        var pauses: Int
+        var isClosed: Bool
+    }
+
+    var snapshot: Snapshot {
+        self.lock.withLock {
+            Snapshot(
+                headSent: self.chunkCount > 0, chunkCount: self.chunkCount, byteCount: self.byteCount,
+                finishedRest: self.finishedRest, isWaitingForWritability: self.waitingForWritability,
+                pauses: self.pauses, isClosed: self.isClosed
+            )
+        }
+    }
+}
+
+/// How work gets onto a connection's event loop from another thread.
+///
+/// The server uses `eventLoop.execute`; `EmbeddedChannel` tests queue the work and run it on
+/// the test thread, since an `EmbeddedEventLoop` may only be used from its own thread.
+struct LoopHop: Sendable {
+    let execute: @Sendable (@escaping @Sendable () -> Void) -> Void
+
+    static func eventLoop(_ eventLoop: any EventLoop) -> LoopHop {
+        LoopHop { eventLoop.execute($0) }
+    }
+}

@@ -1,0 +1,176 @@
+import CLibPQ
+import SpoutCore
+
+extension PostgresConnection {
+    /// Runs `sql` and returns a cursor whose ``SpoutCore/RowCursor/columns`` are known.
+    ///
+    /// Without `options.interleaved` the statement streams in single-row mode (the first
+    /// result is read before returning). With it, the caller must have an open transaction
+    /// (else ``SpoutCore/DatabaseError/Code/unsupported``); rows come through a server-side
+    /// cursor `spout_cN`, `options.batchSize` per FETCH, and the first batch is fetched here.
+    public func query(_ sql: ParsedSQL, _ parameters: [SQLValue], options: QueryOptions) throws -> any RowCursor {
+        let handle = try self.idleHandle()
+        let parameters = try PostgresTextParameters(parameters)
+        if options.interleaved {
+            return try self.openServerCursor(sql, parameters, batchSize: max(1, options.batchSize), handle: handle)
+        }
+        self.statistics.recordStatement()
+        self.statementStarting()
+        let name = try self.preparedStatementName(for: sql.text, handle: handle)
+        let sent = parameters.withUnsafeCValues { count, values in
+            PQsendQueryPrepared(handle, name, count, values, nil, nil, 0)
+        }
+        guard sent == 1 else {
+            let error = self.makeError(nil)
+            self.drainResults(handle)
+            throw error
+        }
+        self.activity = .streaming
+        _ = PQsetSingleRowMode(handle)
+        let first = PQgetResult(handle)
+        let status = first.map { PQresultStatus($0) } ?? PGRES_FATAL_ERROR
+        switch status {
+        case PGRES_SINGLE_TUPLE:
+            let cursor = PostgresSingleRowCursor(connection: self, firstRow: first!)
+            self.activeStream = cursor
+            return cursor
+        case PGRES_TUPLES_OK, PGRES_COMMAND_OK:
+            let description = PostgresResultDescription(first!)
+            PQclear(first)
+            self.endStream(cancelling: false)
+            return PostgresSingleRowCursor(finishedWith: description)
+        default:
+            let error = self.makeError(first)
+            PQclear(first)
+            self.endStream(cancelling: false)
+            throw error
+        }
+    }
+
+    // MARK: Single-row streams
+
+    /// The next result of the running single-row query, or nil when there is none.
+    func nextStreamResult() -> OpaquePointer? {
+        guard self.activity == .streaming, let handle = self.handle else { return nil }
+        return PQgetResult(handle)
+    }
+
+    /// Ends the single-row query: reads what is left until libpq reports no more results.
+    /// With `cancelling`, a statement still running on the server is cancelled first (only
+    /// when the rest has not already arrived).
+    func endStream(cancelling: Bool) {
+        guard self.activity == .streaming, let handle = self.handle else { return }
+        if cancelling && !self.drainWithoutBlocking(handle) {
+            self.cancelForCleanup()
+        }
+        self.drainResults(handle)
+        self.activity = .idle
+        self.activeStream = nil
+        self.noteTransactionState()
+    }
+
+    /// Discards the results libpq can deliver without waiting; true when none are left.
+    private func drainWithoutBlocking(_ handle: OpaquePointer) -> Bool {
+        guard PQconsumeInput(handle) == 1 else { return false }
+        while PQisBusy(handle) == 0 {
+            guard let result = PQgetResult(handle) else { return true }
+            let status = PQresultStatus(result)
+            PQclear(result)
+            if status == PGRES_COPY_IN || status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH {
+                return false
+            }
+        }
+        return false
+    }
+
+    // MARK: Server-side cursors
+
+    private func openServerCursor(
+        _ sql: ParsedSQL,
+        _ parameters: PostgresTextParameters,
+        batchSize: Int,
+        handle: OpaquePointer
+    ) throws -> any RowCursor {
+        guard PQtransactionStatus(handle) != PQTRANS_IDLE else {
+            throw DatabaseError(
+                .unsupported,
+                message: "an interleaved query needs an open transaction: call begin(readOnly:) first"
+            )
+        }
+        self.serverCursorCount += 1
+        let name = "spout_c\(self.serverCursorCount)"
+        self.statistics.recordStatement()
+        self.statementStarting()
+        // DECLARE cannot reuse a prepared statement (its cursor name changes every time), so
+        // it goes through PQexecParams with the same text parameters.
+        let declare = "DECLARE \(name) NO SCROLL CURSOR FOR \(sql.text)"
+        let result = parameters.withUnsafeCValues { count, values in
+            PQexecParams(handle, declare, count, nil, values, nil, nil, 0)
+        }
+        defer {
+            PQclear(result)
+            self.noteTransactionState()
+        }
+        guard let result, PQresultStatus(result) == PGRES_COMMAND_OK else {
+            throw self.makeError(result)
+        }
+        let cursor = PostgresServerCursor(connection: self, name: name, batchSize: batchSize, epoch: self.transactionEpoch)
+        try cursor.fetchFirstBatch()
+        return cursor
+    }
+
+    /// Runs `FETCH count FROM name` and returns its result (owned by the caller).
+    /// - Throws: when the cursor's transaction has ended, or the FETCH fails.
+    func fetch(from name: String, count: Int, epoch: Int) throws -> OpaquePointer {
+        let handle = try self.idleHandle()
+        guard epoch == self.transactionEpoch else {
+            throw DatabaseError(.other, message: "the transaction of cursor \(name) has ended")
+        }
+        self.statementStarting()
+        let result = PQexec(handle, "FETCH \(count) FROM \(name)")
+        guard let result, PQresultStatus(result) == PGRES_TUPLES_OK else {
+            let error = self.makeError(result)
+            PQclear(result)
+            self.noteTransactionState()
+            throw error
+        }
+        return result
+    }
+
+    /// Closes a server-side cursor, if its transaction is still open and usable (otherwise the
+    /// cursor is already gone, or goes with the transaction). Errors are ignored.
+    func closeServerCursor(_ name: String, epoch: Int) {
+        guard let handle = self.handle, self.activity == .idle, !self.isBroken, epoch == self.transactionEpoch,
+            PQtransactionStatus(handle) == PQTRANS_INTRANS
+        else { return }
+        self.statementStarting()
+        PQclear(PQexec(handle, "CLOSE \(name)"))
+        self.noteTransactionState()
+    }
+}
+
+/// The columns of a result and how to decode each.
+struct PostgresResultDescription {
+    var columns: [Column]
+    var decoders: [PostgresColumnDecoder]
+
+    init(_ result: OpaquePointer) {
+        let count = PQnfields(result)
+        self.columns = []
+        self.decoders = []
+        self.columns.reserveCapacity(Int(count))
+        self.decoders.reserveCapacity(Int(count))
+        for index in 0..<count {
+            let oid = PQftype(result, index)
+            let decoder = PostgresColumnDecoder(oid: oid)
+            let label = PQfname(result, index).map { String(cString: $0) } ?? ""
+            self.columns.append(Column(label: label, type: decoder.columnType, databaseTypeName: PostgresTypeOID.names[oid]))
+            self.decoders.append(decoder)
+        }
+    }
+
+    init() {
+        self.columns = []
+        self.decoders = []
+    }
+}

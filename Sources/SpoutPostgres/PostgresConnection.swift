@@ -1,0 +1,402 @@
+import CLibPQ
+import SpoutCore
+import Synchronization
+
+/// One libpq connection, configured for Spout (UTF-8, ISO dates, UTC, exact floats).
+///
+/// Contract (beyond ``DatabaseConnection``):
+/// - Parameters are sent in text format with type OID 0, so the server infers their types;
+///   the SQL may cast them (`$1::int8[]`). Arrays are sent as array literals, bytes as `\x` hex,
+///   timestamps as UTC with `+00`. A text value containing NUL throws
+///   ``SpoutCore/DatabaseError/Code/invalidValue``.
+/// - Values are read in text format: see the mapping on ``SpoutCore/SQLValue``. `date` and
+///   `timestamp` `infinity` / `-infinity` read as `.null`; BC dates and years past 9999 are
+///   converted; unknown type OIDs (enums, `interval`, ...) read as `.text`.
+/// - Statements are prepared once per connection (`spout_1`, `spout_2`, ...), keyed by
+///   `ParsedSQL.text`, and reused by ``query(_:_:options:)`` and ``execute(_:_:)``.
+/// - A query without `interleaved` streams in libpq single-row mode: at most one row is in
+///   memory, and the connection is busy until the cursor ends or is closed; any other call
+///   meanwhile throws ``SpoutCore/DatabaseError/Code/unsupported``. Closing such a cursor early
+///   cancels the statement on the server (which aborts an open transaction if the statement
+///   was still running) and drains what was already sent.
+/// - An `interleaved` query reads through `DECLARE ... NO SCROLL CURSOR` + `FETCH batchSize`
+///   inside the caller's transaction; the connection is free between batches.
+/// - ``SpoutCore/QueryStatistics/recordStatement()`` is called once per ``query(_:_:options:)``,
+///   ``execute(_:_:)``, ``executeScript(_:)`` and ``bulkInsert(into:columns:)``; never for
+///   FETCH, CLOSE, BEGIN, COMMIT, ROLLBACK or SET.
+// @unchecked Sendable: the connection is confined to one thread at a time by the pool (see
+// `DatabaseConnection`), so its mutable state is never touched concurrently. `cancel()` is the
+// only cross-thread entry point; it reads only `cancelState`, which is guarded by a `Mutex`, and
+// `close()` frees the `PGcancel` under that same lock, so `cancel()` never uses freed memory.
+public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
+    /// What the connection is in the middle of, between calls.
+    enum Activity {
+        case idle
+        /// A single-row-mode query has results left to read.
+        case streaming
+        /// A `COPY FROM STDIN` is open.
+        case copying
+    }
+
+    /// The state `cancel()` may touch from another thread.
+    // @unchecked Sendable: it holds a `PGcancel *`, which is only ever used or freed inside
+    // `cancelState.withLock`, so no two threads touch it at once (libpq documents PQcancel as
+    // callable from any thread).
+    struct CancelState: @unchecked Sendable {
+        /// libpq's cancel handle; nil once the connection is closed.
+        var handle: OpaquePointer?
+        /// Set by `cancel()`; cleared when a statement starts. Tells a cancel from a timeout.
+        var requested = false
+    }
+
+    public var dialect: SQLDialect { .postgres }
+
+    /// The libpq connection (`PGconn *`); nil once closed.
+    private(set) var handle: OpaquePointer?
+    let statistics: QueryStatistics
+    private let cancelState: Mutex<CancelState>
+
+    var activity: Activity = .idle
+    weak var activeStream: PostgresSingleRowCursor?
+    weak var activeCopy: PostgresBulkInserter?
+
+    /// `sql.text` → prepared statement name.
+    var preparedStatements: [String: String] = [:]
+    var preparedStatementCount = 0
+    var serverCursorCount = 0
+
+    private var broken = false
+    /// Whether the last statement left a transaction open.
+    private var wasInTransaction = false
+    /// Changes whenever an open transaction is seen to end; server cursors belong to one value.
+    private(set) var transactionEpoch = 0
+    /// The `statement_timeout` in effect in milliseconds (0: none), or nil when unknown.
+    private var statementTimeout: Int? = 0
+    /// Whether `statement_timeout` was SET inside the open transaction (a rollback undoes it).
+    private var statementTimeoutChangedInTransaction = false
+
+    /// The statements run once on every new connection.
+    static let sessionSetup =
+        "SET client_encoding = 'UTF8'; SET DateStyle = 'ISO, YMD'; SET TimeZone = 'UTC'; "
+        + "SET extra_float_digits = 1; SET IntervalStyle = 'iso_8601'; SET bytea_output = 'hex'"
+
+    /// Takes ownership of an open `PGconn` and configures its session. On failure the
+    /// connection is finished and a ``SpoutCore/DatabaseError`` is thrown.
+    init(connection: OpaquePointer, statistics: QueryStatistics) throws {
+        // Notices (WARNING: there is no transaction in progress, ...) are not errors; libpq
+        // would print them on stderr.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
+        let result = PQexec(connection, Self.sessionSetup)
+        let succeeded = result.map { PQresultStatus($0) == PGRES_COMMAND_OK } ?? false
+        let message = PostgresErrorMapping.message(result.map { PQresultErrorMessage($0) } ?? PQerrorMessage(connection))
+        PQclear(result)
+        guard succeeded, let cancel = PQgetCancel(connection) else {
+            PQfinish(connection)
+            throw DatabaseError(.connectionFailed, message: "session setup failed: \(message)")
+        }
+        self.handle = connection
+        self.statistics = statistics
+        self.cancelState = Mutex(CancelState(handle: cancel))
+    }
+
+    deinit {
+        self.close()
+    }
+
+    // MARK: State
+
+    public var isBroken: Bool {
+        self.broken || self.handle == nil
+    }
+
+    public var isInTransaction: Bool {
+        guard let handle = self.handle else { return false }
+        switch PQtransactionStatus(handle) {
+        case PQTRANS_INTRANS, PQTRANS_INERROR: return true
+        case PQTRANS_ACTIVE: return self.wasInTransaction
+        default: return false
+        }
+    }
+
+    /// The connection, when it can take a new statement now.
+    /// - Throws: ``SpoutCore/DatabaseError/Code/connectionLost`` when closed,
+    ///   ``SpoutCore/DatabaseError/Code/unsupported`` while a cursor or bulk insert holds it.
+    func idleHandle() throws -> OpaquePointer {
+        guard let handle = self.handle else {
+            throw DatabaseError(.connectionLost, message: "the connection is closed")
+        }
+        switch self.activity {
+        case .idle:
+            return handle
+        case .streaming:
+            throw DatabaseError(
+                .unsupported,
+                message: "the connection is busy streaming a query in single-row mode; close that cursor first "
+                    + "or run it with QueryOptions(interleaved: true)"
+            )
+        case .copying:
+            throw DatabaseError(.unsupported, message: "the connection is busy with a bulk insert; finish it first")
+        }
+    }
+
+    /// Marks the start of a statement that `cancel()` may target.
+    func statementStarting() {
+        self.cancelState.withLock { $0.requested = false }
+    }
+
+    /// Records how the last statement left the transaction: ends the server cursors' epoch and
+    /// forgets a `statement_timeout` set inside a transaction that has now ended.
+    func noteTransactionState() {
+        guard let handle = self.handle else { return }
+        let status = PQtransactionStatus(handle)
+        guard status != PQTRANS_ACTIVE else { return }
+        let inTransaction = status == PQTRANS_INTRANS || status == PQTRANS_INERROR
+        if self.wasInTransaction && !inTransaction {
+            self.transactionEpoch &+= 1
+            if self.statementTimeoutChangedInTransaction {
+                self.statementTimeout = nil
+            }
+            self.statementTimeoutChangedInTransaction = false
+        }
+        self.wasInTransaction = inTransaction
+    }
+
+    /// The error for a failed statement: `result`'s SQLSTATE and message, or libpq's connection
+    /// message. Marks the connection broken when it is lost.
+    func makeError(_ result: OpaquePointer?) -> DatabaseError {
+        guard let handle = self.handle else {
+            return DatabaseError(.connectionLost, message: "the connection is closed")
+        }
+        let sqlState = result.flatMap { PostgresErrorMapping.sqlState(of: $0) }
+        var message = result.map { PostgresErrorMapping.message(PQresultErrorMessage($0)) } ?? ""
+        if message.isEmpty {
+            message = PostgresErrorMapping.message(PQerrorMessage(handle))
+        }
+        if message.isEmpty, let result {
+            message = "unexpected result status \(String(cString: PQresStatus(PQresultStatus(result))))"
+        }
+        let cancelRequested = self.cancelState.withLock { $0.requested }
+        var code = PostgresErrorMapping.code(forSQLState: sqlState, cancelRequested: cancelRequested)
+        let connectionIsBad = PQstatus(handle) == CONNECTION_BAD
+        if code == .connectionLost && sqlState == "08P01" && !connectionIsBad {
+            // A protocol violation reported by a live server (e.g. a wrong parameter count):
+            // the statement failed, the connection is fine.
+            code = .other
+        }
+        if connectionIsBad || code == .connectionLost {
+            self.broken = true
+            code = .connectionLost
+        }
+        return DatabaseError(code, message: message, sqlState: sqlState)
+    }
+
+    // MARK: Statements
+
+    /// The name of the prepared statement for `text`, preparing it on first use.
+    func preparedStatementName(for text: String, handle: OpaquePointer) throws -> String {
+        if let name = self.preparedStatements[text] {
+            return name
+        }
+        let name = "spout_\(self.preparedStatementCount + 1)"
+        let result = PQprepare(handle, name, text, 0, nil)
+        defer { PQclear(result) }
+        guard let result, PQresultStatus(result) == PGRES_COMMAND_OK else {
+            let error = self.makeError(result)
+            self.noteTransactionState()
+            throw error
+        }
+        self.preparedStatementCount += 1
+        self.preparedStatements[text] = name
+        return name
+    }
+
+    @discardableResult
+    public func execute(_ sql: ParsedSQL, _ parameters: [SQLValue]) throws -> Int {
+        let handle = try self.idleHandle()
+        let parameters = try PostgresTextParameters(parameters)
+        self.statistics.recordStatement()
+        self.statementStarting()
+        let name = try self.preparedStatementName(for: sql.text, handle: handle)
+        let result = parameters.withUnsafeCValues { count, values in
+            PQexecPrepared(handle, name, count, values, nil, nil, 0)
+        }
+        defer {
+            PQclear(result)
+            self.noteTransactionState()
+        }
+        try self.checkCommandResult(result, handle: handle)
+        return Int(String(cString: PQcmdTuples(result))) ?? 0
+    }
+
+    public func executeScript(_ sql: String) throws {
+        let handle = try self.idleHandle()
+        guard !sql.utf8.contains(0) else {
+            throw DatabaseError(.invalidSQL, message: "the script contains a NUL character")
+        }
+        self.statistics.recordStatement()
+        self.statementStarting()
+        let result = PQexec(handle, sql)
+        defer {
+            PQclear(result)
+            self.noteTransactionState()
+        }
+        try self.checkCommandResult(result, handle: handle)
+    }
+
+    /// Runs a statement without parameters and rows (BEGIN, SET, ...), not counted in the
+    /// statistics. Returns its command tag (`COMMIT`, `ROLLBACK`, ...).
+    @discardableResult
+    func runCommand(_ sql: String) throws -> String {
+        let handle = try self.idleHandle()
+        self.statementStarting()
+        let result = PQexec(handle, sql)
+        defer {
+            PQclear(result)
+            self.noteTransactionState()
+        }
+        try self.checkCommandResult(result, handle: handle)
+        return String(cString: PQcmdStatus(result))
+    }
+
+    /// Throws unless `result` is a success. A `COPY` the caller started by hand is ended first,
+    /// so the connection stays usable.
+    private func checkCommandResult(_ result: OpaquePointer?, handle: OpaquePointer) throws {
+        let status = result.map { PQresultStatus($0) } ?? PGRES_FATAL_ERROR
+        switch status {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+            return
+        case PGRES_COPY_IN, PGRES_COPY_OUT, PGRES_COPY_BOTH:
+            self.drainResults(handle, pending: status)
+            throw DatabaseError(.unsupported, message: "COPY through execute is not supported; use bulkInsert(into:columns:)")
+        default:
+            throw self.makeError(result)
+        }
+    }
+
+    /// Reads and discards every pending result until libpq has none, ending a COPY on the way.
+    /// - Parameter pending: the status of a result already read, when it was a COPY state.
+    func drainResults(_ handle: OpaquePointer, pending: ExecStatusType? = nil) {
+        var status = pending
+        while true {
+            switch status {
+            case PGRES_COPY_IN:
+                guard PQputCopyEnd(handle, "spout: COPY abandoned") == 1 else {
+                    self.broken = true
+                    return
+                }
+            case PGRES_COPY_OUT:
+                var buffer: UnsafeMutablePointer<CChar>?
+                while PQgetCopyData(handle, &buffer, 0) > 0 {
+                    PQfreemem(buffer)
+                    buffer = nil
+                }
+            case PGRES_COPY_BOTH:
+                self.broken = true
+                return
+            default:
+                break
+            }
+            guard let result = PQgetResult(handle) else { break }
+            status = PQresultStatus(result)
+            PQclear(result)
+        }
+        if PQstatus(handle) == CONNECTION_BAD {
+            self.broken = true
+        }
+    }
+
+    // MARK: Transactions and settings
+
+    public func begin(readOnly: Bool) throws {
+        try self.runCommand(readOnly ? "BEGIN READ ONLY" : "BEGIN")
+    }
+
+    /// Commits. Throws ``SpoutCore/DatabaseError/Code/other`` when PostgreSQL rolled the
+    /// transaction back instead because a statement in it had failed.
+    public func commit() throws {
+        let tag = try self.runCommand("COMMIT")
+        if tag == "ROLLBACK" {
+            throw DatabaseError(.other, message: "the transaction was rolled back: a statement in it had failed")
+        }
+    }
+
+    public func rollback() throws {
+        try self.runCommand("ROLLBACK")
+    }
+
+    /// Sends `SET statement_timeout` only when the value differs from the one in effect.
+    public func setStatementTimeout(milliseconds: Int?) throws {
+        let value = max(0, milliseconds ?? 0)
+        guard value != self.statementTimeout else { return }
+        self.statementTimeout = nil
+        try self.runCommand("SET statement_timeout = \(value)")
+        self.statementTimeout = value
+        if self.wasInTransaction {
+            self.statementTimeoutChangedInTransaction = true
+        }
+    }
+
+    // MARK: Cancel, reset, close
+
+    public func cancel() {
+        self.cancelState.withLock { state in
+            guard let cancel = state.handle else { return }
+            state.requested = true
+            Self.sendCancelRequest(cancel)
+        }
+    }
+
+    /// Asks the server to cancel the running statement without reporting it as a caller's
+    /// cancel (used to stop a single-row stream that is being closed).
+    func cancelForCleanup() {
+        self.cancelState.withLock { state in
+            guard let cancel = state.handle else { return }
+            Self.sendCancelRequest(cancel)
+        }
+    }
+
+    private static func sendCancelRequest(_ cancel: OpaquePointer) {
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 256) { buffer in
+            _ = PQcancel(cancel, buffer.baseAddress, Int32(buffer.count))
+        }
+    }
+
+    public func reset() -> Bool {
+        guard let handle = self.handle, !self.broken else { return false }
+        switch self.activity {
+        case .streaming:
+            self.activeStream?.close()
+            self.endStream(cancelling: true)
+        case .copying:
+            self.activeCopy?.abandon()
+            self.abandonCopy()
+        case .idle:
+            break
+        }
+        guard !self.broken, PQstatus(handle) == CONNECTION_OK else {
+            self.broken = true
+            return false
+        }
+        var succeeded = true
+        if PQtransactionStatus(handle) != PQTRANS_IDLE {
+            do { try self.rollback() } catch { succeeded = false }
+        }
+        do { try self.setStatementTimeout(milliseconds: nil) } catch { succeeded = false }
+        self.cancelState.withLock { $0.requested = false }
+        return succeeded && !self.broken
+    }
+
+    public func close() {
+        guard let handle = self.handle else { return }
+        self.handle = nil
+        self.broken = true
+        self.activity = .idle
+        self.cancelState.withLock { state in
+            if let cancel = state.handle {
+                PQfreeCancel(cancel)
+            }
+            state.handle = nil
+            PQfinish(handle)
+        }
+    }
+}

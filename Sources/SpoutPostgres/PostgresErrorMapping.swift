@@ -1,0 +1,43 @@
+import CLibPQ
+import SpoutCore
+
+/// Maps PostgreSQL SQLSTATEs to ``DatabaseError/Code``.
+enum PostgresErrorMapping {
+    /// The error code for `sqlState`.
+    /// - Parameter cancelRequested: whether ``PostgresConnection/cancel()`` was called during
+    ///   the statement; it tells a cancel (57014 either way) from a statement timeout.
+    static func code(forSQLState sqlState: String?, cancelRequested: Bool) -> DatabaseError.Code {
+        guard let sqlState, sqlState.utf8.count == 5 else { return .other }
+        switch sqlState {
+        case "23505": return .uniqueViolation
+        case "57014": return cancelRequested ? .cancelled : .statementTimeout
+        case "25006": return .readOnly
+        case "57P01", "57P02", "57P03": return .connectionLost
+        default: break
+        }
+        switch sqlState.prefix(2) {
+        case "23": return .constraintViolation
+        case "22": return .invalidValue
+        case "42": return .invalidSQL
+        case "08": return .connectionLost
+        default: return .other
+        }
+    }
+
+    /// libpq's `PG_DIAG_SQLSTATE` field code (`'C'`).
+    static let sqlStateField = Int32(UInt8(ascii: "C"))
+
+    /// The SQLSTATE of an error result, if any.
+    static func sqlState(of result: OpaquePointer) -> String? {
+        guard let field = PQresultErrorField(result, self.sqlStateField) else { return nil }
+        return String(cString: field)
+    }
+
+    /// A libpq message without its trailing newline.
+    static func message(_ text: UnsafePointer<CChar>?) -> String {
+        guard let text else { return "" }
+        var message = String(cString: text)
+        while message.last?.isNewline == true { message.removeLast() }
+        return message
+    }
+}

@@ -1,0 +1,95 @@
+import CLibPQ
+import SpoutCore
+
+/// A cursor over a server-side cursor (`DECLARE spout_cN NO SCROLL CURSOR`), read `batchSize`
+/// rows per `FETCH`. Between batches the connection runs other statements.
+///
+/// The cursor lives in the transaction it was declared in. ``close()`` (also when the rows run
+/// out, or when the cursor is dropped) sends `CLOSE` only while that transaction is still open
+/// and not failed; after the transaction has ended, ``next()`` throws.
+final class PostgresServerCursor: RowCursor {
+    private(set) var columns: [Column] = []
+    private var decoders: [PostgresColumnDecoder] = []
+    private let connection: PostgresConnection
+    private let name: String
+    private let batchSize: Int
+    private let epoch: Int
+    /// The current FETCH result.
+    private var batch: OpaquePointer?
+    private var rowCount: Int32 = 0
+    private var row: Int32 = -1
+    /// The last FETCH returned fewer rows than asked: there are no more.
+    private var isExhausted = false
+    private var isFinished = false
+
+    init(connection: PostgresConnection, name: String, batchSize: Int, epoch: Int) {
+        self.connection = connection
+        self.name = name
+        self.batchSize = batchSize
+        self.epoch = epoch
+    }
+
+    deinit {
+        self.close()
+    }
+
+    /// Fetches the first batch, which tells the columns. Closes the cursor when it throws.
+    func fetchFirstBatch() throws {
+        do {
+            try self.fetchBatch()
+        } catch {
+            self.close()
+            throw error
+        }
+        let description = PostgresResultDescription(self.batch!)
+        self.columns = description.columns
+        self.decoders = description.decoders
+    }
+
+    private func fetchBatch() throws {
+        PQclear(self.batch)
+        self.batch = nil
+        let result = try self.connection.fetch(from: self.name, count: self.batchSize, epoch: self.epoch)
+        self.batch = result
+        self.rowCount = PQntuples(result)
+        self.row = -1
+        self.isExhausted = Int(self.rowCount) < self.batchSize
+    }
+
+    func next() throws -> Bool {
+        guard !self.isFinished else { return false }
+        self.row += 1
+        if self.row < self.rowCount {
+            return true
+        }
+        if self.isExhausted {
+            self.close()
+            return false
+        }
+        do {
+            try self.fetchBatch()
+        } catch {
+            self.close()
+            throw error
+        }
+        self.row = 0
+        guard self.rowCount > 0 else {
+            self.close()
+            return false
+        }
+        return true
+    }
+
+    func value(at index: Int) -> SQLValue {
+        guard let batch = self.batch, self.row >= 0, self.row < self.rowCount else { return .null }
+        return self.decoders[index].value(in: batch, row: self.row, column: Int32(index))
+    }
+
+    func close() {
+        guard !self.isFinished else { return }
+        self.isFinished = true
+        PQclear(self.batch)
+        self.batch = nil
+        self.connection.closeServerCursor(self.name, epoch: self.epoch)
+    }
+}

@@ -1,1 +1,0 @@
-// Module SpoutPostgres: under construction.

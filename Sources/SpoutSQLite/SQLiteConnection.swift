@@ -1,0 +1,433 @@
+import CSQLite3
+import SpoutCore
+import Synchronization
+
+/// A connection to an SQLite database, opened by ``SQLiteDriver``.
+///
+/// Contract, beyond ``DatabaseConnection``:
+/// - Read-write connections use WAL journaling (`PRAGMA journal_mode=WAL`,
+///   `synchronous=NORMAL`), so readers never wait for a writer. Every connection enforces
+///   foreign keys and waits up to the driver's busy timeout for locks. Read-only connections
+///   are opened with `SQLITE_OPEN_READONLY` and `PRAGMA query_only=1`.
+/// - Prepared statements are cached by SQL text. A statement still read by an open cursor is
+///   never handed out twice: the same SQL opened again gets a fresh statement, so cursors of
+///   one SQL text may be open at the same time and interleave freely.
+/// - ``query(_:_:options:)`` runs the statement up to its first row before it returns, so
+///   errors surface there and ``RowCursor/columns`` matches the rows even after a schema change.
+/// - Statement timeouts are deadlines checked every 1000 virtual-machine steps, measured from
+///   the start of each ``query(_:_:options:)`` / ``execute(_:_:)`` call; stepping a cursor
+///   keeps its own statement's deadline.
+/// - `begin(readOnly: true)` on a read-write connection also sets `PRAGMA query_only` until
+///   the transaction ends, so writes in it fail with ``DatabaseError/Code/readOnly``.
+/// - ``QueryStatistics/recordStatement()`` is called once per ``query(_:_:options:)``,
+///   ``execute(_:_:)`` and ``bulkInsert(into:columns:)``; not for transaction control,
+///   settings or ``executeScript(_:)``.
+///
+/// `@unchecked Sendable`: all mutable state is confined to one thread at a time by the pool
+/// (see ``DatabaseConnection``). The only call from other threads is ``cancel()``, which uses
+/// `sqlite3_interrupt` (documented by SQLite as safe from any thread) under ``closeLock``, the
+/// same lock ``close()`` takes before closing the handle, so an interrupt never reaches a
+/// closed handle.
+public final class SQLiteConnection: DatabaseConnection, @unchecked Sendable {
+    public var dialect: SQLDialect { .sqlite }
+    /// Whether the connection was opened read-only.
+    public let isReadOnly: Bool
+
+    /// The `sqlite3*`; valid until ``close()``.
+    let handle: OpaquePointer
+    private let statistics: QueryStatistics
+    /// True once ``close()`` has started; guards `sqlite3_interrupt` against closing.
+    private let closeLock = Mutex<Bool>(false)
+
+    /// Cached statements by SQL text.
+    private var cache: [String: SQLiteStatement] = [:]
+    /// Statements currently leased (open cursors, running executes, bulk loads), cached or not.
+    private var leased: [ObjectIdentifier: SQLiteStatement] = [:]
+    private var broken = false
+    /// Whether ``begin(readOnly:)`` turned `query_only` on for the current transaction.
+    private var readOnlyTransaction = false
+    private var statementTimeout: Duration?
+    /// The deadline of the statement being stepped; read by the progress handler.
+    private var currentDeadline: ContinuousClock.Instant?
+    /// Set by the progress handler when it stopped a statement at its deadline.
+    private var deadlineExpired = false
+
+    /// The most statements kept in the cache; beyond it, idle ones are dropped.
+    static let statementCacheCapacity = 256
+    /// Virtual-machine steps between two deadline checks.
+    static let progressInterval: Int32 = 1000
+
+    /// Opens and configures a connection.
+    /// - Parameters:
+    ///   - filename: a path, or a `file:` URI when `flags` include `SQLITE_OPEN_URI`.
+    ///   - flags: `sqlite3_open_v2` flags without the read/write mode.
+    /// - Throws: ``DatabaseError/Code/connectionFailed`` when the database cannot be opened
+    ///   or configured (a missing file for a read-only connection, a file that is not a database).
+    init(
+        filename: String, flags: Int32, readOnly: Bool, busyTimeoutMilliseconds: Int, statistics: QueryStatistics
+    ) throws {
+        let mode = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        var opened: OpaquePointer?
+        let result = sqlite3_open_v2(filename, &opened, mode | flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, nil)
+        guard result == SQLITE_OK, let handle = opened else {
+            let message = SQLiteErrorMapping.message(opened, code: result)
+            sqlite3_close_v2(opened)
+            throw DatabaseError(
+                .connectionFailed, message: "cannot open SQLite database \(filename): \(message)",
+                sqlState: String(result))
+        }
+        do {
+            try Self.configure(handle, readOnly: readOnly, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        } catch {
+            sqlite3_close_v2(handle)
+            throw error
+        }
+        self.handle = handle
+        self.isReadOnly = readOnly
+        self.statistics = statistics
+    }
+
+    deinit {
+        self.close()
+    }
+
+    private static func configure(_ handle: OpaquePointer, readOnly: Bool, busyTimeoutMilliseconds: Int) throws {
+        sqlite3_extended_result_codes(handle, 1)
+        sqlite3_busy_timeout(handle, Int32(clamping: busyTimeoutMilliseconds))
+        var pragmas = ["PRAGMA foreign_keys=ON"]
+        if readOnly {
+            pragmas.append("PRAGMA query_only=1")
+        } else {
+            pragmas.append("PRAGMA journal_mode=WAL")
+            pragmas.append("PRAGMA synchronous=NORMAL")
+        }
+        for pragma in pragmas {
+            let result = sqlite3_exec(handle, pragma, nil, nil, nil)
+            guard result == SQLITE_OK else {
+                let message = SQLiteErrorMapping.message(handle, code: result)
+                throw DatabaseError(
+                    .connectionFailed, message: "cannot configure SQLite connection (\(pragma)): \(message)",
+                    sqlState: String(sqlite3_extended_errcode(handle)))
+            }
+        }
+    }
+
+    // MARK: Statements
+
+    public func query(_ sql: ParsedSQL, _ parameters: [SQLValue], options: QueryOptions) throws -> any RowCursor {
+        let deadline = try self.startStatement()
+        let statement = try self.leaseStatement(sql.text)
+        let lease = try self.bind(parameters, to: statement)
+        self.statistics.recordStatement()
+        guard let handle = statement.handle else { throw self.closedError() }
+        // The first step runs here: it reports errors at once, and it recompiles a statement
+        // whose schema changed, so the columns below are those of the rows that follow.
+        let first = self.step(handle, deadline: deadline)
+        guard first == SQLITE_ROW || first == SQLITE_DONE else {
+            let error = self.error(first, phase: .run)
+            self.endLease(of: statement, lease: lease)
+            throw error
+        }
+        let (columns, types) = statement.columns()
+        return SQLiteCursor(
+            connection: self, statement: statement, lease: lease, deadline: deadline, columns: columns, types: types,
+            firstStepFoundRow: first == SQLITE_ROW)
+    }
+
+    @discardableResult
+    public func execute(_ sql: ParsedSQL, _ parameters: [SQLValue]) throws -> Int {
+        let deadline = try self.startStatement()
+        let statement = try self.leaseStatement(sql.text)
+        let lease = try self.bind(parameters, to: statement)
+        defer { self.endLease(of: statement, lease: lease) }
+        self.statistics.recordStatement()
+        guard let handle = statement.handle else { throw self.closedError() }
+        let changesBefore = sqlite3_total_changes64(self.handle)
+        while true {
+            let result = self.step(handle, deadline: deadline)
+            if result == SQLITE_ROW { continue }
+            if result == SQLITE_DONE { break }
+            throw self.error(result, phase: .run)
+        }
+        // sqlite3_changes keeps the count of the last INSERT/UPDATE/DELETE; a statement that
+        // changed nothing (DDL, SELECT) must not report an earlier statement's count.
+        guard sqlite3_total_changes64(self.handle) != changesBefore else { return 0 }
+        return Int(sqlite3_changes64(self.handle))
+    }
+
+    public func executeScript(_ sql: String) throws {
+        self.currentDeadline = try self.startStatement()
+        self.deadlineExpired = false
+        var errorText: UnsafeMutablePointer<CChar>?
+        let result = sqlite3_exec(self.handle, sql, nil, nil, &errorText)
+        let message = errorText.map { String(cString: $0) }
+        sqlite3_free(errorText)
+        guard result == SQLITE_OK else {
+            throw self.error(result, phase: .prepare, message: message)
+        }
+    }
+
+    public func bulkInsert(into table: String, columns: [String]) throws -> any BulkInserter {
+        let deadline = try self.startStatement()
+        guard !columns.isEmpty else {
+            throw DatabaseError(.invalidValue, message: "bulk insert into \(table) needs at least one column")
+        }
+        let columnList = columns.map(Self.quoteIdentifier).joined(separator: ", ")
+        let placeholders = (1...columns.count).map { "?\($0)" }.joined(separator: ", ")
+        let sql = "INSERT INTO \(Self.quoteIdentifier(table)) (\(columnList)) VALUES (\(placeholders))"
+        let statement = SQLiteStatement(handle: try self.prepare(sql), sql: sql, isCached: false)
+        let lease = self.startLease(of: statement)
+        self.statistics.recordStatement()
+        return SQLiteBulkInserter(
+            connection: self, statement: statement, lease: lease, columnCount: columns.count, deadline: deadline)
+    }
+
+    /// `name` as an SQL identifier: in double quotes, embedded quotes doubled.
+    static func quoteIdentifier(_ name: String) -> String {
+        "\"" + name.replacing("\"", with: "\"\"") + "\""
+    }
+
+    // MARK: Transactions
+
+    public func begin(readOnly: Bool) throws {
+        try self.checkOpen()
+        try self.control(readOnly ? "BEGIN" : "BEGIN IMMEDIATE")
+        guard readOnly && !self.isReadOnly else { return }
+        do {
+            try self.control("PRAGMA query_only=1")
+            self.readOnlyTransaction = true
+        } catch {
+            try? self.control("ROLLBACK")
+            throw error
+        }
+    }
+
+    public func commit() throws {
+        try self.checkOpen()
+        defer { self.endReadOnlyTransactionIfDone() }
+        try self.control("COMMIT")
+    }
+
+    public func rollback() throws {
+        try self.checkOpen()
+        defer { self.endReadOnlyTransactionIfDone() }
+        try self.control("ROLLBACK")
+    }
+
+    public var isInTransaction: Bool {
+        !self.isClosed && sqlite3_get_autocommit(self.handle) == 0
+    }
+
+    /// Turns `query_only` back off once a read-only transaction of a read-write connection ended.
+    private func endReadOnlyTransactionIfDone() {
+        guard self.readOnlyTransaction, !self.isClosed, sqlite3_get_autocommit(self.handle) != 0 else { return }
+        self.readOnlyTransaction = false
+        if (try? self.control("PRAGMA query_only=0")) == nil {
+            self.broken = true
+        }
+    }
+
+    /// Runs a transaction-control statement or setting: no deadline, not counted.
+    private func control(_ sql: String) throws {
+        self.currentDeadline = nil
+        self.deadlineExpired = false
+        let result = sqlite3_exec(self.handle, sql, nil, nil, nil)
+        guard result == SQLITE_OK else { throw self.error(result, phase: .run) }
+    }
+
+    // MARK: Timeouts and cancellation
+
+    /// A limit of `0` means no limit, as in PostgreSQL; a negative limit is an invalid value.
+    public func setStatementTimeout(milliseconds: Int?) throws {
+        try self.checkOpen()
+        guard let milliseconds, milliseconds != 0 else {
+            self.statementTimeout = nil
+            sqlite3_progress_handler(self.handle, 0, nil, nil)
+            return
+        }
+        guard milliseconds > 0 else {
+            throw DatabaseError(.invalidValue, message: "statement timeout must not be negative: \(milliseconds) ms")
+        }
+        self.statementTimeout = .milliseconds(milliseconds)
+        sqlite3_progress_handler(
+            self.handle, Self.progressInterval,
+            { context in
+                guard let context else { return 0 }
+                let connection = Unmanaged<SQLiteConnection>.fromOpaque(context).takeUnretainedValue()
+                return connection.deadlinePassed() ? 1 : 0
+            }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Called by the progress handler on the thread stepping a statement.
+    private func deadlinePassed() -> Bool {
+        guard let deadline = self.currentDeadline, ContinuousClock.now >= deadline else { return false }
+        self.deadlineExpired = true
+        return true
+    }
+
+    public func cancel() {
+        self.closeLock.withLock { closed in
+            if !closed {
+                sqlite3_interrupt(self.handle)
+            }
+        }
+    }
+
+    // MARK: Lifecycle
+
+    public var isBroken: Bool { self.broken || self.isClosed }
+
+    private var isClosed: Bool { self.closeLock.withLock { $0 } }
+
+    public func reset() -> Bool {
+        guard !self.isClosed else { return false }
+        for statement in self.leased.values {
+            statement.endLease()
+            if !statement.isCached { statement.finalize() }
+        }
+        self.leased.removeAll()
+        var succeeded = true
+        if sqlite3_get_autocommit(self.handle) == 0 {
+            succeeded = (try? self.control("ROLLBACK")) != nil
+        }
+        if self.readOnlyTransaction {
+            self.readOnlyTransaction = false
+            if (try? self.control("PRAGMA query_only=0")) == nil { succeeded = false }
+        }
+        if (try? self.setStatementTimeout(milliseconds: nil)) == nil { succeeded = false }
+        return succeeded && !self.broken
+    }
+
+    public func close() {
+        let wasOpen = self.closeLock.withLock { closed in
+            defer { closed = true }
+            return !closed
+        }
+        guard wasOpen else { return }
+        for statement in self.leased.values { statement.finalize() }
+        for statement in self.cache.values { statement.finalize() }
+        self.leased.removeAll()
+        self.cache.removeAll()
+        sqlite3_close_v2(self.handle)
+    }
+
+    // MARK: Introspection for tests
+
+    /// The number of statements in the cache.
+    var cachedStatementCount: Int { self.cache.count }
+
+    /// The `sqlite3_stmt` cached for `sql`, if any.
+    func cachedStatementHandle(for sql: String) -> OpaquePointer? { self.cache[sql]?.handle }
+
+    // MARK: Internals shared with cursors and bulk inserters
+
+    /// Checks the connection is open and returns the deadline of a statement starting now.
+    private func startStatement() throws -> ContinuousClock.Instant? {
+        try self.checkOpen()
+        return self.statementTimeout.map { ContinuousClock.now + $0 }
+    }
+
+    private func checkOpen() throws {
+        if self.isClosed { throw self.closedError() }
+    }
+
+    private func closedError() -> DatabaseError {
+        DatabaseError(.connectionLost, message: "the SQLite connection is closed")
+    }
+
+    /// Steps `statement` under `deadline`.
+    @inline(__always)
+    func step(_ statement: OpaquePointer, deadline: ContinuousClock.Instant?) -> Int32 {
+        self.currentDeadline = deadline
+        self.deadlineExpired = false
+        return sqlite3_step(statement)
+    }
+
+    /// The error for a failed call's result code; marks the connection broken when it is lost.
+    func error(_ result: Int32, phase: SQLiteErrorMapping.Phase, message: String? = nil) -> DatabaseError {
+        // Results are extended codes already (extended_result_codes is on); the handle's code
+        // is only more precise when it describes the same failure.
+        let recorded = sqlite3_extended_errcode(self.handle)
+        let extended = recorded & 0xff == result & 0xff ? recorded : result
+        let code = SQLiteErrorMapping.code(
+            forExtendedResult: extended, phase: phase, deadlineExpired: self.deadlineExpired)
+        if code == .connectionLost { self.broken = true }
+        return DatabaseError(
+            code, message: message ?? SQLiteErrorMapping.message(self.handle, code: result), sqlState: String(extended))
+    }
+
+    /// A statement for `sql` not leased by anyone: the cached one when it is idle, otherwise a
+    /// fresh one (cached when the cache has none for `sql`).
+    private func leaseStatement(_ sql: String) throws -> SQLiteStatement {
+        if let cached = self.cache[sql], !cached.isLeased, cached.handle != nil {
+            return cached
+        }
+        let cacheIt = self.cache[sql] == nil
+        let statement = SQLiteStatement(handle: try self.prepare(sql, persistent: cacheIt), sql: sql, isCached: cacheIt)
+        if cacheIt {
+            if self.cache.count >= Self.statementCacheCapacity { self.evictIdleStatements() }
+            self.cache[sql] = statement
+        }
+        return statement
+    }
+
+    /// Binds `parameters` and starts the lease; on failure the statement is left idle.
+    private func bind(_ parameters: [SQLValue], to statement: SQLiteStatement) throws -> UInt64 {
+        let lease = self.startLease(of: statement)
+        do {
+            guard let handle = statement.handle else { throw self.closedError() }
+            let expected = Int(sqlite3_bind_parameter_count(handle))
+            guard expected == parameters.count else {
+                throw DatabaseError(
+                    .invalidValue,
+                    message: "the statement has \(expected) parameters but \(parameters.count) values were given")
+            }
+            for (offset, value) in parameters.enumerated() {
+                let result = SQLiteValueBinder.bind(value, to: handle, at: Int32(offset + 1))
+                guard result == SQLITE_OK else { throw self.error(result, phase: .run) }
+            }
+            return lease
+        } catch {
+            self.endLease(of: statement, lease: lease)
+            throw error
+        }
+    }
+
+    func startLease(of statement: SQLiteStatement) -> UInt64 {
+        self.leased[ObjectIdentifier(statement)] = statement
+        return statement.lease()
+    }
+
+    /// Ends lease `lease` of `statement`, if it is still current: the statement is reset for
+    /// reuse (cached) or finalized.
+    func endLease(of statement: SQLiteStatement, lease: UInt64) {
+        guard statement.isHeld(by: lease) else { return }
+        self.leased[ObjectIdentifier(statement)] = nil
+        statement.endLease()
+        if !statement.isCached { statement.finalize() }
+    }
+
+    private func evictIdleStatements() {
+        for (sql, statement) in self.cache where !statement.isLeased {
+            statement.finalize()
+            self.cache[sql] = nil
+        }
+    }
+
+    /// Compiles one statement.
+    /// - Parameter persistent: a hint that the statement will be kept and reused.
+    private func prepare(_ sql: String, persistent: Bool = false) throws -> OpaquePointer {
+        self.deadlineExpired = false
+        var statement: OpaquePointer?
+        let flags = persistent ? UInt32(SQLITE_PREPARE_PERSISTENT) : 0
+        let result = sqlite3_prepare_v3(self.handle, sql, -1, flags, &statement, nil)
+        guard result == SQLITE_OK else {
+            sqlite3_finalize(statement)
+            throw self.error(result, phase: .prepare)
+        }
+        guard let statement else {
+            throw DatabaseError(.invalidSQL, message: "the SQL text holds no statement")
+        }
+        return statement
+    }
+}

@@ -1,0 +1,97 @@
+import CSQLite3
+import SpoutCore
+
+/// A cursor over the rows of one leased ``SQLiteStatement``.
+///
+/// Rows are stepped one at a time with `sqlite3_step` (the first step already ran in
+/// ``SQLiteConnection/query(_:_:options:)``): nothing else is read ahead, so a cursor over
+/// millions of rows holds one row at a time. The statement goes back to its connection (reset,
+/// bindings cleared) as soon as the last row was read, an error was thrown, or ``close()`` was
+/// called, whichever comes first; dropping the cursor closes it too. When the connection
+/// reclaims the statement (``SQLiteConnection/reset()``, ``SQLiteConnection/close()``), the
+/// cursor ends: ``next()`` returns `false`.
+final class SQLiteCursor: RowCursor {
+    let columns: [Column]
+    private let connection: SQLiteConnection
+    private let statement: SQLiteStatement
+    private let lease: UInt64
+    private let deadline: ContinuousClock.Instant?
+    private let types: [ColumnType]
+    private var position: Position
+
+    private enum Position {
+        /// ``SQLiteConnection/query(_:_:options:)`` stepped once; `foundRow` tells what it found.
+        case beforeFirst(foundRow: Bool)
+        case onRow
+        case ended
+    }
+
+    /// - Parameters:
+    ///   - firstStepFoundRow: the result of the first `sqlite3_step`, which the connection ran
+    ///     (true: a row is ready; false: the statement is done).
+    init(
+        connection: SQLiteConnection, statement: SQLiteStatement, lease: UInt64, deadline: ContinuousClock.Instant?,
+        columns: [Column], types: [ColumnType], firstStepFoundRow: Bool
+    ) {
+        self.connection = connection
+        self.statement = statement
+        self.lease = lease
+        self.deadline = deadline
+        self.columns = columns
+        self.types = types
+        self.position = .beforeFirst(foundRow: firstStepFoundRow)
+    }
+
+    deinit {
+        self.close()
+    }
+
+    func next() throws -> Bool {
+        guard self.statement.isHeld(by: self.lease), let handle = self.statement.handle else {
+            self.finish()
+            return false
+        }
+        switch self.position {
+        case .ended:
+            return false
+        case .beforeFirst(let foundRow):
+            if foundRow {
+                self.position = .onRow
+                return true
+            }
+            self.finish()
+            return false
+        case .onRow:
+            break
+        }
+        let result = self.connection.step(handle, deadline: self.deadline)
+        if result == SQLITE_ROW {
+            return true
+        }
+        if result == SQLITE_DONE {
+            self.finish()
+            return false
+        }
+        // Read the error before the statement is reset.
+        let error = self.connection.error(result, phase: .run)
+        self.finish()
+        throw error
+    }
+
+    func value(at index: Int) -> SQLValue {
+        guard case .onRow = self.position, self.types.indices.contains(index), self.statement.isHeld(by: self.lease),
+            let handle = self.statement.handle
+        else { return .null }
+        return SQLiteValueReader.value(of: handle, at: Int32(index), type: self.types[index])
+    }
+
+    func close() {
+        self.finish()
+    }
+
+    private func finish() {
+        if case .ended = self.position { return }
+        self.position = .ended
+        self.connection.endLease(of: self.statement, lease: self.lease)
+    }
+}

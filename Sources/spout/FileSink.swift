@@ -1,0 +1,49 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import ArgumentParser
+import SpoutCore
+
+/// A sink that writes each chunk to a file descriptor as it comes (blocking writes are the
+/// backpressure).
+final class FileSink: ByteSink {
+    private let descriptor: Int32
+    private let ownsDescriptor: Bool
+
+    /// Standard output, or the file at `path` (created or truncated).
+    init(path: String?) throws {
+        if let path {
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            guard descriptor >= 0 else { throw ValidationError("cannot open \(path) for writing") }
+            self.descriptor = descriptor
+            self.ownsDescriptor = true
+        } else {
+            self.descriptor = STDOUT_FILENO
+            self.ownsDescriptor = false
+        }
+    }
+
+    deinit {
+        if self.ownsDescriptor { close(self.descriptor) }
+    }
+
+    func write(_ chunk: [UInt8]) throws {
+        try chunk.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = Glibc.write(self.descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    throw ValidationError("write failed: errno \(errno)")
+                }
+                offset += written
+            }
+        }
+    }
+
+    func finish(_ last: [UInt8]) throws {
+        try self.write(last)
+    }
+}

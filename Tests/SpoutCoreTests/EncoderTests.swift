@@ -1,0 +1,178 @@
+import Foundation
+import SpoutCore
+import Testing
+
+/// A cursor over rows held in memory, to test encoders without a database. (The row streams
+/// are tested against real databases in SpoutDriverTests.)
+final class ArrayCursor: RowCursor {
+    let columns: [Column]
+    private let rows: [[SQLValue]]
+    private var position = -1
+
+    init(_ labels: [String], _ rows: [[SQLValue]]) {
+        self.columns = labels.map { Column(label: $0, type: .unknown) }
+        self.rows = rows
+    }
+
+    func next() throws -> Bool {
+        guard self.position + 1 < self.rows.count else {
+            self.position = self.rows.count
+            return false
+        }
+        self.position += 1
+        return true
+    }
+
+    func value(at index: Int) -> SQLValue { self.rows[self.position][index] }
+    func close() {}
+}
+
+/// Encodes a fixed set of rows through the public RowStream API on an in-memory connection.
+func encode(_ labels: [String], _ rows: [[SQLValue]], format: OutputFormat = .json(), shape: ResultShape = .array, dateFormat: DateFormat = .epochMilliseconds) throws -> String {
+    let sink = CollectingSink()
+    let connection = MemoryConnection(cursor: ArrayCursor(labels, rows))
+    try RowStream("SELECT rows").write(as: format, shape: shape, to: sink, on: connection, dateFormat: dateFormat)
+    #expect(sink.isFinished)
+    return sink.text
+}
+
+/// A connection that answers every query with one prepared cursor (encoder tests only).
+final class MemoryConnection: DatabaseConnection, @unchecked Sendable {
+    // Unchecked: used by one test on one thread.
+    let cursor: ArrayCursor
+    init(cursor: ArrayCursor) { self.cursor = cursor }
+    var dialect: SQLDialect { .sqlite }
+    func query(_ sql: ParsedSQL, _ parameters: [SQLValue], options: QueryOptions) throws -> any RowCursor { self.cursor }
+    func execute(_ sql: ParsedSQL, _ parameters: [SQLValue]) throws -> Int { 0 }
+    func executeScript(_ sql: String) throws {}
+    func begin(readOnly: Bool) throws {}
+    func commit() throws {}
+    func rollback() throws {}
+    var isInTransaction: Bool { false }
+    func setStatementTimeout(milliseconds: Int?) throws {}
+    func cancel() {}
+    var isBroken: Bool { false }
+    func reset() -> Bool { true }
+    func close() {}
+    func bulkInsert(into table: String, columns: [String]) throws -> any BulkInserter {
+        throw DatabaseError(.unsupported)
+    }
+}
+
+@Suite struct EncoderTests {
+    @Test func mapsEveryValueKind() throws {
+        let row: [SQLValue] = [
+            .null, .integer(-42), .double(1.5), .double(.nan), .double(.infinity), .decimal("12.3400"),
+            .decimal("NaN"), .bool(true), .text("a\"b\\c\n\u{1}"), .date(days: 2_932_532),
+            .timestamp(microseconds: 1_500_000_123), .time("12:34:56"), .json("{\"a\":[1,2]}"),
+            .bytes([0xde, 0xad, 0xbe, 0xef]), .array([.integer(1), .null, .text("x")]),
+        ]
+        let labels = (0..<row.count).map { "c\($0)" }
+        let json = try encode(labels, [row])
+        #expect(json == #"[{"c0":null,"c1":-42,"c2":1.5,"c3":null,"c4":null,"c5":12.3400,"c6":null,"c7":true,"c8":"a\"b\\c\n\u0001","c9":253370764800000,"c10":1500000,"c11":"12:34:56","c12":{"a":[1,2]},"c13":"3q2+7w==","c14":[1,null,"x"]}]"#)
+    }
+
+    @Test func isoDates() throws {
+        let json = try encode(["d", "t"], [[.date(days: 0), .timestamp(microseconds: -1_000)]], dateFormat: .iso8601)
+        #expect(json == #"[{"d":"1970-01-01","t":"1969-12-31T23:59:59.999Z"}]"#)
+    }
+
+    @Test func dottedLabelsNest() throws {
+        let json = try encode(["id", "department.name", "x", "department.number"], [[1, "Sales", true, "d007"]])
+        #expect(json == #"[{"id":1,"department":{"name":"Sales","number":"d007"},"x":true}]"#)
+    }
+
+    @Test func emptyResults() throws {
+        #expect(try encode(["a"], []) == "[]")
+        #expect(try encode(["a"], [], format: .jsonLines) == "")
+        #expect(try encode(["a", "b"], [], format: .csv) == "a,b\r\n")
+        #expect(throws: RowStreamError.noRow) { try encode(["a"], [], shape: .object) }
+        #expect(throws: RowStreamError.noRow) { try encode(["a"], [], shape: .scalar) }
+    }
+
+    @Test func shapes() throws {
+        let rows: [[SQLValue]] = [[1, "x"], [2, "y"]]
+        #expect(try encode(["a", "b"], rows, shape: .object) == #"{"a":1,"b":"x"}"#)
+        #expect(try encode(["a", "b"], rows, shape: .scalar) == "1")
+        #expect(try encode(["a", "b"], rows, format: .jsonLines) == "{\"a\":1,\"b\":\"x\"}\n{\"a\":2,\"b\":\"y\"}\n")
+    }
+
+    @Test func prettyJSONParsesToTheSameValue() throws {
+        let rows: [[SQLValue]] = [[1, "x", .null], [2, "y", .array([1, 2])]]
+        let compact = try encode(["a", "b.c", "d"], rows)
+        let pretty = try encode(["a", "b.c", "d"], rows, format: .json(pretty: true))
+        #expect(pretty.contains("\n  {\n    \"a\": 1,"))
+        let left = try JSONSerialization.jsonObject(with: Data(compact.utf8)) as? NSArray
+        let right = try JSONSerialization.jsonObject(with: Data(pretty.utf8)) as? NSArray
+        #expect(left != nil && left == right)
+    }
+
+    @Test func csvQuotesWhatNeedsQuoting() throws {
+        let csv = try encode(["name", "note", "n"], [["plain", "a,b \"q\"\r\nline", .null], ["x", .json("[1]"), 2.5]], format: .csv)
+        #expect(csv == "name,note,n\r\nplain,\"a,b \"\"q\"\"\r\nline\",\r\nx,[1],2.5\r\n")
+    }
+
+    @Test func csvRefusesAttachmentsBeforeWriting() throws {
+        let sink = CollectingSink()
+        let stream = RowStream("SELECT 1").attaching("children", "SELECT 2")
+        #expect(throws: RowStreamError.attachmentsNotAllowedInCSV) {
+            try stream.write(as: .csv, to: sink, on: MemoryConnection(cursor: ArrayCursor(["a"], [[1]])))
+        }
+        #expect(sink.bytes.isEmpty && !sink.isFinished)
+    }
+
+    @Test func largeOutputIsChunked() throws {
+        let rows = (0..<20_000).map { [SQLValue.integer(Int64($0)), SQLValue.text("row number \($0)")] }
+        let sink = CollectingSink()
+        try RowStream("SELECT rows").write(as: .json(), to: sink, on: MemoryConnection(cursor: ArrayCursor(["n", "t"], rows)))
+        #expect(sink.chunkCount > 5)
+        let parsed = try JSONSerialization.jsonObject(with: Data(sink.bytes)) as? [[String: Any]]
+        #expect(parsed?.count == 20_000)
+        #expect(parsed?.last?["t"] as? String == "row number 19999")
+    }
+
+    /// Every string from a randomized generator survives a round trip through a real parser.
+    @Test func escapedStringsRoundTripThroughJSONSerialization() throws {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet: [Unicode.Scalar] = (0..<0x80).compactMap(Unicode.Scalar.init)
+            + ["é", "€", "\u{2028}", "\u{2029}", "\u{FFFD}", "😀", "\u{7F}", "\u{0}", "中"]
+        var strings: [String] = ["", "\"", "\\", "\u{0}\u{1F}"]
+        for _ in 0..<2_000 {
+            let length = Int.random(in: 0...40, using: &generator)
+            var text = String.UnicodeScalarView()
+            for _ in 0..<length { text.append(alphabet.randomElement(using: &generator)!) }
+            strings.append(String(text))
+        }
+        let json = try encode(["s"], strings.map { [SQLValue.text($0)] })
+        let parsed = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String: String]])
+        #expect(parsed.map { $0["s"]! } == strings)
+    }
+
+    @Test func invalidUTF8BecomesReplacementCharacter() throws {
+        let text = String(decoding: [0x61, 0xFF, 0x62], as: UTF8.self)
+        #expect(try encode(["s"], [[.text(text)]]) == "[{\"s\":\"a\u{FFFD}b\"}]")
+    }
+}
+
+@Suite struct CivilTimeTests {
+    @Test func knownDates() {
+        #expect(CivilTime.parseDate("1970-01-01") == 0)
+        #expect(CivilTime.parseDate("9999-01-01") == 2_932_532)
+        #expect(CivilTime.parseDate("1953-09-02").map { $0 * 86_400_000 } == -515_376_000_000)
+        #expect(CivilTime.parseDate("2024-02-30") == nil)
+        #expect(CivilTime.parseDate("2024-2-03") == nil)
+        for days in stride(from: Int64(-719_162), through: 2_932_896, by: 997) {
+            #expect(CivilTime.parseDate(CivilTime.formatDate(days: days)) == days)
+        }
+    }
+
+    @Test func timestamps() {
+        #expect(CivilTime.parseTimestamp("1970-01-01 00:00:01") == 1_000_000)
+        #expect(CivilTime.parseTimestamp("1970-01-01T00:00:00.5Z") == 500_000)
+        #expect(CivilTime.parseTimestamp("1970-01-01 02:00:00+02") == 0)
+        #expect(CivilTime.parseTimestamp("1970-01-01 00:00:00-01:30") == 5_400_000_000)
+        #expect(CivilTime.parseTimestamp("1970-01-01 25:00:00") == nil)
+        #expect(CivilTime.formatSQLTimestamp(microseconds: 1_000_001) == "1970-01-01 00:00:01.000001")
+        #expect(CivilTime.formatTimestamp(microseconds: 0) == "1970-01-01T00:00:00.000Z")
+    }
+}

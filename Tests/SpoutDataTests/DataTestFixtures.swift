@@ -1,0 +1,122 @@
+import Foundation
+import SpoutCore
+import SpoutDrivers
+import SpoutTestSupport
+import Testing
+
+/// Paths, temporary directories and database helpers shared by the SpoutData tests.
+enum DataTestFixtures {
+    /// The repository's `sql` directory.
+    static let sqlDirectory: String = {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("sql").path
+    }()
+
+    static let sampleDirectory = "/work/shared/data/employees-10k"
+    static let petsTSV = "/work/shared/data/pets/pet.tsv"
+
+    /// A new empty directory, removed by the returned closure.
+    static func makeTemporaryDirectory() throws -> (path: String, remove: @Sendable () -> Void) {
+        let path = (NSTemporaryDirectory() as NSString).appendingPathComponent("spout-data-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return (path, { try? FileManager.default.removeItem(atPath: path) })
+    }
+
+    /// Decompresses the 10k sample into `directory` and checks it against SHA256SUMS.
+    static func decompressSample(into directory: String) throws {
+        let files = try FileManager.default.contentsOfDirectory(atPath: self.sampleDirectory)
+        for file in files {
+            let source = (self.sampleDirectory as NSString).appendingPathComponent(file)
+            if file.hasSuffix(".xz") {
+                let target = (directory as NSString).appendingPathComponent(String(file.dropLast(3)))
+                try self.run("/bin/sh", ["-c", "xz -dc \"$0\" > \"$1\"", source, target])
+            } else {
+                try FileManager.default.copyItem(
+                    atPath: source, toPath: (directory as NSString).appendingPathComponent(file))
+            }
+        }
+        try self.run("/bin/sh", ["-c", "cd \"$0\" && sha256sum --quiet -c SHA256SUMS", directory])
+    }
+
+    struct CommandFailed: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static func run(_ executable: String, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw CommandFailed(description: "\(executable) \(arguments) exited with \(process.terminationStatus)")
+        }
+    }
+
+    /// Writes `text` to `directory/name`.
+    static func write(_ text: String, to directory: String, name: String) throws {
+        try text.write(toFile: (directory as NSString).appendingPathComponent(name), atomically: true, encoding: .utf8)
+    }
+
+    /// Copies every file of `source` into `target`.
+    static func copyFiles(from source: String, to target: String) throws {
+        for file in try FileManager.default.contentsOfDirectory(atPath: source) {
+            try FileManager.default.copyItem(
+                atPath: (source as NSString).appendingPathComponent(file), toPath: (target as NSString).appendingPathComponent(file))
+        }
+    }
+}
+
+/// Which database an integration test runs against.
+enum TestDatabaseKind: String, CustomTestStringConvertible, Sendable {
+    case postgres
+    case sqlite
+
+    var testDescription: String { self.rawValue }
+}
+
+/// A fresh database of `kind` for one test, with an open read-write connection; both are
+/// closed and dropped when `body` returns.
+func withTestDatabase<Result>(_ kind: TestDatabaseKind, _ body: (any DatabaseConnection) throws -> Result) throws -> Result {
+    let database: TemporaryDatabase
+    switch kind {
+    case .postgres: database = try TestDatabases.makePostgresDatabase(prefix: "spout_t_data")
+    case .sqlite: database = TestDatabases.makeSQLiteDatabase()
+    }
+    defer { database.drop() }
+    let connection = try Drivers.driver(for: database.url).connect(readOnly: false, statistics: QueryStatistics())
+    defer { connection.close() }
+    return try body(connection)
+}
+
+/// Runs `sql` and returns all rows.
+func fetchRows(_ connection: any DatabaseConnection, _ sql: String) throws -> [[SQLValue]] {
+    let cursor = try connection.query(try ParsedSQL(sql, dialect: connection.dialect), [], options: QueryOptions())
+    defer { cursor.close() }
+    var rows: [[SQLValue]] = []
+    while try cursor.next() {
+        rows.append((0..<cursor.columns.count).map { cursor.value(at: $0) })
+    }
+    return rows
+}
+
+/// `SELECT count(*) FROM table`.
+func countRows(_ connection: any DatabaseConnection, _ table: String) throws -> Int64 {
+    let rows = try fetchRows(connection, "SELECT count(*) FROM \(table)")
+    guard case .integer(let count) = rows.first?.first else { return -1 }
+    return count
+}
+
+/// The number of rows of every employees table, keyed by table.
+func employeesCounts(_ connection: any DatabaseConnection) throws -> [String: Int64] {
+    var counts: [String: Int64] = [:]
+    for table in ["departments", "employees", "dept_manager", "dept_emp", "titles", "salaries"] {
+        counts[table] = try countRows(connection, table)
+    }
+    return counts
+}
+
+/// `.date(days:)` for `YYYY-MM-DD`.
+func date(_ text: String) -> SQLValue {
+    .date(days: CivilTime.parseDate(text)!)
+}

@@ -1,0 +1,185 @@
+import Foundation
+import SpoutCore
+import SpoutDrivers
+import SpoutTestSupport
+import Testing
+
+/// Row streams and attachments against real PostgreSQL and SQLite databases.
+@Suite struct RowStreamTests {
+    /// The same schema on both databases: every type of the value-mapping table that both
+    /// databases can hold, and a three-level hierarchy for attachments.
+    static func schema(_ dialect: SQLDialect) -> String {
+        let (double, bytes, serial) = dialect == .postgres ? ("DOUBLE PRECISION", "BYTEA", "INTEGER") : ("DOUBLE", "BLOB", "INTEGER")
+        return """
+            CREATE TABLE typed (
+                id \(serial) PRIMARY KEY, i BIGINT, r \(double), b BOOLEAN, t TEXT, d DATE,
+                ts TIMESTAMP, tm TIME, j JSON, bl \(bytes));
+            CREATE TABLE dept (dept_no CHAR(4) PRIMARY KEY, name VARCHAR(40) NOT NULL);
+            CREATE TABLE emp (emp_no INTEGER PRIMARY KEY, dept_no CHAR(4) NOT NULL REFERENCES dept, name TEXT NOT NULL);
+            CREATE TABLE title (emp_no INTEGER NOT NULL REFERENCES emp, title TEXT NOT NULL, from_date DATE NOT NULL);
+            INSERT INTO typed VALUES
+                (1, -7, 1.5, TRUE, 'tab\there "q" \\ é', '9999-01-01', '2020-02-29 13:14:15.5', '12:34:56', '{"k": [1, "x"]}', \(dialect == .postgres ? "'\\xdeadbeef'" : "x'deadbeef'")),
+                (2, NULL, NULL, FALSE, '', '1953-09-02', '1969-12-31 23:59:59', '00:00:00', 'null', \(dialect == .postgres ? "''" : "x''")),
+                (3, 9223372036854775807, -0.000001, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+            INSERT INTO dept VALUES ('d001', 'Marketing'), ('d002', 'Finance'), ('d003', 'Empty');
+            INSERT INTO emp VALUES (10, 'd001', 'Ann'), (11, 'd001', 'Bob'), (12, 'd002', 'Cy');
+            INSERT INTO title VALUES (10, 'Staff', '1990-01-01'), (10, 'Senior Staff', '1995-06-01'), (12, 'Engineer', '2000-01-01');
+            """
+    }
+
+    static let typedQuery = """
+        SELECT id, i, r, b, t, d AS "when.day", ts AS "when.instant", tm, j, bl FROM typed ORDER BY id
+        """
+
+    static func departments(in database: Database) throws -> RowStream {
+        var stream = try database.query("""
+            SELECT dept_no AS "departmentNumber", name FROM dept
+            WHERE name <> :excluded ORDER BY dept_no
+            """, ["excluded": "nobody"])
+        var employees = RowStream("""
+            SELECT emp_no AS "employeeNumber", name FROM emp
+            WHERE dept_no = :departmentNumber ORDER BY emp_no
+            """)
+        employees.attach("titles", """
+            SELECT title, from_date AS "fromDate" FROM title
+            WHERE emp_no = :employeeNumber AND title <> :excluded ORDER BY from_date
+            """)
+        stream.attach("employees", employees)
+        return stream
+    }
+
+    static func output(_ stream: RowStream, on database: Database, format: OutputFormat = .json(), shape: ResultShape = .array) throws -> String {
+        let sink = CollectingSink()
+        try database.withConnection(readOnly: true) { connection in
+            _ = try stream.write(as: format, shape: shape, to: sink, on: connection)
+        }
+        return sink.text
+    }
+
+    /// Opens both databases with the schema loaded and runs `body` on each.
+    static func withBothDatabases(_ body: (Database) throws -> Void) throws {
+        let sqlite = TestDatabases.makeSQLiteDatabase()
+        defer { sqlite.drop() }
+        let postgres = try TestDatabases.makePostgresDatabase()
+        defer { postgres.drop() }
+        for temporary in [sqlite, postgres] {
+            let database = try temporary.open()
+            defer { database.close() }
+            do {
+                try database.withConnection(readOnly: false) { try $0.executeScript(self.schema($0.dialect)) }
+                try body(database)
+            } catch {
+                Issue.record("\(database.dialect): \(String(reflecting: error))")
+                throw error
+            }
+        }
+    }
+
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
+    func bothDatabasesWriteTheSameBytes() throws {
+        var outputs: [[String]] = []
+        try Self.withBothDatabases { database in
+            var results: [String] = []
+            results.append(try Self.output(try database.query(Self.typedQuery), on: database))
+            results.append(try Self.output(try database.query(Self.typedQuery), on: database, format: .jsonLines))
+            results.append(try Self.output(try database.query(Self.typedQuery), on: database, format: .csv))
+            results.append(try Self.output(try Self.departments(in: database), on: database))
+            results.append(try Self.output(try Self.departments(in: database), on: database, format: .json(pretty: true)))
+            results.append(try Self.output(try Self.departments(in: database), on: database, shape: .object))
+            outputs.append(results)
+        }
+        #expect(outputs.count == 2)
+        for (sqlite, postgres) in zip(outputs[0], outputs[1]) {
+            #expect(sqlite == postgres)
+        }
+        #expect(outputs[0][0] == """
+            [{"id":1,"i":-7,"r":1.5,"b":true,"t":"tab\\there \\"q\\" \\\\ é","when":{"day":253370764800000,"instant":1582982055500},"tm":"12:34:56","j":{"k": [1, "x"]},"bl":"3q2+7w=="},\
+            {"id":2,"i":null,"r":null,"b":false,"t":"","when":{"day":-515376000000,"instant":-1000},"tm":"00:00:00","j":null,"bl":""},\
+            {"id":3,"i":9223372036854775807,"r":-1e-06,"b":null,"t":null,"when":{"day":null,"instant":null},"tm":null,"j":null,"bl":null}]
+            """)
+        #expect(outputs[0][3] == """
+            [{"departmentNumber":"d001","name":"Marketing","employees":[{"employeeNumber":10,"name":"Ann","titles":[{"title":"Staff","fromDate":631152000000},{"title":"Senior Staff","fromDate":801964800000}]},{"employeeNumber":11,"name":"Bob","titles":[]}]},\
+            {"departmentNumber":"d002","name":"Finance","employees":[{"employeeNumber":12,"name":"Cy","titles":[{"title":"Engineer","fromDate":946684800000}]}]},\
+            {"departmentNumber":"d003","name":"Empty","employees":[]}]
+            """)
+    }
+
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
+    func postgresSpecificValues() throws {
+        let temporary = try TestDatabases.makePostgresDatabase()
+        defer { temporary.drop() }
+        let database = try temporary.open()
+        defer { database.close() }
+        let stream = try database.query("""
+            SELECT 12.3400::numeric AS n, 'NaN'::numeric AS nan, 'NaN'::float8 AS fnan, '-Infinity'::float8 AS finf,
+                   ARRAY[1, NULL, 3] AS ints, ARRAY['a"b', 'c,d'] AS texts, ARRAY['2000-01-01'::date] AS dates,
+                   '{"b": 2,  "a": 1}'::jsonb AS jb, '2000-01-01 00:00:00+05'::timestamptz AS tz,
+                   'a3bb189e-8bf9-3888-9912-ace4e6543002'::uuid AS u, 32767::int2 AS small
+            """)
+        #expect(try Self.output(stream, on: database, shape: .object) == """
+            {"n":12.3400,"nan":null,"fnan":null,"finf":null,"ints":[1,null,3],"texts":["a\\"b","c,d"],"dates":[946684800000],\
+            "jb":{"a": 1, "b": 2},"tz":946666800000,"u":"a3bb189e-8bf9-3888-9912-ace4e6543002","small":32767}
+            """)
+    }
+
+    /// 1,000 parents with one attachment: the children come in batches, not one query each.
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
+    func attachmentsDoNotCostAQueryPerParent() throws {
+        let temporary = try TestDatabases.makePostgresDatabase()
+        defer { temporary.drop() }
+        let database = try temporary.open()
+        defer { database.close() }
+        try database.withConnection(readOnly: false) { connection in
+            try connection.executeScript("""
+                CREATE TABLE parent AS SELECT g AS id FROM generate_series(1, 1000) g;
+                CREATE TABLE child AS SELECT (g % 1000) + 1 AS parent_id, g AS n FROM generate_series(1, 3000) g;
+                """)
+        }
+        var stream = try database.query("SELECT id FROM parent ORDER BY id")
+        stream.attach("children", "SELECT n FROM child WHERE parent_id = :id ORDER BY n")
+        let before = database.statistics.statementCount
+        let json = try Self.output(stream, on: database)
+        let statements = database.statistics.statementCount - before
+        #expect(statements >= 2)
+        #expect(statements <= 1 + 5, "the parent query and at most 5 child queries, got \(statements)")
+        let parsed = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String: Any]])
+        #expect(parsed.count == 1000)
+        #expect((parsed[4]["children"] as? [[String: Int]])?.map { $0["n"]! } == [4, 1004, 2004])
+    }
+
+    @Test func sqliteAttachmentsUseOneCachedStatement() throws {
+        let temporary = TestDatabases.makeSQLiteDatabase()
+        defer { temporary.drop() }
+        let database = try temporary.open()
+        defer { database.close() }
+        try database.withConnection(readOnly: false) { try $0.executeScript(Self.schema(.sqlite)) }
+        let json = try Self.output(try Self.departments(in: database), on: database, format: .jsonLines)
+        #expect(json.split(separator: "\n").count == 3)
+    }
+
+    /// Millions of rows stream through in constant memory: run `spout export` in a child
+    /// process and read its peak resident set from `wait4`.
+    @Test(.enabled(if: TestDatabases.postgresEnabled), arguments: ["postgres", "sqlite"])
+    func fiveMillionRowsStreamInConstantMemory(database kind: String) throws {
+        let sqlite = TestDatabases.makeSQLiteDatabase()
+        defer { sqlite.drop() }
+        let url = kind == "postgres" ? try TestDatabases.requirePostgresURL() : sqlite.url
+        if kind == "sqlite" {
+            // Read-only connections need the file to exist.
+            let database = try sqlite.open()
+            try database.withConnection(readOnly: false) { try $0.executeScript("CREATE TABLE IF NOT EXISTS marker (x INTEGER)") }
+            database.close()
+        }
+        let sql = kind == "postgres"
+            ? "SELECT g AS n, 'row ' || g AS label, DATE '2000-01-01' + (g % 1000) AS day FROM generate_series(1, 5000000) g"
+            : "WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM s WHERE g < 5000000) SELECT g AS n, 'row ' || g AS label FROM s"
+        let result = try ChildProcess.run(
+            executable: ChildProcess.spoutExecutable(),
+            arguments: ["export", "--database", url, "--format", "json", "--output", "/dev/null", sql]
+        )
+        #expect(result.status == 0, "spout export failed: \(result.standardError)")
+        #expect(result.standardError.contains("5000000 rows"))
+        #expect(result.peakResidentBytes > 0)
+        #expect(result.peakResidentBytes < 64 * 1024 * 1024, "peak RSS \(result.peakResidentBytes / 1024 / 1024) MiB")
+    }
+}

@@ -1,0 +1,126 @@
+import SpoutCore
+import Testing
+
+@testable import SpoutHTTP
+
+@Suite("Argument conversion")
+struct ArgumentConversionTests {
+    private func convert(_ query: String, _ parameters: [Parameter]) throws(ArgumentError) -> [String: SQLValue] {
+        try ArgumentConversion.convert(FormURLEncoding.parse(query), for: parameters)
+    }
+
+    private func body(of error: ArgumentError) -> String {
+        String(decoding: error.body, as: UTF8.self)
+    }
+
+    @Test func everyType() throws {
+        let values = try self.convert(
+            "s=hi+there&i=-42&n=2.5&d=-12.50&b=TRUE&date=2024-02-29&dms=86400000&t=2024-05-01T12:00:00Z&tms=1000&u=zzz",
+            [
+                Parameter("s"), Parameter("i", .integer), Parameter("n", .number), Parameter("d", .decimal),
+                Parameter("b", .boolean), Parameter("date", .date), Parameter("dms", .date), Parameter("t", .datetime),
+                Parameter("tms", .datetime),
+            ]
+        )
+        #expect(values["s"] == .text("hi there"))
+        #expect(values["i"] == .integer(-42))
+        #expect(values["n"] == .double(2.5))
+        #expect(values["d"] == .decimal("-12.50"))
+        #expect(values["b"] == .bool(true))
+        #expect(values["date"] == .date(days: CivilTime.days(year: 2024, month: 2, day: 29)))
+        #expect(values["dms"] == .date(days: 1))
+        #expect(values["t"] == .timestamp(microseconds: CivilTime.parseTimestamp("2024-05-01 12:00:00")!))
+        #expect(values["tms"] == .timestamp(microseconds: 1_000_000))
+        #expect(values["u"] == nil)  // undeclared arguments are ignored
+    }
+
+    @Test func listsDefaultsAndOptionals() throws {
+        let values = try self.convert(
+            "details=titles&details=salaries&ids=1&ids=2",
+            [
+                Parameter("details", .list(.string), allowedValues: ["titles", "salaries"]),
+                Parameter("ids", .list(.integer)), Parameter("none", .list(.integer)),
+                Parameter("limit", .integer, defaultValue: 10), Parameter("name"),
+            ]
+        )
+        #expect(values["details"] == .array([.text("titles"), .text("salaries")]))
+        #expect(values["ids"] == .array([.integer(1), .integer(2)]))
+        #expect(values["none"] == .array([]))
+        #expect(values["limit"] == .integer(10))
+        #expect(values["name"] == .null)
+    }
+
+    @Test func emptyValueIsAbsentExceptForStrings() throws {
+        let values = try self.convert("n=&s=", [Parameter("n", .integer), Parameter("s")])
+        #expect(values["n"] == .null)
+        #expect(values["s"] == .text(""))
+    }
+
+    @Test func invalidValueBody() {
+        do {
+            _ = try self.convert("employeeNumber=abc", [Parameter("employeeNumber", .integer, required: true)])
+            Issue.record("no error")
+        } catch {
+            #expect(self.body(of: error) == #"{"error":"invalid integer","parameter":"employeeNumber","value":"abc"}"#)
+        }
+    }
+
+    @Test(arguments: [
+        ("n", ParameterType.number, "nan", "invalid number"), ("n", .number, "0x1p3", "invalid number"),
+        ("d", .decimal, "1.2.3", "invalid decimal"), ("b", .boolean, "yes", "invalid boolean"),
+        ("day", .date, "2023-02-29", "invalid date"), ("t", .datetime, "2024-05-01T25:00:00", "invalid datetime"),
+        ("ids", .list(.integer), "1x", "invalid integer"), ("i", .integer, "99999999999999999999", "invalid integer"),
+    ])
+    func invalidValues(name: String, type: ParameterType, value: String, message: String) {
+        do {
+            _ = try ArgumentConversion.convert(RawArguments([(name, value)]), for: [Parameter(name, type)])
+            Issue.record("no error for \(value)")
+        } catch {
+            #expect(error.description == message)
+            #expect(error.parameter == name)
+            #expect(error.value == value)
+        }
+    }
+
+    @Test func missingRequiredBody() {
+        do {
+            _ = try self.convert("other=1", [Parameter("employeeNumber", .integer, required: true)])
+            Issue.record("no error")
+        } catch {
+            #expect(self.body(of: error) == #"{"error":"missing required parameter","parameter":"employeeNumber"}"#)
+        }
+        // A bare key or an empty value is still missing.
+        #expect(throws: ArgumentError.self) { try self.convert("n", [Parameter("n", .integer, required: true)]) }
+        #expect(throws: ArgumentError.self) { try self.convert("n=", [Parameter("n", .integer, required: true)]) }
+    }
+
+    @Test func notAllowedBody() {
+        do {
+            _ = try self.convert("details=titles&details=bonus", [Parameter("details", .list(.string), allowedValues: ["titles", "salaries"])])
+            Issue.record("no error")
+        } catch {
+            #expect(
+                self.body(of: error)
+                    == #"{"error":"value not allowed","parameter":"details","value":"bonus","allowed":["titles","salaries"]}"#
+            )
+        }
+    }
+
+    @Test func allowedValuesCompareConvertedValues() throws {
+        let parameter = Parameter("level", .integer, allowedValues: [1, 2, 3])
+        #expect(try self.convert("level=%2B2", [parameter])["level"] == .integer(2))
+        #expect(throws: ArgumentError.self) { try self.convert("level=4", [parameter]) }
+    }
+
+    @Test func malformedBodyIs400WithoutParameter() {
+        do {
+            _ = try BodyArguments.parse(Array("{".utf8), contentType: "application/json")
+            Issue.record("no error")
+        } catch {
+            let response = ErrorResponse(for: error)
+            #expect(response.status == 400)
+            #expect(String(decoding: response.body, as: UTF8.self).hasPrefix(#"{"error":""#))
+            #expect(!String(decoding: response.body, as: UTF8.self).contains("parameter"))
+        }
+    }
+}

@@ -1,0 +1,79 @@
+import SpoutCore
+import Testing
+
+@testable import SpoutHTTP
+
+@Suite("Query string and body parsing")
+struct ArgumentParsingTests {
+    @Test func queryStringDecoding() {
+        let arguments = FormURLEncoding.parse("name=J%C3%B6rg+Smith&details=titles&details=salaries&plus=a%2Bb&bad=%zz%4")
+        #expect(arguments["name"] == ["Jörg Smith"])
+        #expect(arguments["details"] == ["titles", "salaries"])
+        #expect(arguments["plus"] == ["a+b"])
+        #expect(arguments["bad"] == ["%zz%4"])
+        #expect(arguments.keys == ["name", "details", "plus", "bad"])
+    }
+
+    @Test func bareKeyIsPresentWithoutValue() {
+        let arguments = FormURLEncoding.parse("api&x=&&y=1")
+        #expect(arguments.contains("api"))
+        #expect(arguments["api"] == [])
+        #expect(arguments["x"] == [""])
+        #expect(arguments["y"] == ["1"])
+        #expect(!arguments.contains("z"))
+        let request = Request(method: .get, path: "/employees", queryString: "api")
+        #expect(request.hasQueryKey("api"))
+        #expect(!request.hasQueryKey("other"))
+    }
+
+    @Test func formBody() throws {
+        let body = Array("firstName=Ann+Lee&hireDate=2024-05-01&tags=a&tags=b".utf8)
+        let arguments = try BodyArguments.parse(body, contentType: "application/x-www-form-urlencoded; charset=utf-8")
+        #expect(arguments["firstName"] == ["Ann Lee"])
+        #expect(arguments["tags"] == ["a", "b"])
+    }
+
+    @Test func multipartBody() throws {
+        let body = Array(
+            ("--XyZ\r\nContent-Disposition: form-data; name=\"firstName\"\r\n\r\nAnn\r\n"
+                + "--XyZ\r\nContent-Disposition: form-data; name=\"tags\"\r\nContent-Type: text/plain\r\n\r\nline1\r\nline2\r\n"
+                + "--XyZ\r\nContent-Disposition: form-data; name=\"tags\"; filename=\"t.txt\"\r\n\r\nfile\r\n"
+                + "--XyZ--\r\n").utf8
+        )
+        let arguments = try BodyArguments.parse(body, contentType: "multipart/form-data; boundary=\"XyZ\"")
+        #expect(arguments["firstName"] == ["Ann"])
+        #expect(arguments["tags"] == ["line1\r\nline2", "file"])
+    }
+
+    @Test func multipartWithoutBoundaryIsAnError() {
+        #expect(throws: ArgumentError.self) {
+            try BodyArguments.parse(Array("x".utf8), contentType: "multipart/form-data")
+        }
+    }
+
+    @Test func jsonBody() throws {
+        let body = Array(
+            #"{"name": "Ann \"A\" L\u00e9e", "n": 12, "x": -1.5e3, "ok": true, "gone": null, "list": ["a", 2, false], "empty": []}"#.utf8
+        )
+        let arguments = try BodyArguments.parse(body, contentType: "application/json")
+        #expect(arguments["name"] == ["Ann \"A\" Lée"])
+        #expect(arguments["n"] == ["12"])
+        #expect(arguments["x"] == ["-1.5e3"])
+        #expect(arguments["ok"] == ["true"])
+        #expect(arguments.contains("gone") && arguments["gone"] == [])
+        #expect(arguments["list"] == ["a", "2", "false"])
+        #expect(arguments.contains("empty") && arguments["empty"] == [])
+    }
+
+    @Test(arguments: [#"[1,2]"#, #"{"a": {"b": 1}}"#, #"{"a": 1"#, #"{"a": 1} x"#, #"{"a": tru}"#, #"{"a": [[1]]}"#])
+    func malformedJSONBodyIsAnError(_ text: String) {
+        #expect(throws: ArgumentError.self) {
+            try BodyArguments.parse(Array(text.utf8), contentType: "application/json")
+        }
+    }
+
+    @Test func otherContentTypesCarryNoArguments() throws {
+        let arguments = try BodyArguments.parse(Array("a=1".utf8), contentType: "text/plain")
+        #expect(arguments.keys.isEmpty)
+    }
+}

@@ -1,0 +1,199 @@
+import Foundation
+import NIOPosix
+import SpoutCore
+import SpoutDrivers
+import SpoutHTTP
+import SpoutPostgres
+import SpoutTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// End-to-end tests through real sockets against a server on port 0 over PostgreSQL.
+@Suite("HTTP server over PostgreSQL", .serialized, .enabled(if: TestDatabases.postgresEnabled))
+struct PostgresServerTests {
+    func withServer(_ body: (ServerFixture, TemporaryDatabase) async throws -> Void) async throws {
+        let temporary = try TestDatabases.makePostgresDatabase(prefix: "spout_http")
+        defer { temporary.drop() }
+        let database = try temporary.open(DatabaseConfiguration(maximumConnections: 2, acquireTimeout: .milliseconds(300)))
+        defer { database.close() }
+        try database.withConnection(readOnly: false) { try $0.executeScript(TestSQL.postgres.schema) }
+        let fixture = try await ServerFixture.start(database: database, sql: .postgres)
+        do {
+            try await body(fixture, temporary)
+        } catch {
+            await fixture.stop()
+            throw error
+        }
+        await fixture.stop()
+    }
+
+    @Test func everyStatus() async throws {
+        try await self.withServer { fixture, _ in
+            let port = fixture.port
+            let list = try await TestHTTPClient.get(port: port, "/employees?limit=2")
+            #expect(list.status == 200)
+            #expect(list.text == #"[{"employeeNumber":1,"firstName":"name-1"},{"employeeNumber":2,"firstName":"name-2"}]"#)
+            let details = try await TestHTTPClient.get(port: port, "/employees/3?details=titles")
+            #expect(details.text == #"{"employeeNumber":3,"firstName":"name-3","titles":[{"title":"Engineer"},{"title":"Senior Engineer"}]}"#)
+            #expect(try await TestHTTPClient.get(port: port, "/employees/count").text == "50")
+            #expect(try await TestHTTPClient.get(port: port, "/employees/999").status == 404)
+
+            let created = try await TestHTTPClient.get(
+                port: port, "/employees", method: "POST", headers: [("Content-Type", "application/json")],
+                body: Array(#"{"employeeNumber": 200, "firstName": "Bo"}"#.utf8)
+            )
+            #expect(created.status == 201)
+            #expect(created.header("Location") == "/employees/200")
+            let duplicate = try await TestHTTPClient.get(
+                port: port, "/employees", method: "POST", headers: [("Content-Type", "application/json")],
+                body: Array(#"{"employeeNumber": 200, "firstName": "Bo"}"#.utf8)
+            )
+            #expect(duplicate.status == 409)
+            let violation = try await TestHTTPClient.get(
+                port: port, "/employees", method: "POST", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                body: Array("employeeNumber=201&firstName=".utf8)
+            )
+            #expect(violation.status == 422)
+            #expect(try await TestHTTPClient.get(port: port, "/employees/200", method: "DELETE").status == 204)
+
+            let invalid = try await TestHTTPClient.get(port: port, "/cast?v=abc")
+            #expect(invalid.status == 400)
+            #expect(invalid.text == #"{"error":"invalid value"}"#)
+
+            let timeout = try await TestHTTPClient.get(port: port, "/timeout")
+            #expect(timeout.status == 504)
+            #expect(timeout.text == #"{"error":"statement timeout"}"#)
+
+            let lost = try await TestHTTPClient.get(port: port, "/terminate")
+            #expect(lost.status == 503)
+            #expect(lost.text == #"{"error":"connection lost"}"#)
+
+            let broken = try await TestHTTPClient.get(port: port, "/broken-sql")
+            #expect(broken.status == 500)
+            #expect(!broken.text.contains("no_such_secret_table") && !broken.text.contains("relation"))
+
+            let csv = try await TestHTTPClient.get(port: port, "/attached", headers: [("Accept", "text/csv")])
+            #expect(csv.status == 406)
+
+            let first = try fixture.database.leaseBlocking(readOnly: true)
+            let second = try fixture.database.leaseBlocking(readOnly: true)
+            let exhausted = try await TestHTTPClient.get(port: port, "/employees")
+            first.release()
+            second.release()
+            #expect(exhausted.status == 503)
+            #expect(exhausted.header("Retry-After") == "1")
+
+            let late = try await TestHTTPClient.get(port: port, "/fail-late")
+            #expect(late.status == 200)
+            #expect(late.isChunked && !late.isComplete)
+
+            #expect(try await TestHTTPClient.get(port: port, "/ready").status == 200)
+        }
+    }
+
+    @Test func unreachableServerIsNotReady() async throws {
+        let unreachable = Database(driver: try PostgresDriver(url: "postgresql://spout@127.0.0.1:1/postgres?connect_timeout=2"))
+        var router = Router()
+        router.add(.get, "/rows") { _ in .rows(try unreachable.query("SELECT 1"), database: unreachable) }
+        let server = HTTPServer(router: router, databases: [unreachable], configuration: ServerConfiguration(host: "127.0.0.1", port: 0))
+        try await server.start()
+        let port = try #require(server.boundPort)
+        let ready = try await TestHTTPClient.get(port: port, "/ready")
+        let rows = try await TestHTTPClient.get(port: port, "/rows")
+        await server.shutdown()
+        #expect(ready.status == 503)
+        #expect(rows.status == 503)
+        #expect(rows.text == #"{"error":"connection failed"}"#)
+        #expect(!rows.text.contains("spout@"))
+    }
+
+    @Test func formatsCompressionAndPipelining() async throws {
+        try await self.withServer { fixture, _ in
+            let client = try await TestHTTPClient.connect(port: fixture.port)
+            let responses = try await client.run { client -> [TestHTTPClient.Response] in
+                try client.send(
+                    TestHTTPClient.format("GET", "/big?count=5", headers: [("Accept", "application/x-ndjson")])
+                        + TestHTTPClient.format("GET", "/big?count=4000", headers: [("Accept", "text/csv")])
+                        + TestHTTPClient.format("GET", "/big?count=30000", headers: [("Accept-Encoding", "gzip")])
+                        + TestHTTPClient.format("GET", "/big?count=30000")
+                )
+                return try (0..<4).map { _ in try client.readResponse() }
+            }
+            #expect(!responses[0].isChunked)
+            #expect(responses[0].text.split(separator: "\n").count == 5)
+            #expect(responses[1].isChunked && responses[1].isComplete)
+            #expect(responses[1].text.split(separator: "\r\n").count == 4001)
+            #expect(responses[2].header("Content-Encoding") == "gzip")
+            #expect(try gunzip(responses[2].body) == responses[3].body)
+            let rows = try #require(try JSONSerialization.jsonObject(with: Data(responses[3].body)) as? [[String: Any]])
+            #expect(rows.count == 30000)
+        }
+    }
+
+    @Test func slowReaderKeepsServerBuffersBounded() async throws {
+        try await self.withServer { fixture, _ in
+            let client = try await TestHTTPClient.connect(port: fixture.port, receiveBufferSize: 16 * 1024)
+            let response = try await client.run { client -> TestHTTPClient.Response in
+                try client.send(TestHTTPClient.format("GET", "/big"))
+                var slowBytes = 0
+                while slowBytes < 512 * 1024 {
+                    guard try client.fill(atMost: 1024) else { break }
+                    slowBytes += 1024
+                    usleep(2000)
+                }
+                return try client.readResponse()
+            }
+            #expect(response.isComplete)
+            #expect(response.text.hasSuffix(#"{"id":200000,"name":"employee-200000"}]"#))
+            #expect(fixture.server.statistics.streamPauses > 0)
+            #expect(fixture.server.statistics.maximumBufferedOutboundBytes < 512 * 1024)
+        }
+    }
+
+    @Test func disconnectMidStreamCancelsTheQuery() async throws {
+        try await self.withServer { fixture, temporary in
+            let monitor = try Drivers.driver(for: temporary.url).connect(readOnly: false, statistics: QueryStatistics())
+            defer { monitor.close() }
+            let activeCount: @Sendable () throws -> Int64 = {
+                let sql = try ParsedSQL(
+                    """
+                    SELECT count(*) FROM pg_stat_activity
+                    WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active'
+                      AND query LIKE '%generate_series(1, $1) g%'
+                    """,
+                    dialect: .postgres
+                )
+                let cursor = try monitor.query(sql, [], options: QueryOptions())
+                defer { cursor.close() }
+                _ = try cursor.next()
+                guard case .integer(let count) = cursor.value(at: 0) else { return -1 }
+                return count
+            }
+
+            let client = try await TestHTTPClient.connect(port: fixture.port, receiveBufferSize: 16 * 1024)
+            try await client.run { client in
+                try client.send(TestHTTPClient.format("GET", "/big?count=1000000000", headers: [("X-Request-Id", "pg-gone")]))
+                _ = try client.drain(atMost: 4096)
+            }
+            let database = fixture.database
+            try await NIOThreadPool.singleton.runIfActive {
+                try waitUntil("the query runs") { try activeCount() == 1 }
+            }
+            client.closeNow()
+            try await NIOThreadPool.singleton.runIfActive {
+                try waitUntil("the query is gone") { try activeCount() == 0 }
+                try waitUntil("both connections can be leased") {
+                    guard let first = try? database.leaseBlocking(readOnly: true) else { return false }
+                    defer { first.release() }
+                    guard let second = try? database.leaseBlocking(readOnly: true) else { return false }
+                    second.release()
+                    return true
+                }
+            }
+            #expect(fixture.log.requests(withID: "pg-gone").first?.metadata["error"] == "client closed the connection")
+        }
+    }
+}

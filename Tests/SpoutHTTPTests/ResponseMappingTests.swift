@@ -1,0 +1,51 @@
+import SpoutCore
+import Testing
+
+@testable import SpoutHTTP
+
+@Suite("Content negotiation and error mapping")
+struct ResponseMappingTests {
+    @Test(arguments: [
+        (nil, OutputFormat?.some(.json(pretty: false))), ("", .json(pretty: false)), ("*/*", .json(pretty: false)),
+        ("application/json", .json(pretty: false)), ("application/*", .json(pretty: false)),
+        ("application/x-ndjson", .jsonLines), ("text/csv", .csv), ("text/*", .csv),
+        ("text/csv;q=0.5, application/x-ndjson;q=0.8", .jsonLines),
+        ("application/json;q=0.1, text/csv", .csv),
+        ("text/csv;q=0, */*", .json(pretty: false)),
+        ("text/html, application/xhtml+xml", nil), ("application/json;q=0", nil), ("image/png", nil),
+    ] as [(String?, OutputFormat?)])
+    func negotiation(accept: String?, expected: OutputFormat?) {
+        #expect(ContentNegotiation.format(accept: accept) == expected)
+    }
+
+    private func status(_ error: any Error) -> (Int, String, HeaderFields) {
+        let response = ErrorResponse(for: error)
+        return (response.status, String(decoding: response.body, as: UTF8.self), response.headers)
+    }
+
+    @Test func databaseErrorsMapToStatusesWithoutMessages() {
+        let secret = "SELECT password FROM users -- postgresql://admin:hunter2@db"
+        let cases: [(DatabaseError.Code, Int)] = [
+            (.poolExhausted, 503), (.connectionFailed, 503), (.connectionLost, 503), (.statementTimeout, 504),
+            (.uniqueViolation, 409), (.constraintViolation, 422), (.invalidValue, 400), (.invalidSQL, 500),
+            (.other, 500), (.readOnly, 500),
+        ]
+        for (code, expected) in cases {
+            let (status, body, headers) = self.status(DatabaseError(code, message: secret, sqlState: "42P01"))
+            #expect(status == expected, "\(code)")
+            #expect(!body.contains("hunter2") && !body.contains("SELECT") && !body.contains("42P01"))
+            #expect(body.hasPrefix(#"{"error":""#))
+            #expect((headers["Retry-After"] == "1") == (code == .poolExhausted))
+        }
+    }
+
+    @Test func otherErrors() {
+        #expect(self.status(RowStreamError.noRow).0 == 404)
+        #expect(self.status(RowStreamError.attachmentsNotAllowedInCSV).0 == 406)
+        struct Secret: Error { var text = "password=hunter2" }
+        let (status, body, _) = self.status(Secret())
+        #expect(status == 500)
+        #expect(body == #"{"error":"internal server error"}"#)
+        #expect(self.status(HTTPError(status: 418, message: "teapot")).1 == #"{"error":"teapot"}"#)
+    }
+}

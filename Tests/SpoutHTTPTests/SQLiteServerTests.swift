@@ -1,0 +1,450 @@
+import Foundation
+import NIOPosix
+import SpoutCore
+import SpoutHTTP
+import SpoutSQLite
+import SpoutTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// End-to-end tests through real sockets against a server on port 0 over SQLite.
+@Suite("HTTP server over SQLite", .serialized)
+struct SQLiteServerTests {
+    /// Runs `body` with a server over a fresh SQLite database (2 read connections).
+    func withServer(
+        _ configuration: ServerConfiguration = ServerConfiguration(host: "127.0.0.1", port: 0),
+        _ body: (ServerFixture) async throws -> Void
+    ) async throws {
+        let temporary = TestDatabases.makeSQLiteDatabase()
+        defer { temporary.drop() }
+        let database = try temporary.open(DatabaseConfiguration(maximumConnections: 2, acquireTimeout: .milliseconds(300)))
+        defer { database.close() }
+        try database.withConnection(readOnly: false) { try $0.executeScript(TestSQL.sqlite.schema) }
+        let fixture = try await ServerFixture.start(database: database, sql: .sqlite, configuration: configuration)
+        do {
+            try await body(fixture)
+        } catch {
+            await fixture.stop()
+            throw error
+        }
+        await fixture.stop()
+    }
+
+    @Test func shapesAndHeaders() async throws {
+        try await self.withServer { fixture in
+            let list = try await TestHTTPClient.get(port: fixture.port, "/employees?limit=3", headers: [("X-Request-Id", "req-42")])
+            #expect(list.status == 200)
+            #expect(list.text == #"[{"employeeNumber":1,"firstName":"name-1"},{"employeeNumber":2,"firstName":"name-2"},{"employeeNumber":3,"firstName":"name-3"}]"#)
+            #expect(list.header("Content-Type") == "application/json")
+            #expect(list.header("Content-Length") == String(list.body.count))
+            #expect(list.header("X-Request-Id") == "req-42")
+
+            let one = try await TestHTTPClient.get(port: fixture.port, "/employees/7")
+            #expect(one.status == 200)
+            #expect(one.text == #"{"employeeNumber":7,"firstName":"name-7"}"#)
+            #expect(one.header("X-Request-Id")?.count == 16)
+
+            let count = try await TestHTTPClient.get(port: fixture.port, "/employees/count")
+            #expect(count.text == "50")
+
+            let details = try await TestHTTPClient.get(port: fixture.port, "/employees/1?details=titles")
+            #expect(details.text == #"{"employeeNumber":1,"firstName":"name-1","titles":[{"title":"Engineer"},{"title":"Senior Engineer"}]}"#)
+
+            let docs = try await TestHTTPClient.get(port: fixture.port, "/employees?api")
+            #expect(docs.status == 200)
+            #expect(docs.header("Content-Type") == "text/html; charset=utf-8")
+            #expect(docs.text == "<html>employees API</html>")
+        }
+    }
+
+    @Test func clientErrors() async throws {
+        var configuration = ServerConfiguration(host: "127.0.0.1", port: 0)
+        configuration.maximumBodySize = 1024
+        try await self.withServer(configuration) { fixture in
+            let port = fixture.port
+            let unknown = try await TestHTTPClient.get(port: port, "/nothing/here")
+            #expect(unknown.status == 404)
+            #expect(unknown.text == #"{"error":"not found"}"#)
+
+            let noRow = try await TestHTTPClient.get(port: port, "/employees/999")
+            #expect(noRow.status == 404)
+            #expect(noRow.header("Content-Type") == "application/json")
+            #expect(noRow.text == #"{"error":"not found"}"#)
+
+            let wrongMethod = try await TestHTTPClient.get(port: port, "/employees/7", method: "PUT")
+            #expect(wrongMethod.status == 405)
+            #expect(wrongMethod.header("Allow") == "DELETE, GET, HEAD")
+
+            let invalid = try await TestHTTPClient.get(port: port, "/employees/abc")
+            #expect(invalid.status == 400)
+            #expect(invalid.text == #"{"error":"invalid integer","parameter":"employeeNumber","value":"abc"}"#)
+
+            let notAllowed = try await TestHTTPClient.get(port: port, "/employees/1?details=bonus")
+            #expect(notAllowed.status == 400)
+            #expect(notAllowed.text == #"{"error":"value not allowed","parameter":"details","value":"bonus","allowed":["titles"]}"#)
+
+            let missing = try await TestHTTPClient.get(port: port, "/employees", method: "POST", body: Array("firstName=x".utf8))
+            #expect(missing.status == 400)
+            #expect(missing.text == #"{"error":"missing required parameter","parameter":"employeeNumber"}"#)
+
+            let notAcceptable = try await TestHTTPClient.get(port: port, "/employees", headers: [("Accept", "image/png")])
+            #expect(notAcceptable.status == 406)
+            #expect(notAcceptable.text.hasPrefix(#"{"error":"not acceptable"#))
+
+            let csvWithAttachments = try await TestHTTPClient.get(port: port, "/attached", headers: [("Accept", "text/csv")])
+            #expect(csvWithAttachments.status == 406)
+            #expect(csvWithAttachments.header("Content-Type") == "application/json")
+
+            let tooLarge = try await TestHTTPClient.get(
+                port: port, "/employees", method: "POST", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                body: Array(repeating: UInt8(ascii: "a"), count: 4096)
+            )
+            #expect(tooLarge.status == 413)
+            #expect(tooLarge.header("Connection") == "close")
+
+            let hugeHeader = try await TestHTTPClient.get(
+                port: port, "/employees", headers: [("X-Padding", String(repeating: "p", count: 20_000))]
+            )
+            #expect(hugeHeader.status == 431)
+        }
+    }
+
+    @Test func serverErrorsNeverLeakDetails() async throws {
+        try await self.withServer { fixture in
+            let boom = try await TestHTTPClient.get(port: fixture.port, "/boom")
+            #expect(boom.status == 500)
+            #expect(boom.text == #"{"error":"internal server error"}"#)
+
+            let broken = try await TestHTTPClient.get(port: fixture.port, "/broken-sql")
+            #expect(broken.status == 500)
+            #expect(!broken.text.contains("no_such_secret_table") && !broken.text.contains("secret_column"))
+            #expect(broken.text.hasPrefix(#"{"error":"#))
+
+            let timeout = try await TestHTTPClient.get(port: fixture.port, "/timeout")
+            #expect(timeout.status == 504)
+            #expect(timeout.text == #"{"error":"statement timeout"}"#)
+        }
+    }
+
+    @Test func writesThroughTheLayer() async throws {
+        try await self.withServer { fixture in
+            let port = fixture.port
+            let created = try await TestHTTPClient.get(
+                port: port, "/employees", method: "POST", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                body: Array("employeeNumber=100&firstName=Ann+Lee".utf8)
+            )
+            #expect(created.status == 201)
+            #expect(created.header("Location") == "/employees/100")
+            #expect(created.text == #"{"employeeNumber":100}"#)
+
+            let duplicate = try await TestHTTPClient.get(
+                port: port, "/employees", method: "POST", headers: [("Content-Type", "application/json")],
+                body: Array(#"{"employeeNumber": 100, "firstName": "Again"}"#.utf8)
+            )
+            #expect(duplicate.status == 409)
+            #expect(duplicate.text == #"{"error":"unique violation"}"#)
+
+            let multipart = Array(
+                ("--b0\r\nContent-Disposition: form-data; name=\"employeeNumber\"\r\n\r\n101\r\n"
+                    + "--b0\r\nContent-Disposition: form-data; name=\"firstName\"\r\n\r\n\r\n--b0--\r\n").utf8
+            )
+            let violation = try await TestHTTPClient.get(
+                port: port, "/employees", method: "POST", headers: [("Content-Type", "multipart/form-data; boundary=b0")],
+                body: multipart
+            )
+            #expect(violation.status == 422)
+            #expect(violation.text == #"{"error":"constraint violation"}"#)
+
+            let fetched = try await TestHTTPClient.get(port: port, "/employees/100")
+            #expect(fetched.text == #"{"employeeNumber":100,"firstName":"Ann Lee"}"#)
+
+            let deleted = try await TestHTTPClient.get(port: port, "/employees/100", method: "DELETE")
+            #expect(deleted.status == 204)
+            #expect(deleted.header("Content-Length") == nil)
+            let again = try await TestHTTPClient.get(port: port, "/employees/100", method: "DELETE")
+            #expect(again.status == 404)
+        }
+    }
+
+    @Test func headHasHeadersButNoBody() async throws {
+        try await self.withServer { fixture in
+            let client = try await TestHTTPClient.connect(port: fixture.port)
+            let get = try await client.request("GET", "/employees?limit=5")
+            let head = try await client.request("HEAD", "/employees?limit=5")
+            #expect(head.status == 200)
+            #expect(head.header("Content-Length") == String(get.body.count))
+            #expect(head.body.isEmpty)
+            let headMissing = try await client.request("HEAD", "/employees/999")
+            #expect(headMissing.status == 404)
+            let bigHead = try await client.request("HEAD", "/big?count=20000")
+            #expect(bigHead.status == 200)
+            #expect(bigHead.header("Transfer-Encoding") == "chunked")
+            // The connection is still in sync: no stray body bytes were sent.
+            let after = try await client.request("GET", "/employees/count")
+            #expect(after.text == "50")
+        }
+    }
+
+    @Test func chunkedOnlyWhenLarge() async throws {
+        try await self.withServer { fixture in
+            let small = try await TestHTTPClient.get(port: fixture.port, "/big?count=10")
+            #expect(!small.isChunked)
+            #expect(small.header("Content-Length") == String(small.body.count))
+
+            let large = try await TestHTTPClient.get(port: fixture.port, "/big?count=5000")
+            #expect(large.isChunked && large.isComplete)
+            #expect(large.header("Content-Length") == nil)
+            let rows = try #require(try JSONSerialization.jsonObject(with: Data(large.body)) as? [[String: Any]])
+            #expect(rows.count == 5000)
+            #expect(rows.last?["name"] as? String == "employee-5000")
+        }
+    }
+
+    @Test func jsonLinesAndCSV() async throws {
+        try await self.withServer { fixture in
+            let lines = try await TestHTTPClient.get(port: fixture.port, "/big?count=3000", headers: [("Accept", "application/x-ndjson")])
+            #expect(lines.header("Content-Type") == "application/x-ndjson")
+            let objects = try lines.text.split(separator: "\n").map {
+                try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+            }
+            #expect(objects.count == 3000)
+            #expect(objects[2999]["id"] as? Int == 3000)
+
+            let csv = try await TestHTTPClient.get(port: fixture.port, "/big?count=3000", headers: [("Accept", "text/csv;q=0.9, application/json;q=0.1")])
+            #expect(csv.header("Content-Type") == "text/csv; charset=utf-8")
+            let records = csv.text.split(separator: "\r\n")
+            #expect(records.count == 3001)
+            #expect(records.first == "id,name")
+            #expect(records.last == "3000,employee-3000")
+        }
+    }
+
+    @Test func gzipRoundTrip() async throws {
+        try await self.withServer { fixture in
+            let plain = try await TestHTTPClient.get(port: fixture.port, "/big?count=20000")
+            let compressed = try await TestHTTPClient.get(port: fixture.port, "/big?count=20000", headers: [("Accept-Encoding", "gzip")])
+            #expect(compressed.status == 200)
+            #expect(compressed.header("Content-Encoding") == "gzip")
+            #expect(compressed.isComplete)
+            #expect(compressed.body.count < plain.body.count / 3)
+            #expect(try gunzip(compressed.body) == plain.body)
+
+            let small = try await TestHTTPClient.get(port: fixture.port, "/employees?limit=2", headers: [("Accept-Encoding", "gzip")])
+            #expect(small.header("Content-Encoding") == "gzip")
+            #expect(try String(decoding: gunzip(small.body), as: UTF8.self).hasPrefix(#"[{"employeeNumber":1"#))
+
+            let deflate = try await TestHTTPClient.get(port: fixture.port, "/employees?limit=2", headers: [("Accept-Encoding", "deflate")])
+            #expect(deflate.header("Content-Encoding") == "deflate")
+        }
+    }
+
+    @Test func keepAliveAndPipelining() async throws {
+        try await self.withServer { fixture in
+            let client = try await TestHTTPClient.connect(port: fixture.port)
+            let responses = try await client.run { client -> [TestHTTPClient.Response] in
+                try client.send(
+                    TestHTTPClient.format("GET", "/employees/1") + TestHTTPClient.format("GET", "/big?count=5000")
+                        + TestHTTPClient.format("GET", "/employees/count") + TestHTTPClient.format("GET", "/employees/2")
+                )
+                return try (0..<4).map { _ in try client.readResponse() }
+            }
+            #expect(responses.map(\.status) == [200, 200, 200, 200])
+            #expect(responses[0].text == #"{"employeeNumber":1,"firstName":"name-1"}"#)
+            #expect(responses[1].isChunked && responses[1].isComplete)
+            #expect(responses[2].text == "50")
+            #expect(responses[3].text == #"{"employeeNumber":2,"firstName":"name-2"}"#)
+            #expect(Set(responses.compactMap { $0.header("X-Request-Id") }).count == 4)
+
+            let last = try await client.request("GET", "/employees/count", headers: [("Connection", "close")])
+            #expect(last.header("Connection") == "close")
+            let rest = try await client.run { try $0.readUntilClosed() }
+            #expect(rest.isEmpty)
+            #expect(client.isClosedByPeer)
+        }
+    }
+
+    @Test func errorAfterTheHeadCutsTheBodyShort() async throws {
+        try await self.withServer { fixture in
+            let response = try await TestHTTPClient.get(port: fixture.port, "/fail-late", headers: [("X-Request-Id", "late-1")])
+            #expect(response.status == 200)
+            #expect(response.isChunked)
+            #expect(!response.isComplete)
+            #expect(response.body.count > 32 * 1024)
+            let entries = fixture.log.requests(withID: "late-1")
+            #expect(entries.count == 1)
+            #expect(entries.first?.level == .error)
+            #expect(entries.first?.metadata["error"] != nil)
+        }
+    }
+
+    @Test func slowReaderKeepsServerBuffersBounded() async throws {
+        try await self.withServer { fixture in
+            let client = try await TestHTTPClient.connect(port: fixture.port, receiveBufferSize: 16 * 1024)
+            let response = try await client.run { client -> TestHTTPClient.Response in
+                try client.send(TestHTTPClient.format("GET", "/big"))
+                // Read 1 KiB every 2 ms for the first 512 KiB, then the rest at full speed.
+                var slowBytes = 0
+                while slowBytes < 512 * 1024 {
+                    guard try client.fill(atMost: 1024) else { break }
+                    slowBytes += 1024
+                    usleep(2000)
+                }
+                return try client.readResponse()
+            }
+            #expect(response.status == 200 && response.isChunked && response.isComplete)
+            #expect(response.body.count > 7_000_000)
+            let text = response.text
+            #expect(text.hasSuffix(#"{"id":200000,"name":"employee-200000"}]"#))
+            #expect(text.components(separatedBy: #""id":"#).count - 1 == 200_000)
+            let statistics = fixture.server.statistics
+            #expect(statistics.streamPauses > 0)
+            #expect(statistics.maximumBufferedOutboundBytes > 0)
+            #expect(statistics.maximumBufferedOutboundBytes < 512 * 1024)
+        }
+    }
+
+    @Test func disconnectMidStreamReleasesTheLease() async throws {
+        try await self.withServer { fixture in
+            let client = try await TestHTTPClient.connect(port: fixture.port, receiveBufferSize: 16 * 1024)
+            try await client.run { client in
+                try client.send(TestHTTPClient.format("GET", "/big?count=100000000", headers: [("X-Request-Id", "gone-1")]))
+                _ = try client.drain(atMost: 4096)
+            }
+            // The stream holds one of the two read connections while it waits for the client.
+            #expect(fixture.database.connectionsInUse.read >= 1)
+            client.closeNow()
+            let database = fixture.database
+            try await NIOThreadPool.singleton.runIfActive {
+                try waitUntil("both read connections can be leased") {
+                    guard let first = try? database.leaseBlocking(readOnly: true) else { return false }
+                    defer { first.release() }
+                    guard let second = try? database.leaseBlocking(readOnly: true) else { return false }
+                    second.release()
+                    return true
+                }
+            }
+            #expect(fixture.log.requests(withID: "gone-1").first?.metadata["error"] == "client closed the connection")
+        }
+    }
+
+    @Test func poolExhaustedIs503WithRetryAfter() async throws {
+        try await self.withServer { fixture in
+            let first = try fixture.database.leaseBlocking(readOnly: true)
+            let second = try fixture.database.leaseBlocking(readOnly: true)
+            let response = try await TestHTTPClient.get(port: fixture.port, "/employees")
+            first.release()
+            second.release()
+            #expect(response.status == 503)
+            #expect(response.header("Retry-After") == "1")
+            #expect(response.text == #"{"error":"pool exhausted"}"#)
+            let ready = try await TestHTTPClient.get(port: fixture.port, "/employees?limit=1")
+            #expect(ready.status == 200)
+        }
+    }
+
+    @Test func healthReadinessAndUnreachableDatabases() async throws {
+        try await self.withServer { fixture in
+            let health = try await TestHTTPClient.get(port: fixture.port, "/health")
+            #expect(health.status == 200)
+            #expect(health.text == #"{"status":"ok"}"#)
+            let ready = try await TestHTTPClient.get(port: fixture.port, "/ready")
+            #expect(ready.status == 200)
+            #expect(ready.text == #"{"status":"ready"}"#)
+        }
+        // A database that cannot be opened: not ready, and its streams are 503.
+        let unreachable = Database(driver: try SQLiteDriver(url: "sqlite:/nonexistent-\(UInt32.random(in: 0...UInt32.max))/x.sqlite"))
+        var router = Router()
+        router.add(.get, "/rows") { _ in .rows(try unreachable.query("SELECT 1"), database: unreachable) }
+        let server = HTTPServer(router: router, databases: [unreachable], configuration: ServerConfiguration(host: "127.0.0.1", port: 0))
+        try await server.start()
+        let port = try #require(server.boundPort)
+        let notReady = try await TestHTTPClient.get(port: port, "/ready")
+        let rows = try await TestHTTPClient.get(port: port, "/rows")
+        await server.shutdown()
+        #expect(notReady.status == 503)
+        #expect(rows.status == 503)
+        #expect(rows.text == #"{"error":"connection failed"}"#)
+    }
+
+    @Test func accessLogHasOneStructuredLinePerRequest() async throws {
+        try await self.withServer { fixture in
+            _ = try await TestHTTPClient.get(port: fixture.port, "/employees?limit=4", headers: [("X-Request-Id", "log-1")])
+            let entries = fixture.log.requests(withID: "log-1")
+            #expect(entries.count == 1)
+            let metadata = try #require(entries.first?.metadata)
+            #expect(metadata["http.method"] == "GET")
+            #expect(metadata["http.path"] == "/employees")
+            #expect(metadata["http.status"] == "200")
+            #expect(metadata["query.rows"] == "4")
+            #expect(metadata["http.bytes"].flatMap(Int.init) ?? 0 > 0)
+            #expect(metadata["duration.ms"].flatMap(Double.init) != nil)
+        }
+    }
+
+    @Test func connectionLimitAndIdleTimeout() async throws {
+        var configuration = ServerConfiguration(host: "127.0.0.1", port: 0)
+        configuration.maximumConnections = 2
+        configuration.idleTimeout = .milliseconds(300)
+        try await self.withServer(configuration) { fixture in
+            let first = try await TestHTTPClient.connect(port: fixture.port)
+            let second = try await TestHTTPClient.connect(port: fixture.port)
+            #expect(try await first.request("GET", "/health").status == 200)
+            #expect(try await second.request("GET", "/health").status == 200)
+            let third = try await TestHTTPClient.get(port: fixture.port, "/health")
+            #expect(third.status == 503)
+            #expect(fixture.server.statistics.rejectedConnections == 1)
+            // Idle connections are closed by the server.
+            #expect(try await first.run { try $0.readUntilClosed() }.isEmpty)
+            #expect(try await second.run { try $0.readUntilClosed() }.isEmpty)
+            #expect(first.isClosedByPeer && second.isClosedByPeer)
+        }
+    }
+
+    @Test func gracefulShutdownLetsInFlightResponsesFinish() async throws {
+        let temporary = TestDatabases.makeSQLiteDatabase()
+        defer { temporary.drop() }
+        let database = try temporary.open()
+        defer { database.close() }
+        try database.withConnection(readOnly: false) { try $0.executeScript(TestSQL.sqlite.schema) }
+        let fixture = try await ServerFixture.start(database: database, sql: .sqlite)
+        let running = Task { try await fixture.server.run() }
+
+        let streaming = try await TestHTTPClient.connect(port: fixture.port, receiveBufferSize: 16 * 1024)
+        let idle = try await TestHTTPClient.connect(port: fixture.port)
+        #expect(try await idle.request("GET", "/health").status == 200)
+        try await streaming.run { client in
+            try client.send(TestHTTPClient.format("GET", "/big"))
+            try client.fill(atMost: 4096)
+        }
+        let shutdown = Task { await fixture.server.shutdown(drainTimeout: .seconds(60)) }
+        let response = try await streaming.run { try $0.readResponse() }
+        #expect(response.status == 200)
+        #expect(response.isComplete)
+        #expect(response.header("Connection") == nil || response.header("Connection") == "close")
+        #expect(response.text.hasSuffix(#""name":"employee-200000"}]"#))
+        #expect(try await idle.run { try $0.readUntilClosed() }.isEmpty)
+        await shutdown.value
+        try await running.value
+        // No longer accepting.
+        #expect(throws: (any Error).self) { try TestHTTPClient(port: fixture.port).request("GET", "/health") }
+    }
+
+    @Test func drainTimeoutClosesStuckResponses() async throws {
+        try await self.withServer { fixture in
+            let client = try await TestHTTPClient.connect(port: fixture.port, receiveBufferSize: 8 * 1024)
+            try await client.run { client in
+                try client.send(TestHTTPClient.format("GET", "/big?count=100000000"))
+                try client.fill(atMost: 1024)
+            }
+            await fixture.server.shutdown(drainTimeout: .milliseconds(200))
+            let response = try await client.run { try $0.readResponse() }
+            #expect(response.isChunked)
+            #expect(!response.isComplete)
+            let lease = try fixture.database.leaseBlocking(readOnly: true)
+            lease.release()
+        }
+    }
+}

@@ -1,0 +1,232 @@
+import Foundation
+import Logging
+import SpoutCore
+import SpoutHTTP
+import Synchronization
+import Testing
+
+/// Log entries captured in memory (never through the global logging system).
+final class LogStore: Sendable {
+    struct Entry: Sendable {
+        var level: Logger.Level
+        var message: String
+        var metadata: [String: String]
+    }
+
+    private let entries = Mutex<[Entry]>([])
+
+    var all: [Entry] { self.entries.withLock { $0 } }
+
+    func append(_ entry: Entry) {
+        self.entries.withLock { $0.append(entry) }
+    }
+
+    /// Access-log entries of the request with `id`.
+    func requests(withID id: String) -> [Entry] {
+        self.all.filter { $0.metadata["request.id"] == id }
+    }
+}
+
+struct RecordingLogHandler: LogHandler {
+    let store: LogStore
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .info
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { self.metadata[key] }
+        set { self.metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        var merged = self.metadata
+        for (key, value) in event.metadata ?? [:] { merged[key] = value }
+        self.store.append(
+            LogStore.Entry(level: event.level, message: "\(event.message)", metadata: merged.mapValues { "\($0)" })
+        )
+    }
+}
+
+/// The SQL the end-to-end routes use, per dialect.
+struct TestSQL: Sendable {
+    var schema: String
+    var big: String
+    var failLate: String
+    var timeout: String
+
+    static let sqlite = TestSQL(
+        schema: """
+            CREATE TABLE employees(emp_no INTEGER PRIMARY KEY, first_name TEXT NOT NULL CHECK (length(first_name) > 0));
+            CREATE TABLE titles(emp_no INTEGER NOT NULL, title TEXT NOT NULL);
+            WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 50)
+            INSERT INTO employees SELECT x, 'name-' || x FROM c;
+            INSERT INTO titles SELECT emp_no, 'Engineer' FROM employees;
+            INSERT INTO titles SELECT emp_no, 'Senior Engineer' FROM employees WHERE emp_no % 2 = 1;
+            """,
+        big: """
+            WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < :count)
+            SELECT x AS id, 'employee-' || x AS name FROM c
+            """,
+        failLate: """
+            WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 200000)
+            SELECT x AS id, CASE WHEN x < 50000 THEN 'ok' ELSE json('not json') END AS v FROM c
+            """,
+        timeout: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+    )
+
+    static let postgres = TestSQL(
+        schema: """
+            CREATE TABLE employees(emp_no integer PRIMARY KEY, first_name text NOT NULL CHECK (length(first_name) > 0));
+            CREATE TABLE titles(emp_no integer NOT NULL, title text NOT NULL);
+            INSERT INTO employees SELECT g, 'name-' || g FROM generate_series(1, 50) g;
+            INSERT INTO titles SELECT emp_no, 'Engineer' FROM employees;
+            INSERT INTO titles SELECT emp_no, 'Senior Engineer' FROM employees WHERE emp_no % 2 = 1;
+            """,
+        big: "SELECT g AS id, 'employee-' || g AS name FROM generate_series(1, :count) g",
+        failLate: "SELECT g AS id, CASE WHEN g < 50000 THEN 'ok' ELSE (1 / (g - g))::text END AS v FROM generate_series(1, 200000) g",
+        timeout: "SELECT pg_sleep(10)"
+    )
+}
+
+/// A server on port 0 with the end-to-end routes over `database`.
+final class ServerFixture: Sendable {
+    let server: HTTPServer
+    let database: Database
+    let log: LogStore
+
+    var port: Int { self.server.boundPort ?? 0 }
+
+    struct Boom: Error {
+        var secret = "password=hunter2"
+    }
+
+    static func start(
+        database: Database, sql: TestSQL, configuration: ServerConfiguration = ServerConfiguration(host: "127.0.0.1", port: 0),
+        extraDatabases: [Database] = []
+    ) async throws -> ServerFixture {
+        let fixture = ServerFixture(database: database, sql: sql, configuration: configuration, extraDatabases: extraDatabases)
+        try await fixture.server.start()
+        return fixture
+    }
+
+    private init(database: Database, sql: TestSQL, configuration: ServerConfiguration, extraDatabases: [Database]) {
+        let store = LogStore()
+        self.log = store
+        self.database = database
+        var router = Router()
+        Self.addRoutes(to: &router, database: database, sql: sql)
+        self.server = HTTPServer(
+            router: router, databases: [database] + extraDatabases, configuration: configuration,
+            logger: Logger(label: "spout.http.test", factory: { _ in RecordingLogHandler(store: store) })
+        )
+    }
+
+    func stop() async {
+        await self.server.shutdown(drainTimeout: .seconds(5))
+    }
+
+    static func addRoutes(to router: inout Router, database: Database, sql: TestSQL) {
+        router.add(.get, "/employees", parameters: [Parameter("limit", .integer, defaultValue: 1000)]) { request in
+            if request.hasQueryKey("api") {
+                return .text("<html>employees API</html>", contentType: "text/html; charset=utf-8")
+            }
+            return .rows(
+                try database.query(
+                    #"SELECT emp_no AS "employeeNumber", first_name AS "firstName" FROM employees ORDER BY emp_no LIMIT :limit"#,
+                    request.arguments
+                ),
+                database: database
+            )
+        }
+        router.add(.get, "/employees/count") { _ in
+            .rows(try database.query("SELECT count(*) FROM employees"), database: database, shape: .scalar)
+        }
+        router.add(
+            .get, "/employees/{employeeNumber}",
+            parameters: [
+                Parameter("employeeNumber", .integer, required: true),
+                Parameter("details", .list(.string), allowedValues: ["titles"]),
+            ]
+        ) { request in
+            var stream = try database.query(
+                #"SELECT emp_no AS "employeeNumber", first_name AS "firstName" FROM employees WHERE emp_no = :employeeNumber"#,
+                request.arguments
+            )
+            if request.arguments["details"] == .array([.text("titles")]) {
+                stream.attach("titles", "SELECT title FROM titles WHERE emp_no = :employeeNumber ORDER BY title")
+            }
+            return .rows(stream, database: database, shape: .object)
+        }
+        router.add(
+            .post, "/employees",
+            parameters: [Parameter("employeeNumber", .integer, required: true), Parameter("firstName", required: true)]
+        ) { request in
+            guard case .integer(let number) = request.arguments["employeeNumber"] else { throw HTTPError(status: 400, message: "?") }
+            var response = Response.rows(
+                try database.query(
+                    #"INSERT INTO employees(emp_no, first_name) VALUES (:employeeNumber, :firstName) RETURNING emp_no AS "employeeNumber""#,
+                    request.arguments
+                ),
+                database: database, shape: .object, readOnly: false, status: 201
+            )
+            response.headers.add("Location", "/employees/\(number)")
+            return response
+        }
+        router.add(.delete, "/employees/{employeeNumber}", parameters: [Parameter("employeeNumber", .integer, required: true)]) {
+            request in
+            let lease = try await database.lease(readOnly: false)
+            let arguments = request.arguments
+            let changed = try await request.runBlocking {
+                defer { lease.release() }
+                return try lease.withConnection { connection in
+                    let parsed = try ParsedSQL("DELETE FROM employees WHERE emp_no = :employeeNumber", dialect: connection.dialect)
+                    return try connection.execute(parsed, try parsed.bind(arguments))
+                }
+            }
+            if changed == 0 { throw HTTPError(status: 404, message: "not found") }
+            return .noContent()
+        }
+        router.add(.get, "/big", parameters: [Parameter("count", .integer, defaultValue: 200_000)]) { request in
+            .rows(try database.query(sql.big, request.arguments), database: database)
+        }
+        router.add(.get, "/fail-late") { _ in
+            .rows(try database.query(sql.failLate), database: database)
+        }
+        router.add(.get, "/timeout") { _ in
+            .rows(try database.query(sql.timeout), database: database, shape: .scalar, statementTimeout: .milliseconds(100))
+        }
+        router.add(.get, "/broken-sql") { _ in
+            .rows(try database.query("SELECT secret_column FROM no_such_secret_table"), database: database)
+        }
+        router.add(.get, "/attached") { _ in
+            .rows(
+                try database.query(#"SELECT emp_no AS "employeeNumber" FROM employees WHERE emp_no <= 2 ORDER BY emp_no"#)
+                    .attaching("titles", "SELECT title FROM titles WHERE emp_no = :employeeNumber ORDER BY title"),
+                database: database
+            )
+        }
+        router.add(.get, "/boom") { _ in throw Boom() }
+        router.add(.get, "/cast", parameters: [Parameter("v")]) { request in
+            .rows(try database.query("SELECT CAST(:v AS integer) AS n", request.arguments), database: database, shape: .scalar)
+        }
+        router.add(.get, "/terminate") { _ in
+            .rows(try database.query("SELECT pg_terminate_backend(pg_backend_pid())"), database: database, shape: .scalar)
+        }
+    }
+}
+
+/// Decompresses gzip data with `/usr/bin/gzip -dc`.
+func gunzip(_ data: [UInt8]) throws -> [UInt8] {
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("spout-gz-\(UUID().uuidString).gz")
+    try Data(data).write(to: file)
+    defer { try? FileManager.default.removeItem(at: file) }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/gzip")
+    process.arguments = ["-dc", file.path]
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    let bytes = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { throw TestHTTPClient.ClientError(description: "gzip failed") }
+    return Array(bytes)
+}

@@ -1,0 +1,2 @@
+-- DELETE /pets/{name}
+DELETE FROM pet WHERE name = :name
