@@ -85,12 +85,13 @@ public struct EndpointSet: Sendable {
         return EndpointSet(endpoints: endpoints, files: loadedFiles, defaultStatementTimeout: defaultStatementTimeout)
     }
 
-    /// The routes serving every endpoint on `database`, plus `GET /openapi.json` and, unless an
-    /// endpoint declares it, `GET /` (which only answers `/?api`, the documentation of every
-    /// path; any other request to it is 404).
+    /// The routes serving every endpoint on `database`, plus `GET /openapi.json`.
     ///
-    /// Every `GET` endpoint answers `?api` with the HTML documentation of the paths under the
-    /// request's path. SQL is chosen for `database.dialect` (its override when there is one).
+    /// `GET <path>?api` answers the HTML documentation of the endpoints under `<path>`: every
+    /// `GET` endpoint does, and so does a documentation-only `GET` route registered for each
+    /// prefix of an endpoint path (and each path) that has no `GET` endpoint of its own (`/`, `/departments/{departmentNumber}`);
+    /// without `?api` those answer 404. SQL is chosen for `database.dialect` (its override
+    /// when there is one).
     public func makeRoutes(database: Database, logger: Logger) -> [Route] {
         let documentation = APIDocumentation(endpoints: self)
         var routes: [Route] = []
@@ -108,15 +109,31 @@ public struct EndpointSet: Sendable {
             Route(.get, Self.openAPIPath, summary: "The OpenAPI 3.1 document of this service") { _ in
                 .bytes(openAPI, contentType: "application/json")
             })
-        if !self.endpoints.contains(where: { $0.method == .get && EndpointPath.segments(of: $0.path).isEmpty }) {
+        for prefix in self.documentationPrefixes {
             routes.append(
-                Route(.get, "/", summary: "The documentation of every endpoint (/?api)") { request in
+                Route(.get, prefix, summary: "Documentation of the endpoints under \(prefix) (?api)") { request in
                     guard request.hasQueryKey("api") else { throw HTTPError(status: 404, message: "not found") }
                     return documentation.response(for: request.path)
                 })
         }
         logger.debug("endpoints registered", metadata: ["endpoints.count": "\(self.endpoints.count)"])
         return routes
+    }
+
+    /// The prefixes of endpoint paths (including `/` and the paths themselves) with no GET
+    /// endpoint, in order.
+    var documentationPrefixes: [String] {
+        var taken = Set(self.endpoints.filter { $0.method == .get }.map { EndpointPath.shape(of: $0.path) })
+        taken.insert(EndpointPath.shape(of: Self.openAPIPath))
+        var prefixes: [String] = []
+        for endpoint in self.endpoints {
+            let segments = EndpointPath.segments(of: endpoint.path)
+            for count in 0...segments.count {
+                let prefix = "/" + segments.prefix(count).joined(separator: "/")
+                if taken.insert(EndpointPath.shape(of: prefix)).inserted { prefixes.append(prefix) }
+            }
+        }
+        return prefixes
     }
 
     /// A router holding ``makeRoutes(database:logger:)``.

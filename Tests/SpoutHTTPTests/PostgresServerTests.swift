@@ -157,42 +157,58 @@ struct PostgresServerTests {
         try await self.withServer { fixture, temporary in
             let monitor = try Drivers.driver(for: temporary.url).connect(readOnly: false, statistics: QueryStatistics())
             defer { monitor.close() }
-            let activeCount: @Sendable () throws -> Int64 = {
+            let activeCount: @Sendable (String) throws -> Int64 = { fragment in
                 let sql = try ParsedSQL(
                     """
                     SELECT count(*) FROM pg_stat_activity
                     WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active'
-                      AND query LIKE '%generate_series(1, $1) g%'
+                      AND query LIKE :pattern
                     """,
                     dialect: .postgres
                 )
-                let cursor = try monitor.query(sql, [], options: QueryOptions())
+                let cursor = try monitor.query(sql, [.text("%\(fragment)%")], options: QueryOptions())
                 defer { cursor.close() }
                 _ = try cursor.next()
                 guard case .integer(let count) = cursor.value(at: 0) else { return -1 }
                 return count
             }
-
-            let client = try await TestHTTPClient.connect(port: fixture.port, receiveBufferSize: 16 * 1024)
-            try await client.run { client in
-                try client.send(TestHTTPClient.format("GET", "/big?count=1000000000", headers: [("X-Request-Id", "pg-gone")]))
-                _ = try client.drain(atMost: 4096)
-            }
             let database = fixture.database
+            let leasesAvailable: @Sendable () -> Bool = {
+                guard let first = try? database.leaseBlocking(readOnly: true) else { return false }
+                defer { first.release() }
+                guard let second = try? database.leaseBlocking(readOnly: true) else { return false }
+                second.release()
+                return true
+            }
+
+            // Before the first byte: generate_series materializes its rows before returning any.
+            let early = try await TestHTTPClient.connect(port: fixture.port)
+            try await early.run { try $0.send(TestHTTPClient.format("GET", "/big?count=1000000000", headers: [("X-Request-Id", "pg-early")])) }
             try await NIOThreadPool.singleton.runIfActive {
-                try waitUntil("the query runs") { try activeCount() == 1 }
+                try waitUntil("the early query runs") { try activeCount("generate_series(1, $1)") == 1 }
+            }
+            early.closeNow()
+            try await NIOThreadPool.singleton.runIfActive {
+                try waitUntil("the early query is gone") { try activeCount("generate_series(1, $1)") == 0 }
+                try waitUntil("both connections can be leased", leasesAvailable)
+            }
+
+            // Mid-stream: the client has read part of the body, then goes away.
+            let client = try await TestHTTPClient.connect(port: fixture.port, receiveBufferSize: 16 * 1024)
+            let head = try await client.run { client -> Int in
+                try client.send(TestHTTPClient.format("GET", "/endless", headers: [("X-Request-Id", "pg-gone")]))
+                return try client.drain(atMost: 4096)
+            }
+            #expect(head > 0)
+            try await NIOThreadPool.singleton.runIfActive {
+                try waitUntil("the query runs") { try activeCount("endless-") == 1 }
             }
             client.closeNow()
             try await NIOThreadPool.singleton.runIfActive {
-                try waitUntil("the query is gone") { try activeCount() == 0 }
-                try waitUntil("both connections can be leased") {
-                    guard let first = try? database.leaseBlocking(readOnly: true) else { return false }
-                    defer { first.release() }
-                    guard let second = try? database.leaseBlocking(readOnly: true) else { return false }
-                    second.release()
-                    return true
-                }
+                try waitUntil("the query is gone") { try activeCount("endless-") == 0 }
+                try waitUntil("both connections can be leased", leasesAvailable)
             }
+            #expect(fixture.log.requests(withID: "pg-early").first?.metadata["error"] == "client closed the connection")
             #expect(fixture.log.requests(withID: "pg-gone").first?.metadata["error"] == "client closed the connection")
         }
     }

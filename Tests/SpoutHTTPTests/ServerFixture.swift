@@ -52,6 +52,8 @@ struct TestSQL: Sendable {
     var big: String
     var failLate: String
     var timeout: String
+    /// Rows without end, streamed as they are produced (never materialized first).
+    var endless: String
 
     static let sqlite = TestSQL(
         schema: """
@@ -70,7 +72,8 @@ struct TestSQL: Sendable {
             WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 200000)
             SELECT x AS id, CASE WHEN x < 50000 THEN 'ok' ELSE json('not json') END AS v FROM c
             """,
-        timeout: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+        timeout: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
+        endless: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x AS id, 'employee-' || x AS name FROM c"
     )
 
     static let postgres = TestSQL(
@@ -83,7 +86,11 @@ struct TestSQL: Sendable {
             """,
         big: "SELECT g AS id, 'employee-' || g AS name FROM generate_series(1, :count) g",
         failLate: "SELECT g AS id, CASE WHEN g < 50000 THEN 'ok' ELSE (1 / (g - g))::text END AS v FROM generate_series(1, 200000) g",
-        timeout: "SELECT pg_sleep(10)"
+        timeout: "SELECT pg_sleep(10)",
+        endless: """
+            SELECT a * 1000000 + b AS id, 'endless-' || b AS name
+            FROM generate_series(0, 999999) a CROSS JOIN generate_series(1, 1000000) b
+            """
     )
 }
 
@@ -187,6 +194,9 @@ final class ServerFixture: Sendable {
         }
         router.add(.get, "/big", parameters: [Parameter("count", .integer, defaultValue: 200_000)]) { request in
             .rows(try database.query(sql.big, request.arguments), database: database)
+        }
+        router.add(.get, "/endless") { _ in
+            .rows(try database.query(sql.endless), database: database)
         }
         router.add(.get, "/fail-late") { _ in
             .rows(try database.query(sql.failLate), database: database)
