@@ -1,0 +1,95 @@
+import Foundation
+import SpoutCore
+import SpoutEndpoints
+import SpoutTestSupport
+import Testing
+
+@Suite("OpenAPI and ?api documentation")
+struct OpenAPITests {
+    /// Whether python3 with openapi-spec-validator is available. Under CI it must be.
+    static var validatorAvailable: Bool {
+        guard let result = try? ChildProcess.run(
+            executable: "/usr/bin/env", arguments: ["python3", "-c", "import openapi_spec_validator"])
+        else { return false }
+        return result.status == 0
+    }
+
+    static var mustValidate: Bool {
+        ProcessInfo.processInfo.environment["CI"] == "true" || self.validatorAvailable
+    }
+
+    @Test(
+        "the generated document is valid OpenAPI 3.1 (openapi-spec-validator)",
+        .enabled(if: OpenAPITests.mustValidate, "python3 with openapi-spec-validator is not installed (pip install openapi-spec-validator)"))
+    func validates() throws {
+        let document = try Repository.shippedEndpoints().openAPIDocument()
+        let directory = try TemporaryDirectory()
+        let file = try directory.write("openapi.json", String(decoding: document, as: UTF8.self))
+        let script = """
+            import json, sys
+            from openapi_spec_validator import validate
+            with open(sys.argv[1]) as f:
+                spec = json.load(f)
+            validate(spec)
+            print("valid", spec["openapi"])
+            """
+        let result = try ChildProcess.run(executable: "/usr/bin/env", arguments: ["python3", "-c", script, file])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput == "valid 3.1.0\n")
+    }
+
+    @Test("the validator rejects a broken document (the check can fail)",
+        .enabled(if: OpenAPITests.validatorAvailable))
+    func validatorRejects() throws {
+        let directory = try TemporaryDirectory()
+        let file = try directory.write(
+            "openapi.json", #"{"openapi":"3.1.0","info":{"title":"x","version":"1"},"paths":{"/a/{id}":{"get":{"responses":{"200":{"description":"ok"}}}}}}"#)
+        let result = try ChildProcess.run(
+            executable: "/usr/bin/env",
+            arguments: ["python3", "-c", "import json,sys\nfrom openapi_spec_validator import validate\nvalidate(json.load(open(sys.argv[1])))", file])
+        #expect(result.status != 0)
+    }
+
+    @Test("the document describes parameters, bodies, results and errors")
+    func content() throws {
+        let bytes = try Repository.shippedEndpoints().openAPIDocument()
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+        #expect(document["openapi"] as? String == "3.1.0")
+        let paths = try #require(document["paths"] as? [String: [String: Any]])
+        #expect(Set(paths.keys) == [
+            "/employees", "/employees/{employeeNumber}", "/employees/{employeeNumber}/titles",
+            "/employees/{employeeNumber}/salaries", "/departments", "/departments/{departmentNumber}/employees",
+            "/salaries", "/pets", "/pets/{name}",
+        ])
+        let employee = try #require(paths["/employees/{employeeNumber}"]?["get"] as? [String: Any])
+        let parameters = try #require(employee["parameters"] as? [[String: Any]])
+        #expect(parameters.map { $0["name"] as? String } == ["employeeNumber", "details"])
+        #expect(parameters[0]["in"] as? String == "path")
+        #expect((parameters[0]["schema"] as? [String: Any])?["type"] as? String == "integer")
+        let detailsSchema = try #require(parameters[1]["schema"] as? [String: Any])
+        #expect(detailsSchema["type"] as? String == "array")
+        #expect((detailsSchema["items"] as? [String: Any])?["enum"] as? [String] == ["titles", "salaries"])
+        let responses = try #require(employee["responses"] as? [String: Any])
+        #expect(Set(responses.keys) == ["200", "400", "404", "406", "500", "503", "504"])
+        let schema = try #require(
+            ((((responses["200"] as? [String: Any])?["content"] as? [String: Any])?["application/json"] as? [String: Any])?["schema"])
+                as? [String: Any])
+        let properties = try #require(schema["properties"] as? [String: Any])
+        #expect(Set(properties.keys) == ["employeeNumber", "firstName", "lastName", "titles", "salaries"])
+
+        let create = try #require(paths["/pets"]?["post"] as? [String: Any])
+        let body = try #require(create["requestBody"] as? [String: Any])
+        let form = try #require(
+            ((body["content"] as? [String: Any])?["application/x-www-form-urlencoded"] as? [String: Any])?["schema"] as? [String: Any])
+        #expect(form["required"] as? [String] == ["name"])
+        #expect(Set((form["properties"] as? [String: Any])?.keys ?? [:].keys) == ["name", "owner", "species", "sex", "birth", "death"])
+        let created = try #require((create["responses"] as? [String: Any])?["201"] as? [String: Any])
+        #expect((created["headers"] as? [String: Any])?["Location"] != nil)
+        #expect((create["responses"] as? [String: Any])?["409"] != nil)
+        let delete = try #require(paths["/pets/{name}"]?["delete"] as? [String: Any])
+        #expect(Set((delete["responses"] as? [String: Any])?.keys ?? [:].keys) == ["204", "400", "404", "409", "422", "500", "503", "504"])
+        let components = try #require(document["components"] as? [String: Any])
+        let error = try #require((components["schemas"] as? [String: Any])?["Error"] as? [String: Any])
+        #expect(error["required"] as? [String] == ["error"])
+    }
+}
