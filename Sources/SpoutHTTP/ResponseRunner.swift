@@ -55,7 +55,7 @@ struct ResponseRunner: Sendable {
         let result: Result<Int, any Error>
         do {
             let lease = try await rows.database.lease(readOnly: rows.readOnly)
-            sink.onClose { lease.cancel() }
+            sink.onClose { print("DBG cancel"); lease.withConnectionDebug(); lease.cancel() }
             do {
                 let configuration = rows.database.configuration
                 let count = try await self.threadPool.runIfActive {
@@ -64,6 +64,7 @@ struct ResponseRunner: Sendable {
                         lease.release()
                     }
                     return try lease.withConnection { connection in
+                        print("DBG running on", ObjectIdentifier(connection))
                         if let timeout = rows.statementTimeout {
                             try connection.setStatementTimeout(milliseconds: Self.milliseconds(timeout))
                         }
@@ -78,6 +79,7 @@ struct ResponseRunner: Sendable {
                 }
                 result = .success(count)
             } catch {
+                print("DBG producer failed", String(reflecting: error))
                 // The pool may not have run the body (cancelled, shut down): release here too.
                 sink.clearOnClose()
                 lease.release()

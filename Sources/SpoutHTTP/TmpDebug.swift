@@ -1,0 +1,6 @@
+import SpoutCore
+extension ConnectionLease {
+    func withConnectionDebug() {
+        print("DBG lease mirror", String(reflecting: self))
+    }
+}

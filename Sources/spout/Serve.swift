@@ -1,0 +1,152 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Synchronization
+import Logging
+import SpoutCore
+import SpoutData
+import SpoutDrivers
+import SpoutEndpoints
+import SpoutHTTP
+
+/// `spout serve` (the default command): the endpoints of config/ over HTTP.
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve the endpoints declared in the configuration (the default command).",
+        discussion: """
+            Settings come from the configuration file, then SPOUT_* environment variables, then
+            these flags. A SQLite database file that does not exist yet is created and seeded
+            with generated employees and the pets (unless --no-seed).
+            """
+    )
+
+    @Option(help: "The configuration file (default: config/spout.yaml, or $SPOUT_CONFIG).")
+    var config: String?
+
+    @Option(help: "The address to listen on (overrides server.host).")
+    var host: String?
+
+    @Option(help: "The port to listen on; 0 picks a free one (overrides server.port).")
+    var port: Int?
+
+    @Option(help: "The database URL: postgresql://… or sqlite:PATH (overrides database.url).")
+    var database: String?
+
+    @Flag(help: "Do not seed a new SQLite database with the sample data.")
+    var noSeed = false
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = ProcessInfo.processInfo.environment["SPOUT_LOG_LEVEL"] ?? "info"
+
+    func run() async throws {
+        let level = Logger.Level(rawValue: self.logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "spout")
+
+        let settings: SpoutConfiguration
+        let endpoints: EndpointSet
+        do {
+            settings = try SpoutConfiguration.load(
+                file: self.config,
+                overrides: .init(host: self.host, port: self.port, databaseURL: self.database)
+            )
+            endpoints = try EndpointSet.load(configuration: settings)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+
+        let url = settings.database.url
+        if settings.database.seed.enabled && !self.noSeed {
+            try Self.seedIfNew(url: url, employees: settings.database.seed.employees, sqlDirectory: settings.resolvedSQLDirectory, logger: logger)
+        }
+        let database = try Drivers.open(url, configuration: settings.databaseConfiguration)
+        let server = HTTPServer(
+            router: endpoints.makeRouter(database: database, logger: logger),
+            databases: [database],
+            configuration: settings.serverConfiguration,
+            logger: logger
+        )
+        try await server.start()
+        let port = server.boundPort ?? settings.server.port
+        let shownHost = ["0.0.0.0", "::", ""].contains(settings.server.host) ? "127.0.0.1" : settings.server.host
+        logger.notice("listening on http://\(shownHost):\(port)", metadata: [
+            "database": .string(Self.redacted(url)),
+            "endpoints": .stringConvertible(endpoints.endpoints.count),
+            "try": .string("curl 'http://\(shownHost):\(port)/employees/10004?details=titles'"),
+        ])
+
+        let signals = Self.onTermination {
+            logger.notice("signal received: draining in-flight responses")
+            Task { await server.shutdown(drainTimeout: settings.serverConfiguration.drainTimeout) }
+        }
+        defer { signals.forEach { $0.cancel() } }
+        try await server.run()
+        database.close()
+        logger.notice("stopped")
+    }
+
+    /// Creates and seeds a SQLite database whose file does not exist yet. PostgreSQL and
+    /// `sqlite::memory:` databases are left alone.
+    static func seedIfNew(url: String, employees: Int, sqlDirectory: String, logger: Logger) throws {
+        guard url.hasPrefix("sqlite:") else { return }
+        let path = String(url.dropFirst("sqlite:".count))
+        guard path != ":memory:", !FileManager.default.fileExists(atPath: path) else { return }
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
+        logger.notice("creating \(path) and seeding it with \(employees) generated employees and the pets")
+        let database = try Drivers.open(url, configuration: DatabaseConfiguration(maximumConnections: 1))
+        defer { database.close() }
+        do {
+            let report = try database.withConnection(readOnly: false) { connection in
+                try SQLiteSeeder.seedIfMissing(connection: connection, sqlDirectory: sqlDirectory, employees: employees)
+            }
+            logger.notice("seeded \(path) in \(String(format: "%.1f", report.seconds)) s", metadata: [
+                "rows": .stringConvertible((report.employees?.totalRows ?? 0) + (report.pets ?? 0)),
+            ])
+        } catch {
+            database.close()
+            try? FileManager.default.removeItem(atPath: path)
+            try? FileManager.default.removeItem(atPath: path + "-wal")
+            try? FileManager.default.removeItem(atPath: path + "-shm")
+            throw error
+        }
+    }
+
+    /// The URL with any password replaced, for logs.
+    static func redacted(_ url: String) -> String {
+        guard let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@") else { return url }
+        let credentials = url[scheme.upperBound..<at]
+        guard let colon = credentials.firstIndex(of: ":") else { return url }
+        return String(url[..<url.index(after: colon)]) + "***" + String(url[at...])
+    }
+
+    /// Calls `handler` once on SIGTERM or SIGINT (the default actions are disabled).
+    static func onTermination(_ handler: @escaping @Sendable () -> Void) -> [any DispatchSourceSignal] {
+        let once = OnceFlag()
+        return [SIGTERM, SIGINT].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { if once.claim() { handler() } }
+            source.resume()
+            return source
+        }
+    }
+}
+
+/// True for the first caller of ``claim()`` only.
+final class OnceFlag: Sendable {
+    private let claimed = Mutex(false)
+
+    func claim() -> Bool {
+        self.claimed.withLock { claimed in
+            defer { claimed = true }
+            return !claimed
+        }
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import SpoutTestSupport
+import Testing
+
+/// Runs `Benchmarks/run --quick` (small data, 2-second runs) with the spout executable built
+/// next to the tests and checks that its JSON holds every scenario with numbers. Nothing here
+/// judges speed: the point is that the harness keeps working as the service changes.
+///
+/// Runs when `wrk` is installed, and always under `CI=true` (the harness installs what is
+/// missing as root, and fails when it cannot).
+@Suite struct BenchmarkHarnessTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    static var enabled: Bool {
+        if ProcessInfo.processInfo.environment["CI"] == "true" { return true }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        return path.split(separator: ":").contains { directory in
+            FileManager.default.isExecutableFile(atPath: "\(directory)/wrk")
+        }
+    }
+
+    /// The JSON object at `path` (keys separated by dots) in `document`.
+    static func object(_ document: [String: Any], _ path: String) throws -> [String: Any] {
+        var current: Any = document
+        for key in path.split(separator: ".") {
+            current = try #require((current as? [String: Any])?[String(key)], "missing \(path)")
+        }
+        return try #require(current as? [String: Any], "\(path) is not an object")
+    }
+
+    /// The number under `key` of `object`.
+    static func number(_ object: [String: Any], _ key: String) throws -> Double {
+        let value = try #require(object[key], "missing \(key)")
+        return try #require((value as? NSNumber)?.doubleValue, "\(key) is not a number: \(value)")
+    }
+
+    @Test(.enabled(if: BenchmarkHarnessTests.enabled, "needs wrk (or CI=true)"))
+    func quickRunWritesEveryScenario() throws {
+        let results = FileManager.default.temporaryDirectory.appendingPathComponent("spout-bench-test-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: results) }
+        let run = try ChildProcess.run(
+            executable: "/bin/bash",
+            arguments: [
+                Self.root.appendingPathComponent("Benchmarks/run").path, "--quick",
+                "--binary", try ChildProcess.spoutExecutable(),
+                "--results", results.path,
+            ]
+        )
+        try #require(run.status == 0, "Benchmarks/run --quick failed:\n\(run.standardError)")
+        #expect(run.standardOutput.contains("targets:"))
+
+        let data = try Data(contentsOf: results.appendingPathComponent("latest.json"))
+        let document = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        #expect(document["quick"] as? Bool == true)
+
+        // Loads: Spout and \copy loaded the same rows.
+        let load = try Self.object(document, "load.postgres")
+        #expect(try Self.number(load, "spout_seconds") > 0)
+        #expect(try Self.number(load, "copy_seconds") > 0)
+        #expect(try Self.number(load, "rows") == Self.number(load, "copy_rows"))
+        #expect(try Self.number(Self.object(document, "load.sqlite"), "rows") == Self.number(load, "rows"))
+
+        // Detail: wrk against both databases, pgbench on PostgreSQL, no failed request.
+        for database in ["postgres", "sqlite"] {
+            let spout = try Self.object(document, "detail.\(database).spout")
+            #expect(try Self.number(spout, "requests_per_second") > 0, "\(database)")
+            #expect(try Self.number(spout, "latency_p99_ms") > 0, "\(database)")
+            #expect(try Self.number(spout, "errors") == 0, "\(database)")
+        }
+        let pgbench = try Self.object(document, "detail.postgres.pgbench")
+        #expect(try Self.number(pgbench, "tps") > 0)
+        #expect(try Self.number(pgbench, "failed") == 0)
+        #expect(try Self.number(Self.object(document, "detail.postgres"), "ratio_spout_to_pgbench") > 0)
+
+        // Stream: every row arrived, with a peak RSS; COPY on PostgreSQL; the gzip variant.
+        for database in ["postgres", "sqlite"] {
+            let spout = try Self.object(document, "stream.\(database).spout")
+            #expect(spout["statuses"] as? [Int] == [200], "\(database)")
+            #expect(try Self.number(spout, "bytes") > 0, "\(database)")
+            #expect(try Self.number(spout, "seconds") > 0, "\(database)")
+            #expect(try Self.number(spout, "peak_rss_mib") > 0, "\(database)")
+            let gzip = try Self.object(document, "stream.\(database).gzip")
+            #expect(gzip["statuses"] as? [Int] == [200], "\(database)")
+            #expect(try Self.number(gzip, "bytes") > 0, "\(database)")
+        }
+        #expect(try Self.number(Self.object(document, "stream.postgres.copy"), "seconds") > 0)
+        #expect(try Self.number(Self.object(document, "stream.postgres"), "ratio_spout_to_copy") > 0)
+
+        // List with details: parents, and the statements counted in the server log.
+        for name in ["last-name", "department"] {
+            let list = try Self.object(document, "list.postgres.\(name)")
+            #expect(list["statuses"] as? [Int] == [200], "\(name)")
+            #expect(try Self.number(list, "parents") > 0, "\(name)")
+            #expect(try Self.number(list, "seconds") > 0, "\(name)")
+            #expect(try Self.number(list, "statements") >= 1, "\(name)")
+        }
+        #expect(try Self.number(Self.object(document, "statements.detail"), "statements") >= 1)
+
+        // Memory under load: every fast stream completed.
+        let memory = try Self.object(document, "memory.postgres")
+        #expect(try Self.number(memory, "peak_rss_mib") > 0)
+        #expect(try Self.number(memory, "fast_completed") == Self.number(memory, "streams") - Self.number(memory, "slow_streams"))
+
+        // Every target has a measured value.
+        let targets = try #require(document["targets"] as? [[String: Any]])
+        #expect(targets.count == 6)
+        for target in targets {
+            #expect(target["value"] is NSNumber, "\(target["name"] ?? "?") has no value")
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import Testing
+import Yams
+
+/// The container files cannot be built here (no Docker engine), so their settings are checked
+/// by reading them.
+@Suite struct DeploymentFilesTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    static func read(_ path: String) throws -> String {
+        try String(contentsOf: self.root.appendingPathComponent(path), encoding: .utf8)
+    }
+
+    /// Dockerfile instructions with continuation lines joined: (instruction, arguments).
+    static func instructions() throws -> [(String, String)] {
+        var joined: [String] = []
+        var current = ""
+        for line in try self.read("Dockerfile").split(separator: "\n", omittingEmptySubsequences: false) {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if current.isEmpty && (trimmed.isEmpty || trimmed.hasPrefix("#")) { continue }
+            if trimmed.hasSuffix("\\") {
+                current += trimmed.dropLast() + " "
+            } else {
+                joined.append(current + trimmed)
+                current = ""
+            }
+        }
+        return joined.map { line in
+            let parts = line.split(separator: " ", maxSplits: 1)
+            return (parts[0].uppercased(), parts.count > 1 ? String(parts[1]) : "")
+        }
+    }
+
+    @Test func dockerfileBuildsStaticallyInAMultiStageBuild() throws {
+        let steps = try Self.instructions()
+        let froms = steps.filter { $0.0 == "FROM" }.map(\.1)
+        #expect(froms.count == 2)
+        #expect(froms.first == "${SWIFT_IMAGE} AS builder")
+        #expect(froms.last == "${RUNTIME_IMAGE}")
+        let arguments = steps.filter { $0.0 == "ARG" }.map(\.1)
+        #expect(arguments.contains { $0.hasPrefix("SWIFT_IMAGE=swift:6") })
+        #expect(arguments.contains("RUNTIME_IMAGE=debian:bookworm-slim"))
+
+        let builder = steps.prefix { !($0.0 == "FROM" && $0.1 == "${RUNTIME_IMAGE}") }
+        let runs = builder.filter { $0.0 == "RUN" }.map(\.1)
+        #expect(runs.contains { $0.contains("libpq-dev") && $0.contains("libsqlite3-dev") })
+        #expect(runs.contains { $0.contains("swift build -c release --static-swift-stdlib") })
+        // Dependencies resolve before the sources are copied, so source edits reuse that layer.
+        let resolve = try #require(builder.firstIndex { $0.0 == "RUN" && $0.1.contains("swift package resolve") })
+        let sources = try #require(builder.firstIndex { $0.0 == "COPY" && $0.1.hasPrefix("Sources") })
+        let manifest = try #require(builder.firstIndex { $0.0 == "COPY" && $0.1.hasPrefix("Package.swift") })
+        #expect(manifest < resolve && resolve < sources)
+    }
+
+    @Test func runtimeImageIsSmallAndUnprivileged() throws {
+        let steps = try Self.instructions()
+        let runtimeStart = try #require(steps.lastIndex { $0.0 == "FROM" })
+        let runtime = Array(steps[runtimeStart...])
+        let install = try #require(runtime.first { $0.0 == "RUN" && $0.1.contains("apt-get install") }).1
+        for package in ["libpq5", "libsqlite3-0", "ca-certificates", "tzdata"] {
+            #expect(install.contains(package), "runtime installs \(package)")
+        }
+        #expect(!install.contains("-dev"), "no development packages at run time")
+        let user = try #require(runtime.last { $0.0 == "USER" }).1
+        #expect(user != "root" && user != "0")
+        #expect(runtime.contains { $0.0 == "EXPOSE" && $0.1 == "8080" })
+        #expect(runtime.contains { $0.0 == "VOLUME" && $0.1.contains("/app/data") })
+        #expect(runtime.contains { $0.0 == "HEALTHCHECK" && $0.1.contains("/health") })
+        let environment = runtime.filter { $0.0 == "ENV" }.map(\.1).joined(separator: " ")
+        #expect(environment.contains("SPOUT_HOST=0.0.0.0"))
+        #expect(environment.contains("SPOUT_PORT=8080"))
+        #expect(runtime.contains { $0.0 == "COPY" && $0.1.hasPrefix("config") })
+        #expect(runtime.contains { $0.0 == "COPY" && $0.1.hasPrefix("sql") })
+    }
+
+    @Test func dockerignoreKeepsBuildOutputOut() throws {
+        let lines = try Self.read(".dockerignore").split(separator: "\n").map(String.init)
+        #expect(lines.contains(".build/"))
+        #expect(lines.contains(".git/"))
+    }
+
+    @Test func composeStartsPostgresLoadsOnceAndServes() throws {
+        let compose = try #require(try Yams.load(yaml: try Self.read("docs/deploy/compose.yaml")) as? [String: Any])
+        let services = try #require(compose["services"] as? [String: Any])
+        #expect(Set(services.keys) == ["postgres", "load", "spout"])
+        let postgres = try #require(services["postgres"] as? [String: Any])
+        #expect((postgres["image"] as? String)?.hasPrefix("postgres:") == true)
+        #expect(postgres["healthcheck"] != nil)
+        let load = try #require(services["load"] as? [String: Any])
+        #expect((load["restart"] as? String) == "no")
+        let loadCommand = (load["command"] as? [String])?.joined(separator: "\n") ?? ""
+        #expect(loadCommand.contains("spout load "))
+        let spout = try #require(services["spout"] as? [String: Any])
+        let dependsOn = try #require(spout["depends_on"] as? [String: [String: String]])
+        #expect(dependsOn["load"]?["condition"] == "service_completed_successfully")
+        let environment = try #require(spout["environment"] as? [String: String])
+        #expect(environment["SPOUT_DATABASE_URL"]?.hasPrefix("postgresql://") == true)
+        #expect((spout["ports"] as? [String])?.contains("8080:8080") == true)
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import SpoutCore
+import SpoutEndpoints
+import SpoutTestSupport
+import Testing
+
+/// The pets API on a fresh pet table, on each database.
+@Suite("Pets API")
+struct PetsAPITests {
+    enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case sqlite, postgres
+        var testDescription: String { self.rawValue }
+    }
+
+    static var backends: [Backend] { TestDatabases.postgresEnabled ? Backend.allCases : [.sqlite] }
+
+    static func epoch(_ year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
+        CivilTime.days(year: year, month: month, day: day) * 86_400_000
+    }
+
+    /// The pet table as JSON, read directly from the database (not through the API).
+    static func table(_ database: Database) async throws -> String {
+        try await onThread {
+            let sink = CollectingSink()
+            try database.query("SELECT name, owner, species, sex, birth, death FROM pet ORDER BY name").write(as: .json(), to: sink)
+            return sink.text
+        }
+    }
+
+    static func withService(_ backend: Backend, _ body: (TestService, Database) async throws -> Void) async throws {
+        let temporary = backend == .sqlite ? TestDatabases.makeSQLiteDatabase() : try TestDatabases.makePostgresDatabase(prefix: "spout_t_pets")
+        defer { temporary.drop() }
+        try await onThread { try SampleData.loadPets(into: temporary) }
+        let database = try temporary.open()
+        defer { database.close() }
+        let service = try await TestService.start(try Repository.shippedEndpoints(), database: database)
+        do {
+            try await body(service, database)
+        } catch {
+            await service.stop()
+            throw error
+        }
+        await service.stop()
+    }
+
+    @Test("reads: all pets, by owner, one pet, 404", arguments: PetsAPITests.backends)
+    func reads(_ backend: Backend) async throws {
+        try await Self.withService(backend) { service, _ in
+            let gwen = try await service.get("/pets?owner=Gwen")
+            #expect(gwen.status == 200)
+            #expect(gwen.text == """
+                [{"name":"Chirpy","species":"bird","sex":"f","birth":\(Self.epoch(1998, 9, 11))},\
+                {"name":"Claws","species":"cat","sex":"m","birth":\(Self.epoch(1994, 3, 17))},\
+                {"name":"Whistler","species":"bird","sex":null,"birth":\(Self.epoch(1997, 12, 9))}]
+                """)
+            let all = try await service.get("/pets")
+            let names = try #require(try all.json() as? [[String: Any]]).compactMap { $0["name"] as? String }
+            #expect(names == ["Bowser", "Buffy", "Chirpy", "Claws", "Fang", "Fluffy", "Puffball", "Slim", "Whistler"])
+            let bowser = try await service.get("/pets/Bowser")
+            #expect(bowser.text == """
+                {"name":"Bowser","owner":"Diane","species":"dog","sex":"m","birth":\(Self.epoch(1979, 8, 31)),"death":\(Self.epoch(1995, 7, 29))}
+                """)
+            let missing = try await service.get("/pets/Nobody")
+            #expect(missing.status == 404)
+            #expect(missing.text == #"{"error":"not found"}"#)
+        }
+    }
+
+    @Test("create, duplicate, bad values, partial update, delete", arguments: PetsAPITests.backends)
+    func writes(_ backend: Backend) async throws {
+        try await Self.withService(backend) { service, database in
+            let before = try await Self.table(database)
+            let rexRow = """
+                {"name":"Rex","owner":"Ann","species":"dog","sex":"m","birth":\(Self.epoch(2020, 2, 29)),"death":null}
+                """
+
+            // Create from a form.
+            let created = try await HTTPTestClient.postForm(
+                port: service.port, "/pets", [("name", "Rex"), ("owner", "Ann"), ("species", "dog"), ("sex", "m"), ("birth", "2020-02-29")])
+            #expect(created.status == 201)
+            #expect(created.header("location") == "/pets/Rex")
+            #expect(created.text == rexRow)
+            #expect(try await service.get("/pets/Rex").text == rexRow)
+
+            // Create from JSON; the Location is percent-encoded.
+            let whiskers = try await HTTPTestClient.postJSON(
+                port: service.port, "/pets", #"{"name":"Mr Whiskers","species":"cat","death":null}"#)
+            #expect(whiskers.status == 201)
+            #expect(whiskers.header("location") == "/pets/Mr%20Whiskers")
+            #expect(whiskers.text == #"{"name":"Mr Whiskers","owner":null,"species":"cat","sex":null,"birth":null,"death":null}"#)
+            #expect(try await service.get("/pets/Mr%20Whiskers").status == 200)
+
+            // A duplicate is 409 and changes nothing.
+            let afterCreates = try await Self.table(database)
+            let duplicate = try await HTTPTestClient.postForm(port: service.port, "/pets", [("name", "Rex"), ("owner", "Zed")])
+            #expect(duplicate.status == 409)
+            #expect(duplicate.text == #"{"error":"unique violation"}"#)
+            #expect(try await Self.table(database) == afterCreates)
+
+            // Bad values are 400 before any database work.
+            let badDate = try await HTTPTestClient.postForm(port: service.port, "/pets", [("name", "Odd"), ("birth", "yesterday")])
+            #expect(badDate.status == 400)
+            #expect(badDate.text == #"{"error":"invalid date","parameter":"birth","value":"yesterday"}"#)
+            let badSex = try await HTTPTestClient.postForm(port: service.port, "/pets/Rex", [("sex", "x")])
+            #expect(badSex.status == 400)
+            #expect(badSex.text == #"{"error":"value not allowed","parameter":"sex","value":"x","allowed":["f","m"]}"#)
+            let noName = try await HTTPTestClient.postForm(port: service.port, "/pets", [("owner", "Ann")])
+            #expect(noName.status == 400)
+            #expect(noName.text == #"{"error":"missing required parameter","parameter":"name"}"#)
+            #expect(try await Self.table(database) == afterCreates)
+
+            // A partial update changes only the fields sent; JSON null leaves a field as is.
+            let updated = try await HTTPTestClient.postForm(port: service.port, "/pets/Rex", [("owner", "Bea"), ("death", "2031-01-02")])
+            #expect(updated.status == 200)
+            let updatedRow = """
+                {"name":"Rex","owner":"Bea","species":"dog","sex":"m","birth":\(Self.epoch(2020, 2, 29)),"death":\(Self.epoch(2031, 1, 2))}
+                """
+            #expect(updated.text == updatedRow)
+            let unchanged = try await HTTPTestClient.postJSON(port: service.port, "/pets/Rex", #"{"death":null,"species":"dog"}"#)
+            #expect(unchanged.status == 200)
+            #expect(unchanged.text == updatedRow)
+            #expect(try await service.get("/pets/Rex").text == updatedRow)
+
+            // Updating a missing pet is 404 and creates nothing.
+            let missingUpdate = try await HTTPTestClient.postForm(port: service.port, "/pets/Nobody", [("owner", "Bea")])
+            #expect(missingUpdate.status == 404)
+
+            // Delete: 204, then 404.
+            let deleted = try await HTTPTestClient.send(port: service.port, method: "DELETE", path: "/pets/Rex")
+            #expect(deleted.status == 204)
+            #expect(deleted.body.isEmpty)
+            #expect(try await service.get("/pets/Rex").status == 404)
+            let again = try await HTTPTestClient.send(port: service.port, method: "DELETE", path: "/pets/Rex")
+            #expect(again.status == 404)
+            let whiskersGone = try await HTTPTestClient.send(port: service.port, method: "DELETE", path: "/pets/Mr%20Whiskers")
+            #expect(whiskersGone.status == 204)
+
+            // Back to the nine pets, untouched.
+            #expect(try await Self.table(database) == before)
+        }
+    }
+}
