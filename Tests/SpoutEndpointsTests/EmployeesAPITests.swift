@@ -140,7 +140,13 @@ struct EmployeesAPITests {
             let starts = salaries.compactMap { $0["fromDate"] as? Int64 }
             #expect(starts == starts.sorted())
             // The text keeps the keys in order: the row's columns, then the details as declared.
-            #expect(response.text.hasPrefix(#"{"employeeNumber":10004,"firstName":"Chirstian","lastName":"Koblick","titles":[{"title":"Engineer","fromDate":533779200000,"toDate":818121600000}"#))
+            let day = { (year: Int64, month: Int64, dayOfMonth: Int64) in CivilTime.days(year: year, month: month, day: dayOfMonth) * 86_400_000 }
+            #expect(response.text.hasPrefix("""
+                {"employeeNumber":10004,"firstName":"Chirstian","lastName":"Koblick","titles":[{"title":"Engineer",\
+                "fromDate":\(day(1986, 12, 1)),"toDate":\(day(1995, 12, 1))},{"title":"Senior Engineer",\
+                "fromDate":\(day(1995, 12, 1)),"toDate":\(day(9999, 1, 1))}],"salaries":[{"salary":40054,\
+                "fromDate":\(day(1986, 12, 1)),"toDate":\(day(1987, 12, 1))}
+                """))
         }
     }
 }

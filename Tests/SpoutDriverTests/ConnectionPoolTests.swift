@@ -1,0 +1,97 @@
+import Foundation
+import SpoutCore
+import SpoutDrivers
+import SpoutTestSupport
+import Testing
+
+/// The pool against real databases: replacement of broken connections, exhaustion, cancel.
+@Suite struct ConnectionPoolTests {
+    static func scalar(_ database: Database, _ sql: String) throws -> String {
+        let sink = CollectingSink()
+        try database.query(sql).write(as: .json(), shape: .scalar, to: sink)
+        return sink.text
+    }
+
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
+    func terminatedConnectionIsReplaced() throws {
+        let temporary = try TestDatabases.makePostgresDatabase()
+        defer { temporary.drop() }
+        let database = try temporary.open(DatabaseConfiguration(maximumConnections: 1))
+        defer { database.close() }
+        let pid = try Self.scalar(database, "SELECT pg_backend_pid()")
+
+        let admin = try temporary.open()
+        defer { admin.close() }
+        #expect(try Self.scalar(admin, "SELECT pg_terminate_backend(\(pid))") == "true")
+
+        // The pool's only connection is dead: the first use finds out and discards it ...
+        #expect(throws: DatabaseError.self) { try Self.scalar(database, "SELECT 1") }
+        // ... and the next lease opens a new one.
+        let newPID = try Self.scalar(database, "SELECT pg_backend_pid()")
+        #expect(newPID != pid)
+        #expect(try Self.scalar(database, "SELECT 41 + 1") == "42")
+    }
+
+    @Test func exhaustedPoolAnswersWithinTheTimeout() async throws {
+        let temporary = TestDatabases.makeSQLiteDatabase()
+        defer { temporary.drop() }
+        let database = try temporary.open(DatabaseConfiguration(maximumConnections: 1, acquireTimeout: .milliseconds(200)))
+        defer { database.close() }
+        let held = try await database.lease(readOnly: false)
+        let start = ContinuousClock.now
+        await #expect(throws: DatabaseError.self) { _ = try await database.lease(readOnly: false) }
+        do {
+            _ = try await database.lease(readOnly: false)
+        } catch let error as DatabaseError {
+            #expect(error.code == .poolExhausted)
+        }
+        #expect(ContinuousClock.now - start < .seconds(30), "the waits end instead of hanging")
+        held.release()
+        let next = try await database.lease(readOnly: false)
+        next.release()
+    }
+
+    @Test func releasedLeaseServesAWaiter() async throws {
+        let temporary = TestDatabases.makeSQLiteDatabase()
+        defer { temporary.drop() }
+        let database = try temporary.open(DatabaseConfiguration(maximumConnections: 1, acquireTimeout: .seconds(30)))
+        defer { database.close() }
+        let held = try await database.lease(readOnly: false)
+        async let waiter = database.lease(readOnly: false)
+        try await Task.sleep(for: .milliseconds(50))
+        held.release()
+        let lease = try await waiter
+        try lease.withConnection { try $0.executeScript("CREATE TABLE t (x INTEGER)") }
+        lease.release()
+        #expect(database.connectionsInUse.write == 1)
+    }
+
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
+    func cancelFromAnotherThreadFreesTheConnection() async throws {
+        let temporary = try TestDatabases.makePostgresDatabase()
+        defer { temporary.drop() }
+        let database = try temporary.open(DatabaseConfiguration(maximumConnections: 1))
+        defer { database.close() }
+        let lease = try await database.lease(readOnly: true)
+        let running = Task.detached {
+            try lease.withConnection { connection in
+                try RowStream("SELECT pg_sleep(60)").write(as: .json(), to: CollectingSink(), on: connection)
+            }
+        }
+        // Cancel once the statement is running.
+        let observer = try temporary.open()
+        defer { observer.close() }
+        for _ in 0..<200 {
+            let active = try Self.scalar(observer,
+                "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(60)' AND state = 'active'")
+            if active == "1" { break }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        let cancelled = ContinuousClock.now
+        lease.cancel()
+        await #expect(throws: DatabaseError.self) { try await running.value }
+        lease.release()
+        #expect(ContinuousClock.now - cancelled < .seconds(5))
+        #expect(try Self.scalar(database, "SELECT 1") == "1", "the connection went back to the pool usable")
+    }
+}
