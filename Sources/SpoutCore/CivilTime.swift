@@ -34,6 +34,9 @@ public enum CivilTime {
     }
 
     /// Parses `YYYY-MM-DD` (exactly; a 4-digit year) into days since the epoch, or nil.
+    ///
+    /// Inlinable so that drivers parsing straight from their buffers get a specialized copy.
+    @inlinable
     public static func parseDate<Bytes: Collection<UInt8>>(_ text: Bytes) -> Int64? where Bytes.Index == Int {
         guard text.count == 10 else { return nil }
         let s = text.startIndex
@@ -51,6 +54,7 @@ public enum CivilTime {
 
     /// Parses `YYYY-MM-DD[ T]HH:MM:SS[.ffffff][Z|+HH[:MM]|-HH[:MM]]` into microseconds since the
     /// epoch (an offset is subtracted; no offset means UTC), or nil.
+    @inlinable
     public static func parseTimestamp<Bytes: Collection<UInt8>>(_ text: Bytes) -> Int64? where Bytes.Index == Int {
         let s = text.startIndex
         guard text.count >= 19, let days = parseDate(text[s..<(s + 10)]),
@@ -136,6 +140,7 @@ public enum CivilTime {
         return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
     }
 
+    @inlinable
     static func daysInMonth(year: Int64, month: Int64) -> Int64 {
         switch month {
         case 2: return (year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)) ? 29 : 28
@@ -150,12 +155,13 @@ public enum CivilTime {
         return value < 0 ? "-" + padded : padded
     }
 
-    @inline(__always)
-    private static func digitValue(_ byte: UInt8) -> Int64? {
+    @inlinable @inline(__always)
+    static func digitValue(_ byte: UInt8) -> Int64? {
         byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") ? Int64(byte - UInt8(ascii: "0")) : nil
     }
 
-    private static func digits<Bytes: Collection<UInt8>>(_ text: Bytes, _ start: Int, _ count: Int) -> Int64?
+    @inlinable @inline(__always)
+    static func digits<Bytes: Collection<UInt8>>(_ text: Bytes, _ start: Int, _ count: Int) -> Int64?
     where Bytes.Index == Int {
         guard start + count <= text.endIndex else { return nil }
         var value: Int64 = 0

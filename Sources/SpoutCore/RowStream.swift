@@ -85,14 +85,19 @@ public struct RowStream: Sendable {
         let window = shape == .array ? (attachmentBatchSize ?? self.database?.configuration.attachmentBatchSize ?? 500) : 1
         let executor = AttachmentExecutor(connection: connection, batchSize: window)
 
-        let ownsTransaction = !self.attachments.isEmpty && connection.dialect == .postgres && !connection.isInTransaction
+        // Children are fetched between batches of parent rows, so a parent with attachments is
+        // read through a cursor that lets other statements interleave (on PostgreSQL a
+        // server-side cursor, which lives in a transaction). A single-row shape needs none: its
+        // one parent row is read, the statement closed, and then the children fetched.
+        let interleaved = !self.attachments.isEmpty && shape == .array
+        let ownsTransaction = interleaved && connection.dialect == .postgres && !connection.isInTransaction
         if ownsTransaction { try connection.begin(readOnly: true) }
         do {
             let parsed = try ParsedSQL.cached(self.sql, dialect: connection.dialect)
             let cursor = try connection.query(
                 parsed,
                 try parsed.bind(self.arguments),
-                options: QueryOptions(interleaved: !self.attachments.isEmpty, batchSize: window)
+                options: QueryOptions(interleaved: interleaved, batchSize: window)
             )
             defer { cursor.close() }
             let count = try self.encode(cursor, executor: executor, format: format, shape: shape, dateFormat: dateFormat, sink: sink)
@@ -137,6 +142,7 @@ public struct RowStream: Sendable {
                     window.append(BufferedRow(values: (0..<width).map(cursor.value(at:)), children: []))
                 }
                 if window.isEmpty { break }
+                if shape != .array { cursor.close() }
                 let layouts = try executor.fill(&window, parentColumns: cursor.columns, attachments: self.attachments, inherited: self.arguments)
                 for row in window {
                     if count == 0 { encoder.begin() }

@@ -18,21 +18,12 @@ struct Load: ParsableCommand {
     @Argument(help: "The directory holding employees.sql and the load_*.dump files.")
     var directory: String
 
-    @Option(help: "Database URL (postgresql://… or sqlite:PATH).")
-    var database: String = ProcessInfo.processInfo.environment["SPOUT_DATABASE_URL"] ?? "sqlite:data/spout.sqlite"
-
-    @Flag(help: "Drop and recreate the employees tables when they exist.")
-    var replace = false
-
-    @Option(help: "Spout's sql/ directory (schema scripts).")
-    var sqlDirectory: String = "sql"
+    @OptionGroup var target: LoadTarget
 
     func run() throws {
-        let database = try Drivers.open(self.database, configuration: DatabaseConfiguration(maximumConnections: 1))
-        defer { database.close() }
-        let loader = EmployeesLoader(sqlDirectory: self.sqlDirectory)
-        let summary = try database.withConnection(readOnly: false) { connection in
-            try loader.load(directory: self.directory, into: connection, replace: self.replace, progress: LoadProgressReporters.standardOutput())
+        let loader = EmployeesLoader(sqlDirectory: self.target.sqlDirectory)
+        let summary = try self.target.withConnection { connection in
+            try loader.load(directory: self.directory, into: connection, replace: self.target.replace, progress: LoadProgressReporters.standardOutput())
         }
         print("loaded \(summary.totalRows) rows in \(String(format: "%.1f", summary.seconds)) s")
         for table in summary.tables {
@@ -51,26 +42,36 @@ struct LoadPets: ParsableCommand {
     @Argument(help: "A pet.tsv file (tab-separated, header line, \\N for NULL); default: sql/seed/pets.sql.")
     var file: String?
 
-    @Option(help: "Database URL (postgresql://… or sqlite:PATH).")
+    @OptionGroup var target: LoadTarget
+
+    func run() throws {
+        let loader = PetsLoader(sqlDirectory: self.target.sqlDirectory)
+        let rows = try self.target.withConnection { connection in
+            if let file = self.file {
+                return try loader.load(tsv: file, into: connection, replace: self.target.replace)
+            }
+            return try loader.load(into: connection, replace: self.target.replace)
+        }
+        print("loaded \(rows) pets")
+    }
+}
+
+/// The options `load` and `load-pets` share: where to load, and whether to replace.
+struct LoadTarget: ParsableArguments {
+    @Option(help: "Database URL (postgresql://… or sqlite:PATH; default $SPOUT_DATABASE_URL or the embedded SQLite file).")
     var database: String = ProcessInfo.processInfo.environment["SPOUT_DATABASE_URL"] ?? "sqlite:data/spout.sqlite"
 
-    @Flag(help: "Drop and recreate the pet table when it exists.")
+    @Flag(help: "Drop and recreate the tables when they exist.")
     var replace = false
 
     @Option(help: "Spout's sql/ directory (schema scripts).")
     var sqlDirectory: String = "sql"
 
-    func run() throws {
+    /// Runs `body` on a read-write connection to ``database``.
+    func withConnection<T>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
         let database = try Drivers.open(self.database, configuration: DatabaseConfiguration(maximumConnections: 1))
         defer { database.close() }
-        let loader = PetsLoader(sqlDirectory: self.sqlDirectory)
-        let rows = try database.withConnection(readOnly: false) { connection in
-            if let file = self.file {
-                return try loader.load(tsv: file, into: connection, replace: self.replace)
-            }
-            return try loader.load(into: connection, replace: self.replace)
-        }
-        print("loaded \(rows) pets")
+        return try database.withConnection(readOnly: false, body)
     }
 }
 

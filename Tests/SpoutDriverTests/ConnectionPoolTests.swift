@@ -38,14 +38,9 @@ import Testing
         let database = try temporary.open(DatabaseConfiguration(maximumConnections: 1, acquireTimeout: .milliseconds(200)))
         defer { database.close() }
         let held = try await database.lease(readOnly: false)
-        let start = ContinuousClock.now
-        await #expect(throws: DatabaseError.self) { _ = try await database.lease(readOnly: false) }
-        do {
-            _ = try await database.lease(readOnly: false)
-        } catch let error as DatabaseError {
-            #expect(error.code == .poolExhausted)
-        }
-        #expect(ContinuousClock.now - start < .seconds(30), "the waits end instead of hanging")
+        // The wait ends with a distinct error instead of hanging (no timing asserted: shared machines are noisy).
+        let error = await #expect(throws: DatabaseError.self) { _ = try await database.lease(readOnly: false) }
+        #expect(error?.code == .poolExhausted)
         held.release()
         let next = try await database.lease(readOnly: false)
         next.release()
