@@ -64,16 +64,19 @@ def summarize_pgbench(runs):
 
 
 def summarize_curl(runs):
-    results = [dict(run["result"], peak_rss_kb=run.get("peak_rss_kb")) for run in runs]
+    results = [dict(run["result"], peak_rss_kb=run.get("peak_rss_kb"), peak_anon_kb=run.get("peak_anon_kb"))
+               for run in runs]
     seconds = median(result["seconds"] for result in results)
     size = median(result["bytes"] for result in results)
     peaks = [result["peak_rss_kb"] for result in results if result.get("peak_rss_kb") is not None]
+    anonymous = [result["peak_anon_kb"] for result in results if result.get("peak_anon_kb") is not None]
     return {
         "seconds": seconds,
         "bytes": size,
         "mb_per_second": ratio(size / 1e6 if size is not None else None, seconds),
         "ttfb_seconds": median(result["ttfb_seconds"] for result in results),
         "peak_rss_mib": max(peaks) * 1024 / MIB if peaks else None,
+        "peak_anonymous_mib": max(anonymous) * 1024 / MIB if anonymous else None,
         "statuses": sorted({result["status"] for result in results}),
         "runs": results,
     }
@@ -191,6 +194,7 @@ def build(rows):
             "slow_streams": memory["slow_streams"],
             "seconds": memory["seconds"],
             "peak_rss_mib": memory["peak_rss_kb"] * 1024 / MIB,
+            "peak_anonymous_mib": memory.get("peak_anon_kb", 0) * 1024 / MIB,
             "fast_completed": sum(1 for s in streams if not s["slow"] and s["status"] == 200),
             "slow_bytes": sum(s["bytes"] for s in streams if s["slow"]),
             "statuses": sorted({s["status"] for s in streams}),
@@ -265,7 +269,7 @@ def table(document):
         spout = stream[database]["spout"]
         text = (f"{number(spout['seconds'], 2)} s, {number(spout['mb_per_second'])} MB/s, "
                 f"TTFB {number(spout['ttfb_seconds'] * 1000 if spout['ttfb_seconds'] is not None else None, 1)} ms, "
-                f"peak RSS {number(spout['peak_rss_mib'], 1)} MiB")
+                f"peak RSS {number(spout['peak_rss_mib'], 1)} MiB (anon {number(spout['peak_anonymous_mib'], 1)})")
         baseline = ""
         if "copy" in stream[database]:
             copy = stream[database]["copy"]
@@ -283,7 +287,8 @@ def table(document):
     row("statements/request", "postgres", f"detail: {number(statements.get('statements'))}", "", "")
     memory = document["memory"]["postgres"]
     row(f"{memory['streams']} streams", "postgres",
-        f"peak RSS {number(memory['peak_rss_mib'], 1)} MiB, {memory['fast_completed']} fast done, "
+        f"peak RSS {number(memory['peak_rss_mib'], 1)} MiB (anon {number(memory['peak_anonymous_mib'], 1)}), "
+        f"{memory['fast_completed']} fast done, "
         f"{memory['slow_streams']} slow, {number(memory['seconds'], 1)} s", "", "")
 
     widths = [max(len(r[i]) for r in rows + [("scenario", "database", "spout", "baseline (same run)", "ratio")])

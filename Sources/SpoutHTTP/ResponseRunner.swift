@@ -55,7 +55,8 @@ struct ResponseRunner: Sendable {
         let result: Result<Int, any Error>
         do {
             let lease = try await rows.database.lease(readOnly: rows.readOnly)
-            sink.onClose { print("DBG cancel"); lease.withConnectionDebug(); lease.cancel() }
+            // A client that goes away cancels the statement, so the connection comes back soon.
+            sink.onClose { lease.cancel() }
             do {
                 let configuration = rows.database.configuration
                 let count = try await self.threadPool.runIfActive {
@@ -64,7 +65,6 @@ struct ResponseRunner: Sendable {
                         lease.release()
                     }
                     return try lease.withConnection { connection in
-                        print("DBG running on", ObjectIdentifier(connection))
                         if let timeout = rows.statementTimeout {
                             try connection.setStatementTimeout(milliseconds: Self.milliseconds(timeout))
                         }
@@ -79,7 +79,6 @@ struct ResponseRunner: Sendable {
                 }
                 result = .success(count)
             } catch {
-                print("DBG producer failed", String(reflecting: error))
                 // The pool may not have run the body (cancelled, shut down): release here too.
                 sink.clearOnClose()
                 lease.release()
