@@ -203,7 +203,7 @@ struct PostgresDriverTests {
         let parsed = try ParsedSQL("SELECT n, repeat('x', 100) AS pad FROM generate_series(1, 2000000) AS n", dialect: .postgres)
         let cursor = try connection.query(parsed, [], options: QueryOptions())
         defer { cursor.close() }
-        #expect(cursor.columns == [Column(label: "n", type: .integer), Column(label: "pad", type: .text)])
+        #expect(cursor.columns == [Column(label: "n", type: .integer, databaseTypeName: "int4"), Column(label: "pad", type: .text, databaseTypeName: "text")])
         var count: Int64 = 0
         var sum: Int64 = 0
         var baseline: Int?
@@ -239,7 +239,7 @@ struct PostgresDriverTests {
         let before = statistics.statementCount
         let cursor = try connection.query(outer, [.integer(35)], options: QueryOptions(interleaved: true, batchSize: 10))
         #expect(statistics.statementCount == before + 1)
-        #expect(cursor.columns == [Column(label: "n", type: .integer)])
+        #expect(cursor.columns == [Column(label: "n", type: .integer, databaseTypeName: "int4")])
         var seen: [SQLValue] = []
         var inner: [SQLValue] = []
         while try cursor.next() {

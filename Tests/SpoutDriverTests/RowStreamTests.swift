@@ -160,7 +160,7 @@ import Testing
     /// Millions of rows stream through in constant memory: run `spout export` in a child
     /// process and read its peak resident set from `wait4`.
     @Test(.enabled(if: TestDatabases.postgresEnabled), arguments: ["postgres", "sqlite"])
-    func fiveMillionRowsStreamInConstantMemory(database kind: String) throws {
+    func fiveMillionRowsStreamInConstantMemory(database kind: String) async throws {
         let sqlite = TestDatabases.makeSQLiteDatabase()
         defer { sqlite.drop() }
         let url = kind == "postgres" ? try TestDatabases.requirePostgresURL() : sqlite.url
@@ -173,7 +173,7 @@ import Testing
         let sql = kind == "postgres"
             ? "SELECT g AS n, 'row ' || g AS label, DATE '2000-01-01' + (g % 1000) AS day FROM generate_series(1, 5000000) g"
             : "WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM s WHERE g < 5000000) SELECT g AS n, 'row ' || g AS label FROM s"
-        let result = try ChildProcess.run(
+        let result = try await ChildProcess.run(
             executable: ChildProcess.spoutExecutable(),
             arguments: ["export", "--database", url, "--format", "json", "--output", "/dev/null", sql]
         )

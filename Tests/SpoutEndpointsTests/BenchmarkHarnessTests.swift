@@ -35,10 +35,10 @@ import Testing
     }
 
     @Test(.enabled(if: BenchmarkHarnessTests.enabled, "needs wrk (or CI=true)"))
-    func quickRunWritesEveryScenario() throws {
+    func quickRunWritesEveryScenario() async throws {
         let results = FileManager.default.temporaryDirectory.appendingPathComponent("spout-bench-test-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: results) }
-        let run = try ChildProcess.run(
+        let run = try await ChildProcess.run(
             executable: "/bin/bash",
             arguments: [
                 Self.root.appendingPathComponent("Benchmarks/run").path, "--quick",

@@ -28,6 +28,13 @@ public enum ChildProcess {
         throw NotBuilt()
     }
 
+    /// Like ``run(executable:arguments:environment:)``, but waits on a thread of its own, so a
+    /// long child does not hold one of Swift concurrency's few cooperative threads (tests run
+    /// in parallel on them; a blocked pool starves every async test in the process).
+    public static func run(executable: String, arguments: [String], environment: [String: String]? = nil) async throws -> Result {
+        try await OwnThread.run { try self.run(executable: executable, arguments: arguments, environment: environment) as Result }
+    }
+
     public static func run(executable: String, arguments: [String], environment: [String: String]? = nil) throws -> Result {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spout-child-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -60,5 +67,15 @@ public enum ChildProcess {
             standardError: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "",
             peakResidentBytes: Int(usage.ru_maxrss) * 1024
         )
+    }
+}
+
+/// Runs blocking work on a new thread and awaits its result.
+public enum OwnThread {
+    public static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread { continuation.resume(with: Swift.Result { try body() }) }
+            thread.start()
+        }
     }
 }
