@@ -213,12 +213,32 @@ public final class ConnectionLease: Sendable {
 
     /// Cancels the statement running on the leased connection, if any; later
     /// ``withConnection(_:)`` calls throw ``DatabaseError/Code/cancelled``.
+    ///
+    /// The request is repeated (after 50 ms, then backing off to every 500 ms) until the lease
+    /// is released: PostgreSQL drops a cancel request that arrives while a statement is just
+    /// starting, and a statement the holder starts after this call must be stopped too. The
+    /// holder is expected to stop issuing statements once one fails as cancelled.
     public func cancel() {
+        // Cancelling under the lock: a released connection may already serve another lease.
         let connection = self.state.withLock { state -> (any DatabaseConnection)? in
             state.cancelled = true
-            return state.released ? nil : state.connection
+            guard !state.released, let connection = state.connection else { return nil }
+            connection.cancel()
+            return connection
         }
-        connection?.cancel()
+        guard let connection else { return }
+        self.repeatCancel(on: connection, afterMilliseconds: 50)
+    }
+
+    private func repeatCancel(on connection: any DatabaseConnection, afterMilliseconds delay: Int) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(delay)) {
+            let stillHeld = self.state.withLock { state -> Bool in
+                guard !state.released, state.connection === connection else { return false }
+                connection.cancel()
+                return true
+            }
+            if stillHeld { self.repeatCancel(on: connection, afterMilliseconds: min(delay * 2, 500)) }
+        }
     }
 
     /// Resets the connection and returns it to the pool. Idempotent.

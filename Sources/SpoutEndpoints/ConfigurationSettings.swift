@@ -45,6 +45,7 @@ extension SpoutConfiguration {
             Setting(path: "server.limits.idleTimeoutSeconds", kind: .integer(\.server.limits.idleTimeoutSeconds, 1...86_400)),
             Setting(path: "server.limits.maxConnections", kind: .integer(\.server.limits.maxConnections, 1...1_000_000)),
             Setting(path: "server.limits.drainTimeoutSeconds", kind: .integer(\.server.limits.drainTimeoutSeconds, 0...3_600)),
+            Setting(path: "server.limits.socketSendBufferBytes", kind: .integer(\.server.limits.socketSendBufferBytes, 0...Int(Int32.max))),
             Setting(path: "database.url", kind: .string(\.database.url)),
             Setting(path: "database.poolSize", kind: .integer(\.database.poolSize, 1...1_000)),
             Setting(path: "database.acquireTimeoutMs", kind: .integer(\.database.acquireTimeoutMs, 0...3_600_000)),

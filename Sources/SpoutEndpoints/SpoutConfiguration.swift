@@ -23,6 +23,8 @@ public struct SpoutConfiguration: Sendable, Hashable {
         public var maxConnections = 1024
         /// How long a shutdown lets in-flight responses finish, in seconds.
         public var drainTimeoutSeconds = 10
+        /// `SO_SNDBUF` of client connections in bytes; 0 keeps the kernel's default.
+        public var socketSendBufferBytes = 0
 
         public init() {}
     }
@@ -256,7 +258,8 @@ public struct SpoutConfiguration: Sendable, Hashable {
             maximumBodySize: limits.maxBodyBytes,
             idleTimeout: .seconds(limits.idleTimeoutSeconds),
             maximumConnections: limits.maxConnections,
-            drainTimeout: .seconds(limits.drainTimeoutSeconds)
+            drainTimeout: .seconds(limits.drainTimeoutSeconds),
+            socketSendBufferSize: limits.socketSendBufferBytes > 0 ? limits.socketSendBufferBytes : nil
         )
     }
 

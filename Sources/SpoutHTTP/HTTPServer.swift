@@ -149,6 +149,9 @@ public final class HTTPServer: Sendable {
     }
 
     private func initialize(_ channel: any Channel, environment: ConnectionEnvironment) throws {
+        if let size = self.configuration.socketSendBufferSize {
+            try channel.syncOptions?.setOption(.socketOption(.so_sndbuf), value: SocketOptionValue(size))
+        }
         let open = self.statistics.connectionOpened()
         let identifier = ObjectIdentifier(channel)
         let accepted = self.state.withLock { state in

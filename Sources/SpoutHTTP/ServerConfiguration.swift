@@ -27,6 +27,10 @@ public struct ServerConfiguration: Sendable, Hashable {
     public var writeBufferHighWatermark: Int
     /// Compress responses with gzip/deflate when the client's `Accept-Encoding` allows.
     public var compression: Bool
+    /// `SO_SNDBUF` of accepted connections; nil keeps the kernel's default. Linux grows a
+    /// socket's send buffer up to `net.ipv4.tcp_wmem`'s maximum (MiBs), which a slow client
+    /// fills before the stream pauses; a smaller value bounds that kernel memory per client.
+    public var socketSendBufferSize: Int?
 
     public init(
         host: String = "127.0.0.1",
@@ -41,7 +45,8 @@ public struct ServerConfiguration: Sendable, Hashable {
         chunksInFlight: Int = 2,
         writeBufferLowWatermark: Int = 32 * 1024,
         writeBufferHighWatermark: Int = 64 * 1024,
-        compression: Bool = true
+        compression: Bool = true,
+        socketSendBufferSize: Int? = nil
     ) {
         self.host = host
         self.port = port
@@ -56,5 +61,6 @@ public struct ServerConfiguration: Sendable, Hashable {
         self.writeBufferLowWatermark = writeBufferLowWatermark
         self.writeBufferHighWatermark = max(writeBufferHighWatermark, writeBufferLowWatermark + 1)
         self.compression = compression
+        self.socketSendBufferSize = socketSendBufferSize
     }
 }

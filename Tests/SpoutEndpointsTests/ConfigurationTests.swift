@@ -111,7 +111,8 @@ struct ConfigurationTests {
         #expect(table["database.acquireTimeoutMs"] == "SPOUT_DATABASE_ACQUIRE_TIMEOUT_MS")
         #expect(table["database.seed.employees"] == "SPOUT_DATABASE_SEED_EMPLOYEES")
         #expect(table["sqlDirectory"] == "SPOUT_SQL_DIRECTORY")
-        #expect(table.count == 16)
+        #expect(table["server.limits.socketSendBufferBytes"] == "SPOUT_LIMITS_SOCKET_SEND_BUFFER_BYTES")
+        #expect(table.count == 17)
         #expect(Set(table.values).count == table.count)
     }
 

@@ -4,9 +4,13 @@ import Foundation
 import Glibc
 #endif
 
-/// Runs a program and reports its exit status, output and peak resident memory (from
-/// `wait4`'s resource usage of that one child, so other work in the test process does not
-/// count).
+/// Runs a program and reports its exit status, output and peak resident memory.
+///
+/// On Linux the peak is the child's own `VmHWM` from `/proc/PID/status`, sampled every 10 ms
+/// until it exits (growth in its last few milliseconds can be missed). `wait4`'s `ru_maxrss`
+/// would not do: `posix_spawn` execs from the parent's address space, and Linux carries that
+/// address space's high-water mark into the child's `maxrss`, so a big test process would
+/// make every child look big.
 public enum ChildProcess {
     public struct Result: Sendable {
         public var status: Int32
@@ -59,14 +63,35 @@ public enum ChildProcess {
         guard spawned == 0 else { throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EINVAL) }
         var status: Int32 = 0
         var usage = rusage()
+        #if os(Linux)
+        var peakKiB = 0
+        while true {
+            if let sample = Self.highWaterMarkKiB(pid: pid) { peakKiB = max(peakKiB, sample) }
+            let reaped = wait4(pid, &status, WNOHANG, &usage)
+            if reaped == pid || (reaped < 0 && errno != EINTR) { break }
+            usleep(10_000)
+        }
+        let peakResidentBytes = peakKiB * 1024
+        #else
         while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+        let peakResidentBytes = Int(usage.ru_maxrss)
+        #endif
         let exitStatus = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         return Result(
             status: exitStatus,
             standardOutput: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
             standardError: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "",
-            peakResidentBytes: Int(usage.ru_maxrss) * 1024
+            peakResidentBytes: peakResidentBytes
         )
+    }
+
+    /// The `VmHWM` line of `/proc/PID/status` in KiB, or nil once the process is gone.
+    static func highWaterMarkKiB(pid: pid_t) -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+            return Int(String(line.dropFirst("VmHWM:".count).filter(\.isNumber)))
+        }
+        return nil
     }
 }
 
