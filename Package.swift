@@ -93,6 +93,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SpoutEndpointsTests", dependencies: ["SpoutCore", "SpoutDrivers", "SpoutHTTP", "SpoutEndpoints", "SpoutData", "SpoutTestSupport"]),
+        .testTarget(name: "SpoutReliabilityTests", dependencies: ["SpoutCore", "SpoutDrivers", "SpoutHTTP", "SpoutEndpoints", "SpoutData", "SpoutTestSupport"]),
         .testTarget(name: "SpoutDataTests", dependencies: ["SpoutCore", "SpoutDrivers", "SpoutPostgres", "SpoutSQLite", "SpoutData", "SpoutTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -72,7 +72,7 @@ enum BodyArguments {
         let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingSpaces().lowercased() } ?? ""
         switch mediaType {
         case "application/x-www-form-urlencoded":
-            return FormURLEncoding.parse(body)
+            return try FormURLEncoding.parse(body)
         case "multipart/form-data":
             guard let boundary = MultipartFormData.boundary(fromContentType: contentType) else {
                 throw ArgumentError(.malformedBody("multipart body without boundary"), parameter: "")

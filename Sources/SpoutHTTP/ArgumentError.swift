@@ -14,6 +14,8 @@ public struct ArgumentError: Error, Sendable, Hashable, CustomStringConvertible 
         case notAllowed(allowed: [String])
         /// The body could not be parsed (the parameter is empty).
         case malformedBody(String)
+        /// A percent-decoded name or value is not UTF-8 (the value is shown as sent).
+        case invalidEncoding
     }
 
     public let reason: Reason
@@ -34,6 +36,7 @@ public struct ArgumentError: Error, Sendable, Hashable, CustomStringConvertible 
         case .invalid(let type): return "invalid \(type.elementType)"
         case .notAllowed: return "value not allowed"
         case .malformedBody(let what): return what
+        case .invalidEncoding: return "invalid UTF-8"
         }
     }
 

@@ -125,11 +125,12 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
 
     func channelInactive(context: ChannelHandlerContext) {
         if case .responding(let exchange) = self.state {
-            // The client went away mid-response: stop the producer and its statement.
-            exchange.sink?.close()
-            exchange.task?.cancel()
+            // The client went away mid-response: log it (first, so the entry exists before the
+            // connection is back in the pool), then stop the producer and its statement.
             exchange.keepAlive = false
             self.log(exchange, failure: "client closed the connection")
+            exchange.sink?.close()
+            exchange.task?.cancel()
         }
         self.state = .closing
         context.fireChannelInactive()
@@ -169,9 +170,9 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             )
         case .found(let route, let pathKeys):
             let bodyBytes = Array(body.readableBytesView)
-            let query = exchange.queryString.map { FormURLEncoding.parse($0.utf8) } ?? RawArguments()
             let request: Request
             do {
+                let query = try exchange.queryString.map { query throws(ArgumentError) in try FormURLEncoding.parse(query.utf8) } ?? RawArguments()
                 var raw = RawArguments()
                 for key in route.keys {
                     if let value = pathKeys[key] { raw.append(value, for: key) }

@@ -142,7 +142,10 @@ enum JSONArguments {
                 self.index += 1
                 switch byte {
                 case UInt8(ascii: "\""):
-                    return String(decoding: output, as: UTF8.self)
+                    guard let text = String(validating: output, as: UTF8.self) else {
+                        throw SyntaxError(reason: "invalid UTF-8 in JSON body")
+                    }
+                    return text
                 case UInt8(ascii: "\\"):
                     guard let escape = self.peek() else { break }
                     self.index += 1
@@ -160,13 +163,14 @@ enum JSONArguments {
                         {
                             self.index += 2
                             let low = try self.hex4()
-                            if (0xDC00..<0xE000).contains(low) {
-                                scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                            } else {
-                                scalar = 0xFFFD
+                            guard (0xDC00..<0xE000).contains(low) else {
+                                throw SyntaxError(reason: "unpaired surrogate escape in JSON body")
                             }
+                            scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
                         }
-                        let character = Unicode.Scalar(scalar) ?? "\u{FFFD}"
+                        guard let character = Unicode.Scalar(scalar) else {
+                            throw SyntaxError(reason: "unpaired surrogate escape in JSON body")
+                        }
                         output.append(contentsOf: String(Character(character)).utf8)
                     default:
                         throw SyntaxError(reason: "invalid escape in JSON body")

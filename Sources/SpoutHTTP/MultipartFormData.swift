@@ -45,7 +45,10 @@ enum MultipartFormData {
                 throw SyntaxError(reason: "unterminated multipart part")
             }
             if let name = Self.fieldName(headers) {
-                arguments.append(String(decoding: body[contentStart..<next], as: UTF8.self), for: name)
+                guard let value = String(validating: body[contentStart..<next], as: UTF8.self) else {
+                    throw SyntaxError(reason: "invalid UTF-8 in multipart field \(name)")
+                }
+                arguments.append(value, for: name)
             }
             position = next + 2 + delimiter.count
         }

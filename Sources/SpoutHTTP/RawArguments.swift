@@ -46,29 +46,44 @@ public struct RawArguments: Sendable, Hashable {
 /// `application/x-www-form-urlencoded` and query-string decoding.
 public enum FormURLEncoding {
     /// Parses `a=1&b=x+y&b=%C3%A9&flag` into raw arguments: `+` is a space, `%XX` is a byte
-    /// (invalid escapes stay literal, invalid UTF-8 becomes U+FFFD), a key without `=` is present
-    /// with no value, and empty pieces (`&&`) are skipped.
-    public static func parse<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> RawArguments {
+    /// (invalid escapes stay literal), a key without `=` is present with no value, and empty
+    /// pieces (`&&`) are skipped.
+    /// - Throws: ``ArgumentError/Reason/invalidEncoding`` (a 400 naming the parameter) when a
+    ///   decoded key or value is not UTF-8; nothing is replaced or guessed.
+    public static func parse<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(ArgumentError) -> RawArguments {
         var arguments = RawArguments()
         for piece in bytes.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
-            if let equals = piece.firstIndex(of: UInt8(ascii: "=")) {
-                let key = self.decode(piece[piece.startIndex..<equals], plusAsSpace: true)
-                let value = self.decode(piece[piece.index(after: equals)...], plusAsSpace: true)
-                arguments.append(value, for: key)
-            } else {
-                arguments.markPresent(self.decode(piece, plusAsSpace: true))
+            let equals = piece.firstIndex(of: UInt8(ascii: "="))
+            let keyBytes = piece[piece.startIndex..<(equals ?? piece.endIndex)]
+            guard let key = String(validating: self.percentDecoded(keyBytes, plusAsSpace: true), as: UTF8.self) else {
+                throw ArgumentError(.invalidEncoding, parameter: "", value: String(decoding: keyBytes, as: UTF8.self))
             }
+            guard let equals else {
+                arguments.markPresent(key)
+                continue
+            }
+            let valueBytes = piece[piece.index(after: equals)...]
+            guard let value = String(validating: self.percentDecoded(valueBytes, plusAsSpace: true), as: UTF8.self) else {
+                throw ArgumentError(.invalidEncoding, parameter: key, value: String(decoding: valueBytes, as: UTF8.self))
+            }
+            arguments.append(value, for: key)
         }
         return arguments
     }
 
-    public static func parse(_ text: String) -> RawArguments {
-        self.parse(Array(text.utf8))
+    public static func parse(_ text: String) throws(ArgumentError) -> RawArguments {
+        try self.parse(Array(text.utf8))
     }
 
-    /// Percent-decodes `bytes`; with `plusAsSpace`, `+` becomes a space (forms, query strings)
-    /// rather than staying `+` (path segments).
+    /// Percent-decodes `bytes` into text, replacing invalid UTF-8 with U+FFFD (for display and
+    /// routing; arguments go through ``parse(_:)``, which rejects it); with `plusAsSpace`, `+`
+    /// becomes a space (forms, query strings) rather than staying `+` (path segments).
     public static func decode<Bytes: Collection<UInt8>>(_ bytes: Bytes, plusAsSpace: Bool) -> String {
+        String(decoding: self.percentDecoded(bytes, plusAsSpace: plusAsSpace), as: UTF8.self)
+    }
+
+    /// The bytes `%XX` escapes stand for; invalid escapes stay literal.
+    static func percentDecoded<Bytes: Collection<UInt8>>(_ bytes: Bytes, plusAsSpace: Bool) -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(bytes.count)
         var index = bytes.startIndex
@@ -91,7 +106,7 @@ public enum FormURLEncoding {
             }
             index = bytes.index(after: index)
         }
-        return String(decoding: output, as: UTF8.self)
+        return output
     }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {

@@ -46,7 +46,7 @@ public struct Request: Sendable {
     ) {
         self.init(
             id: id, method: method, path: path, queryString: queryString, headers: headers, body: body,
-            query: queryString.map(FormURLEncoding.parse) ?? RawArguments(), routeTemplate: routeTemplate,
+            query: queryString.flatMap { try? FormURLEncoding.parse($0) } ?? RawArguments(), routeTemplate: routeTemplate,
             pathKeys: pathKeys, rawArguments: rawArguments, arguments: arguments, threadPool: nil
         )
     }

@@ -118,12 +118,22 @@ struct Serve: AsyncParsableCommand {
         }
     }
 
-    /// The URL with any password replaced, for logs.
+    /// The URL with its passwords replaced by `***`, for logs: the user-info password and
+    /// every `password=` query parameter (libpq accepts both).
     static func redacted(_ url: String) -> String {
-        guard let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@") else { return url }
-        let credentials = url[scheme.upperBound..<at]
-        guard let colon = credentials.firstIndex(of: ":") else { return url }
-        return String(url[..<url.index(after: colon)]) + "***" + String(url[at...])
+        var url = url
+        if let scheme = url.range(of: "://") {
+            let authorityEnd = url[scheme.upperBound...].firstIndex { $0 == "/" || $0 == "?" } ?? url.endIndex
+            if let at = url[scheme.upperBound..<authorityEnd].lastIndex(of: "@"),
+               let colon = url[scheme.upperBound..<at].firstIndex(of: ":") {
+                url.replaceSubrange(url.index(after: colon)..<at, with: "***")
+            }
+        }
+        guard let query = url.firstIndex(of: "?") else { return url }
+        let pairs = url[url.index(after: query)...].split(separator: "&", omittingEmptySubsequences: false).map { pair in
+            pair.hasPrefix("password=") ? "password=***" : String(pair)
+        }
+        return String(url[...query]) + pairs.joined(separator: "&")
     }
 
     /// Calls `handler` once on SIGTERM or SIGINT (the default actions are disabled).

@@ -1,4 +1,5 @@
 import Foundation
+import SpoutTestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -69,19 +70,8 @@ enum HTTPTestClient {
     private static func sendBlocking(
         port: Int, method: String, path: String, headers: [(String, String)], body: [UInt8]
     ) throws -> HTTPTestResponse {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw Failure(description: "socket() failed: \(errno)") }
+        let fd = try LoopbackSocket.connect(port: port, timeout: 60)
         defer { close(fd) }
-        var timeout = timeval(tv_sec: 60, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw Failure(description: "connect() to port \(port) failed: \(errno)") }
 
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }

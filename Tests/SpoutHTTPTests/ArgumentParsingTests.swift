@@ -5,8 +5,8 @@ import Testing
 
 @Suite("Query string and body parsing")
 struct ArgumentParsingTests {
-    @Test func queryStringDecoding() {
-        let arguments = FormURLEncoding.parse("name=J%C3%B6rg+Smith&details=titles&details=salaries&plus=a%2Bb&bad=%zz%4")
+    @Test func queryStringDecoding() throws {
+        let arguments = try FormURLEncoding.parse("name=J%C3%B6rg+Smith&details=titles&details=salaries&plus=a%2Bb&bad=%zz%4")
         #expect(arguments["name"] == ["Jörg Smith"])
         #expect(arguments["details"] == ["titles", "salaries"])
         #expect(arguments["plus"] == ["a+b"])
@@ -14,8 +14,37 @@ struct ArgumentParsingTests {
         #expect(arguments.keys == ["name", "details", "plus", "bad"])
     }
 
-    @Test func bareKeyIsPresentWithoutValue() {
-        let arguments = FormURLEncoding.parse("api&x=&&y=1")
+    @Test func invalidUTF8IsAnErrorNamingTheParameter() throws {
+        let value = #expect(throws: ArgumentError.self) { try FormURLEncoding.parse("owner=Gwen&name=zz%ff%fe") }
+        #expect(value?.reason == .invalidEncoding)
+        #expect(value?.parameter == "name")
+        #expect(String(decoding: value?.body ?? [], as: UTF8.self) == #"{"error":"invalid UTF-8","parameter":"name","value":"zz%ff%fe"}"#)
+        let key = #expect(throws: ArgumentError.self) { try FormURLEncoding.parse("a%C3=1") }
+        #expect(key?.parameter == "")
+        // An overlong encoding and an encoded surrogate are not UTF-8 either.
+        #expect(throws: ArgumentError.self) { try FormURLEncoding.parse("x=%C0%AF") }
+        #expect(throws: ArgumentError.self) { try FormURLEncoding.parse("x=%ED%A0%80") }
+        #expect(try FormURLEncoding.parse("x=%F0%9F%90%B1")["x"] == ["🐱"])
+    }
+
+    @Test func invalidUTF8InBodiesIsMalformed() throws {
+        #expect(throws: ArgumentError.self) {
+            try BodyArguments.parse(Array(#"{"name":"zz"#.utf8) + [0xFF] + Array(#""}"#.utf8), contentType: "application/json")
+        }
+        #expect(throws: ArgumentError.self) {
+            try BodyArguments.parse(Array(#"{"name":"\ud800"}"#.utf8), contentType: "application/json")
+        }
+        #expect(throws: ArgumentError.self) {
+            try BodyArguments.parse(Array(#"{"name":"\udc00x"}"#.utf8), contentType: "application/json")
+        }
+        let pair = try BodyArguments.parse(Array(#"{"name":"\ud83d\udc31"}"#.utf8), contentType: "application/json")
+        #expect(pair["name"] == ["🐱"])
+        let multipart = Array("--b\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\n".utf8) + [0xC3] + Array("\r\n--b--\r\n".utf8)
+        #expect(throws: ArgumentError.self) { try BodyArguments.parse(multipart, contentType: "multipart/form-data; boundary=b") }
+    }
+
+    @Test func bareKeyIsPresentWithoutValue() throws {
+        let arguments = try FormURLEncoding.parse("api&x=&&y=1")
         #expect(arguments.contains("api"))
         #expect(arguments["api"] == [])
         #expect(arguments["x"] == [""])

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import NIOPosix
+import SpoutTestSupport
 
 /// A minimal blocking HTTP/1.1 client over a raw socket, for end-to-end tests: it sends bytes
 /// as given and parses responses strictly (status line, headers, Content-Length or chunked
@@ -40,25 +41,7 @@ final class TestHTTPClient: @unchecked Sendable {
     /// Connects to 127.0.0.1:`port`; `receiveBufferSize` shrinks the socket's receive buffer
     /// (before connecting, so the TCP window stays small) to make a slow reader felt.
     init(port: Int, receiveBufferSize: Int? = nil) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw ClientError(description: "socket() failed") }
-        self.fd = fd
-        if var size = receiveBufferSize.map(Int32.init) {
-            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        }
-        var timeout = timeval(tv_sec: 60, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard result == 0 else {
-            Glibc.close(fd)
-            throw ClientError(description: "connect() failed: \(errno)")
-        }
+        self.fd = try LoopbackSocket.connect(port: port, timeout: 60, receiveBuffer: receiveBufferSize)
     }
 
     deinit {

@@ -1,0 +1,90 @@
+import Foundation
+import SpoutCore
+import SpoutTestSupport
+import Testing
+
+/// Clients that go away in the middle of a streamed response.
+@Suite("Clients disconnecting mid-stream")
+struct ClientDisconnectTests {
+    @Test("200 disconnects mid-stream on PostgreSQL leak no connection, descriptor, socket or running statement",
+          .enabled(if: TestDatabases.postgresEnabled))
+    func postgres() async throws {
+        let database = try TestDatabases.makePostgresDatabase(prefix: "spout_rel_disconnect")
+        defer { database.drop() }
+        try await self.disconnectRepeatedly(url: database.url, dialect: .postgres, times: 200) {
+            // Statements of this database still running (ours excluded).
+            Int(try SampleData.column(database.url, """
+                SELECT count(*) FROM pg_stat_activity
+                WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()
+                """).first ?? "") ?? -1
+        }
+    }
+
+    @Test("disconnects mid-stream on SQLite leak no connection, descriptor or socket")
+    func sqlite() async throws {
+        let database = TestDatabases.makeSQLiteDatabase()
+        defer { database.drop() }
+        try await onThread {
+            // Creates the file; the endpoints need no table.
+            _ = try SampleData.column(database.url, "SELECT 1")
+        }
+        try await self.disconnectRepeatedly(url: database.url, dialect: .sqlite, times: 100) { 0 }
+    }
+
+    private func disconnectRepeatedly(
+        url: String, dialect: SQLDialect, times: Int, runningStatements: @escaping @Sendable () throws -> Int
+    ) async throws {
+        let poolSize = 4
+        let directory = try ServiceDirectory(
+            databaseURL: url,
+            extraEndpoints: ["streams.yaml": TestEndpoints.streams(dialect), "slow.yaml": TestEndpoints.slow(dialect, timeoutMs: 60_000)],
+            shipped: false, poolSize: poolSize, acquireTimeoutMs: 5_000)
+        defer { directory.remove() }
+        let service = try await InProcessService.start(directory)
+        let port = service.port
+        // Warm up (the first stream opens a connection, loads libraries and caches).
+        #expect(try await service.get("/big?rows=1000").status == 200)
+        let descriptorsBefore = ProcessProbe.ownDescriptorCount
+
+        let heads = try await onThread {
+            var heads: [Int] = []
+            for round in 0..<times {
+                let socket = try RawSocket(port: port, timeout: 30)
+                try socket.send(RawHTTP.request("GET", "/big"))
+                // Far enough into the body that the stream runs, then gone (half of them with RST).
+                try socket.receive(atLeast: 64 * 1024 + (round % 7) * 10_000)
+                if let response = try? RawHTTP.parse(socket.received) { heads.append(response.status) }
+                socket.close(reset: round % 2 == 0)
+            }
+            return heads
+        }
+        #expect(heads == Array(repeating: 200, count: times))
+
+        // Every statement stops, every server-side socket closes.
+        #expect(try await eventually { try runningStatements() == 0 }, "statements still running after the clients left")
+        #expect(try await eventually { ProcessProbe.serverSideSockets(port: port) == 0 },
+                "\(ProcessProbe.serverSideSockets(port: port)) server-side sockets still open")
+        // Other suites run in this process at the same time: the slack absorbs their descriptors,
+        // not one per disconnect.
+        let descriptorsAfter = ProcessProbe.ownDescriptorCount
+        #expect(descriptorsAfter <= descriptorsBefore + times / 3, "descriptors: \(descriptorsBefore) before, \(descriptorsAfter) after")
+
+        // Every connection of the pool is free again: the pool's size in concurrent statements
+        // all get one (a leaked lease would make one wait 5 s and fail with 503).
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<poolSize {
+                group.addTask { try await service.get("/hold?seconds=1").status }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(statuses == Array(repeating: 200, count: poolSize))
+        let complete = try await service.get("/big?rows=50000")
+        #expect(complete.status == 200 && complete.complete)
+        #expect(complete.text.hasSuffix("}]") && complete.text.contains(#""id":50000,"#))
+
+        // Once the server is gone and the database closed, no lease is left outstanding.
+        await service.stop()
+        #expect(try await eventually { service.database.connectionsInUse == (read: 0, write: 0) },
+                "connections still leased: \(service.database.connectionsInUse)")
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import SpoutCore
+import SpoutTestSupport
+import Testing
+
+/// A pool with no free connection, and statements that run too long, against `spout serve` in
+/// a child process (its event loops and threads are its own, whatever else the test process runs).
+@Suite("Pool exhaustion and statement timeouts")
+struct PoolAndTimeoutTests {
+    @Test("an exhausted pool answers 503 with Retry-After, never hangs, and serves again once a connection is free",
+          arguments: [SQLDialect.postgres, .sqlite])
+    func poolExhaustion(dialect: SQLDialect) async throws {
+        try await self.withService(dialect, poolSize: 1, acquireTimeoutMs: 300) { service in
+            // A client that stops reading keeps the only connection: its stream waits on it.
+            let holder = try await onThread {
+                let socket = try RawSocket(port: service.port, timeout: 30, receiveBuffer: 16 * 1024)
+                try socket.send(RawHTTP.request("GET", "/big"))
+                try socket.receive(atLeast: 1)
+                return SocketBox(socket)
+            }
+            for _ in 0..<3 {
+                let refused = try await service.get("/one", timeout: 15)
+                #expect(refused.status == 503)
+                #expect(refused.header("retry-after") == "1")
+                #expect(refused.text == #"{"error":"pool exhausted"}"#)
+            }
+            // Health does not need the pool.
+            #expect(try await service.get("/health", timeout: 15).status == 200)
+
+            holder.socket.close(reset: true)
+            #expect(try await eventually { try Self.status(service, "/one") == 200 }, "the connection never came back")
+        }
+    }
+
+    @Test("a statement over its timeout is 504 and its connection serves the next request",
+          arguments: [SQLDialect.postgres, .sqlite])
+    func statementTimeout(dialect: SQLDialect) async throws {
+        try await self.withService(dialect, poolSize: 1, acquireTimeoutMs: 5_000) { service in
+            for _ in 0..<3 {
+                let slow = try await service.get("/slow", timeout: 30)
+                #expect(slow.status == 504)
+                #expect(slow.text == #"{"error":"statement timeout"}"#)
+                // The pool has one connection: this runs on the one that just timed out.
+                let next = try await service.get("/one", timeout: 30)
+                #expect(next.status == 200)
+                #expect(next.text == #"{"one":1}"#)
+            }
+            // The timeout of /slow does not stick to the connection: a longer statement without
+            // one still runs to its end.
+            let hold = try await service.get("/hold?seconds=1", timeout: 30)
+            #expect(hold.status == 200)
+        }
+    }
+
+    private static func status(_ service: ServerProcess, _ target: String) throws -> Int {
+        try RawHTTP.exchange(port: service.port, RawHTTP.request("GET", target), timeout: 15)?.status ?? 0
+    }
+
+    private func withService(
+        _ dialect: SQLDialect, poolSize: Int, acquireTimeoutMs: Int, _ body: (ServerProcess) async throws -> Void
+    ) async throws {
+        let database: TemporaryDatabase
+        switch dialect {
+        case .postgres:
+            guard TestDatabases.postgresEnabled else { return }
+            database = try TestDatabases.makePostgresDatabase(prefix: "spout_rel_pool")
+        case .sqlite:
+            database = TestDatabases.makeSQLiteDatabase()
+            try await onThread { _ = try SampleData.column(database.url, "SELECT 1") }
+        }
+        defer { database.drop() }
+        let directory = try ServiceDirectory(
+            databaseURL: database.url,
+            extraEndpoints: ["streams.yaml": TestEndpoints.streams(dialect), "slow.yaml": TestEndpoints.slow(dialect, timeoutMs: 300)],
+            shipped: false, poolSize: poolSize, acquireTimeoutMs: acquireTimeoutMs, statementTimeoutMs: 0)
+        defer { directory.remove() }
+        let service = try await ServerProcess.start(arguments: ["--config", directory.configFile, "--no-seed"])
+        do {
+            try await body(service)
+        } catch {
+            await service.stop()
+            throw error
+        }
+        #expect(service.isRunning)
+        await service.stop()
+    }
+}
+
+/// Hands a socket from the thread that opened it to the test (used from one thread at a time).
+final class SocketBox: @unchecked Sendable {
+    // @unchecked: the socket is only touched by one thread at a time; the test hands it over
+    // with the continuation that returns the box, which orders the accesses.
+    let socket: RawSocket
+
+    init(_ socket: RawSocket) {
+        self.socket = socket
+    }
+}

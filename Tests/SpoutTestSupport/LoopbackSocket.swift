@@ -1,0 +1,40 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Blocking TCP sockets to a server on 127.0.0.1, for tests that speak HTTP byte by byte.
+public enum LoopbackSocket {
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// A connected socket descriptor; the caller closes it.
+    /// - Parameters:
+    ///   - timeout: `SO_RCVTIMEO` and `SO_SNDTIMEO` in seconds, so a stuck server fails a test
+    ///     instead of hanging it.
+    ///   - receiveBuffer: `SO_RCVBUF`, set before connecting so the TCP window stays small and
+    ///     a slow reader is felt by the server; nil keeps the kernel's default.
+    public static func connect(port: Int, timeout: Double = 60, receiveBuffer: Int? = nil) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure(description: "socket() failed: errno \(errno)") }
+        var time = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1_000_000))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+        if var size = receiveBuffer.map(Int32.init) {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            let code = errno
+            Glibc.close(fd)
+            throw Failure(description: "connect() to port \(port) failed: errno \(code)")
+        }
+        return fd
+    }
+}
