@@ -77,7 +77,7 @@ let package = Package(
         ),
         .target(
             name: "SpoutTestSupport",
-            dependencies: ["SpoutCore", "SpoutDrivers"],
+            dependencies: ["SpoutCore", "SpoutDrivers", .product(name: "Logging", package: "swift-log")],
             path: "Tests/SpoutTestSupport"
         ),
         .testTarget(name: "SpoutCoreTests", dependencies: ["SpoutCore"]),

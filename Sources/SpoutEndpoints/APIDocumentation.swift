@@ -75,6 +75,9 @@ struct APIDocumentation: Sendable {
     private func section(_ endpoint: Endpoint) -> String {
         var html = "<h3>\(Self.escape(endpoint.method.rawValue)) \(Self.escape(endpoint.path))</h3>\n"
         if let summary = endpoint.summary { html += "<p>\(Self.escape(summary))</p>\n" }
+        if endpoint.requiresAPIKey {
+            html += "<p>Requires an API key: <code>Authorization: Bearer &lt;key&gt;</code> or <code>X-API-Key: &lt;key&gt;</code>.</p>\n"
+        }
         if !endpoint.parameters.isEmpty {
             html += "<table>\n<tr><th>Parameter</th><th>Type</th><th>Required</th><th>Default</th><th>Allowed</th><th>Description</th></tr>\n"
             let keys = endpoint.pathKeys

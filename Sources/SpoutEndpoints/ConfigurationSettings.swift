@@ -1,3 +1,4 @@
+import Foundation
 import SpoutCore
 
 extension SpoutConfiguration {
@@ -8,7 +9,11 @@ extension SpoutConfiguration {
             case integer(WritableKeyPath<SpoutConfiguration, Int>, ClosedRange<Int>)
             case boolean(WritableKeyPath<SpoutConfiguration, Bool>)
             case dateFormat
+            /// The endpoint patterns (their own rules: at least one, line kept for errors).
             case list
+            /// A list of strings; `check` returns the problem with an entry, or nil. The file
+            /// takes a YAML list (or one scalar), the variable a comma-separated list.
+            case strings(WritableKeyPath<SpoutConfiguration, [String]>, check: (String) -> String?)
         }
 
         /// The dotted key in the file: `database.poolSize`.
@@ -34,8 +39,8 @@ extension SpoutConfiguration {
         }
     }
 
-    /// Every key, in file order. The file's sections (`server`, `server.limits`, `database`,
-    /// `database.seed`) are the prefixes of these paths.
+    /// Every key, in file order. The file's sections (`server`, `server.limits`, `server.cors`,
+    /// `database`, `database.seed`) are the prefixes of these paths.
     static var settings: [Setting] {
         [
             Setting(path: "server.host", kind: .string(\.server.host)),
@@ -46,6 +51,9 @@ extension SpoutConfiguration {
             Setting(path: "server.limits.maxConnections", kind: .integer(\.server.limits.maxConnections, 1...1_000_000)),
             Setting(path: "server.limits.drainTimeoutSeconds", kind: .integer(\.server.limits.drainTimeoutSeconds, 0...3_600)),
             Setting(path: "server.limits.socketSendBufferBytes", kind: .integer(\.server.limits.socketSendBufferBytes, 0...Int(Int32.max))),
+            Setting(path: "server.cors.allowedOrigins", kind: .strings(\.server.cors.allowedOrigins, check: Self.originProblem)),
+            Setting(path: "server.cors.allowedHeaders", kind: .strings(\.server.cors.allowedHeaders, check: Self.headerNameProblem)),
+            Setting(path: "server.cors.maxAgeSeconds", kind: .integer(\.server.cors.maxAgeSeconds, 0...86_400)),
             Setting(path: "database.url", kind: .string(\.database.url)),
             Setting(path: "database.poolSize", kind: .integer(\.database.poolSize, 1...1_000)),
             Setting(path: "database.acquireTimeoutMs", kind: .integer(\.database.acquireTimeoutMs, 0...3_600_000)),
@@ -56,6 +64,27 @@ extension SpoutConfiguration {
             Setting(path: "endpoints", kind: .list),
             Setting(path: "sqlDirectory", kind: .string(\.sqlDirectory)),
         ]
+    }
+
+    /// Nil when `text` is `*` or an origin as browsers send it (`scheme://host[:port]`, no path).
+    static func originProblem(_ text: String) -> String? {
+        if text == "*" { return nil }
+        let problem =
+            "'\(text)' is not an origin; write scheme://host or scheme://host:port without a path "
+            + "(https://app.example.com), or *"
+        guard let separator = text.range(of: "://") else { return problem }
+        let scheme = text[..<separator.lowerBound]
+        let authority = text[separator.upperBound...]
+        guard !scheme.isEmpty, scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }),
+            !authority.isEmpty, !authority.contains(where: { "/?#*@ \t".contains($0) })
+        else { return problem }
+        return nil
+    }
+
+    /// Nil when `text` is a header field name (an HTTP token).
+    static func headerNameProblem(_ text: String) -> String? {
+        let valid = text.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "!#$%&'*+-.^_`|~".contains($0)) }
+        return valid ? nil : "'\(text)' is not a header name"
     }
 
     /// The environment variables read by ``applyEnvironment(_:)``, with the key each sets.

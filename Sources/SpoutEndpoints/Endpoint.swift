@@ -111,6 +111,12 @@ public struct Endpoint: Sendable {
     public var labelsComplete: Bool
     /// The labels of each detail's select list, by detail name.
     public var detailLabels: [String: [String]]
+    /// The keys a request needs, from the endpoint file's `auth` section when it covers this
+    /// endpoint's method; nil when the endpoint is open.
+    public var apiKeys: APIKeySet? = nil
+
+    /// Whether a request needs an API key.
+    public var requiresAPIKey: Bool { self.apiKeys != nil }
 
     /// The path keys of ``path`` in order.
     public var pathKeys: [String] { EndpointPath.keys(of: self.path) }

@@ -5,13 +5,25 @@ import SpoutHTTP
 /// Reads one endpoint file into ``Endpoint``s, checking everything that can be checked
 /// without a database (see `docs/endpoints.md` for the format and the rules).
 struct EndpointFileParser {
+    /// What a parsed file holds.
+    struct ParsedFile {
+        var description: String?
+        /// The `auth` section, when there is one.
+        var auth: EndpointAuth?
+        /// The endpoints, with ``Endpoint/apiKeys`` set on those `auth` covers.
+        var endpoints: [Endpoint]
+    }
+
     /// The directory `sqlFile` paths are relative to.
     let sqlDirectory: String
+    /// The variables `auth` sections read their keys from.
+    var environment: [String: String] = [:]
 
     static let methods: [String: RequestMethod] = [
         "get": .get, "post": .post, "put": .put, "patch": .patch, "delete": .delete,
     ]
-    static let fileKeys = ["description", "paths"]
+    static let fileKeys = ["description", "auth", "paths"]
+    static let authKeys = ["keysFromEnvironment", "methods"]
     static let endpointKeys = [
         "description", "sql", "sqlFile", "parameters", "result", "details", "detailsParameter", "timeoutMs",
         "rowLimit", "readOnly", "location",
@@ -21,7 +33,7 @@ struct EndpointFileParser {
     static let typeNames = ["string", "integer", "number", "decimal", "boolean", "date", "datetime"]
 
     /// Reads and parses `file`.
-    func parse(file: String) throws(ConfigurationError) -> (description: String?, endpoints: [Endpoint]) {
+    func parse(file: String) throws(ConfigurationError) -> ParsedFile {
         let text: String
         do {
             text = try String(contentsOfFile: file, encoding: .utf8)
@@ -31,12 +43,14 @@ struct EndpointFileParser {
         return try self.parse(text, file: file)
     }
 
-    func parse(_ text: String, file: String) throws(ConfigurationError) -> (description: String?, endpoints: [Endpoint]) {
+    func parse(_ text: String, file: String) throws(ConfigurationError) -> ParsedFile {
         guard let root = try YAMLValue.parse(text, file: file), !root.isNull else {
             throw ConfigurationError(file: file, line: 1, message: "the endpoint file is empty (it needs 'paths')")
         }
         let top = try root.mapping("an endpoint file", allowed: Self.fileKeys)
         let description = try top.value("description")?.string("'description'")
+        var auth: (section: EndpointAuth, keys: APIKeySet)?
+        if let authValue = top.value("auth") { auth = try self.auth(authValue) }
         guard let pathsValue = top.value("paths") else {
             throw root.error("an endpoint file needs 'paths' (a mapping of path templates to methods)")
         }
@@ -47,12 +61,62 @@ struct EndpointFileParser {
             let methods = try pathEntry.value.mapping("path '\(pathEntry.name)'", allowed: Array(Self.methods.keys).sorted())
             for methodEntry in methods.entries {
                 let method = Self.methods[methodEntry.name]!
-                endpoints.append(
-                    try self.endpoint(
-                        method: method, path: pathEntry.name, value: methodEntry.value, key: methodEntry.key, tag: tag))
+                var endpoint = try self.endpoint(
+                    method: method, path: pathEntry.name, value: methodEntry.value, key: methodEntry.key, tag: tag)
+                if let auth, auth.section.covers(method) { endpoint.apiKeys = auth.keys }
+                endpoints.append(endpoint)
             }
         }
-        return (description, endpoints)
+        return ParsedFile(description: description, auth: auth?.section, endpoints: endpoints)
+    }
+
+    // MARK: Auth
+
+    /// Reads the `auth` section and the keys of its variable; see ``EndpointAuth``. Messages
+    /// name the variable, never a key.
+    private func auth(_ value: YAMLValue) throws(ConfigurationError) -> (section: EndpointAuth, keys: APIKeySet) {
+        let fields = try value.mapping("'auth'", allowed: Self.authKeys)
+        guard let variableValue = fields.value("keysFromEnvironment") else {
+            throw value.error("'auth' needs 'keysFromEnvironment', the environment variable that holds the comma-separated API keys")
+        }
+        let variable = try variableValue.nonEmptyString("'keysFromEnvironment'").trimmedBlanks
+        guard EndpointAuth.isVariableName(variable) else {
+            throw variableValue.error(
+                "'keysFromEnvironment' must name an environment variable (letters, digits and underscores), not '\(variable)'")
+        }
+        var methods = EndpointAuth.allMethods
+        if let methodsValue = fields.value("methods") {
+            let items: [YAMLValue] = methodsValue.scalarText != nil ? [methodsValue] : try methodsValue.sequence("'methods'")
+            let known = EndpointAuth.allMethods.map(\.rawValue).joined(separator: ", ")
+            methods = []
+            for item in items {
+                let name = try item.nonEmptyString("an entry of 'methods'").trimmedBlanks
+                if name.uppercased() == "HEAD" {
+                    throw item.error("HEAD is served by the GET endpoint and needs a key when GET does; list GET instead")
+                }
+                guard let method = Self.methods[name.lowercased()] else {
+                    throw item.error("unknown method '\(name)' in 'methods' (known: \(known))")
+                }
+                if !methods.contains(method) { methods.append(method) }
+            }
+            guard !methods.isEmpty else {
+                throw methodsValue.error("'methods' must list at least one method; remove 'auth' to leave the endpoints open")
+            }
+        }
+        let advice = "set it to a comma-separated list of API keys, or remove 'auth' to serve these endpoints without keys"
+        guard let text = self.environment[variable] else {
+            throw variableValue.error("'auth' reads API keys from the environment variable \(variable), which is not set; \(advice)")
+        }
+        let keys = EndpointAuth.keys(in: text)
+        guard let set = APIKeySet(keys: keys) else {
+            throw variableValue.error("'auth' reads API keys from the environment variable \(variable), which is empty; \(advice)")
+        }
+        for (index, key) in keys.enumerated() where !EndpointAuth.isUsableKey(key) {
+            throw variableValue.error(
+                "key \(index + 1) of \(keys.count) in the environment variable \(variable) holds a blank, control or non-ASCII "
+                    + "character; API keys must be visible ASCII characters other than commas")
+        }
+        return (EndpointAuth(environmentVariable: variable, methods: methods.sorted(), keyCount: set.count), set)
     }
 
     // MARK: Paths

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import SpoutCore
 import SpoutHTTP
@@ -22,6 +23,8 @@ public struct EndpointSet: Sendable {
         /// The file name without extension; the ``Endpoint/tag`` of its endpoints.
         public var tag: String
         public var summary: String?
+        /// The file's `auth` section: which methods need an API key, from which variable.
+        public var auth: EndpointAuth?
     }
 
     /// Every endpoint, in file order and, within a file, in declaration order.
@@ -44,26 +47,32 @@ public struct EndpointSet: Sendable {
     }
 
     /// Loads the endpoint files of `configuration` (``SpoutConfiguration/endpointFiles()``)
-    /// with SQL from its ``SpoutConfiguration/resolvedSQLDirectory``.
-    public static func load(configuration: SpoutConfiguration) throws(ConfigurationError) -> EndpointSet {
+    /// with SQL from its ``SpoutConfiguration/resolvedSQLDirectory``; `auth` sections read
+    /// their keys from `environment`.
+    public static func load(
+        configuration: SpoutConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(ConfigurationError) -> EndpointSet {
         try self.load(
             files: try configuration.endpointFiles(), sqlDirectory: configuration.resolvedSQLDirectory,
-            defaultStatementTimeout: configuration.defaultStatementTimeout)
+            defaultStatementTimeout: configuration.defaultStatementTimeout, environment: environment)
     }
 
-    /// Loads `files`; `sqlFile` paths are relative to `sqlDirectory`.
+    /// Loads `files`; `sqlFile` paths are relative to `sqlDirectory`, `auth` sections read
+    /// their keys from `environment`.
     /// - Throws: ``ConfigurationError`` for the first problem: unknown key or type, invalid
-    ///   value, missing SQL file, undeclared SQL parameter, invalid SQL, duplicate route.
+    ///   value, missing SQL file, undeclared SQL parameter, invalid SQL, duplicate route, an
+    ///   `auth` variable that is unset or empty.
     public static func load(
-        files: [String], sqlDirectory: String, defaultStatementTimeout: Duration? = nil
+        files: [String], sqlDirectory: String, defaultStatementTimeout: Duration? = nil,
+        environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(ConfigurationError) -> EndpointSet {
-        let parser = EndpointFileParser(sqlDirectory: sqlDirectory)
+        let parser = EndpointFileParser(sqlDirectory: sqlDirectory, environment: environment)
         var endpoints: [Endpoint] = []
         var loadedFiles: [File] = []
         var routes: [String: Endpoint] = [:]
         for file in files {
-            let (summary, fileEndpoints) = try parser.parse(file: file)
-            for endpoint in fileEndpoints {
+            let parsed = try parser.parse(file: file)
+            for endpoint in parsed.endpoints {
                 let key = "\(endpoint.method) \(EndpointPath.shape(of: endpoint.path))"
                 if endpoint.method == .get && endpoint.path == self.openAPIPath {
                     throw ConfigurationError(
@@ -79,8 +88,8 @@ public struct EndpointSet: Sendable {
                 routes[key] = endpoint
                 endpoints.append(endpoint)
             }
-            let tag = fileEndpoints.first?.tag ?? file
-            loadedFiles.append(File(path: file, tag: tag, summary: summary))
+            let tag = parsed.endpoints.first?.tag ?? file
+            loadedFiles.append(File(path: file, tag: tag, summary: parsed.description, auth: parsed.auth))
         }
         return EndpointSet(endpoints: endpoints, files: loadedFiles, defaultStatementTimeout: defaultStatementTimeout)
     }
@@ -102,7 +111,7 @@ public struct EndpointSet: Sendable {
             routes.append(
                 Route(
                     endpoint.method, endpoint.path, parameters: handler.routeParameters, summary: endpoint.summary,
-                    handler: handler.handle))
+                    apiKeys: endpoint.apiKeys, handler: handler.handle))
         }
         let openAPI = OpenAPIDocument(endpoints: self).bytes
         routes.append(
@@ -115,6 +124,15 @@ public struct EndpointSet: Sendable {
                     guard request.hasQueryKey("api") else { throw HTTPError(status: 404, message: "not found") }
                     return documentation.response(for: request.path)
                 })
+        }
+        for file in self.files {
+            guard let auth = file.auth else { continue }
+            logger.info(
+                "API keys required",
+                metadata: [
+                    "endpoints.group": "\(file.tag)", "auth.methods": "\(auth.methods.map(\.rawValue).joined(separator: ","))",
+                    "auth.variable": "\(auth.environmentVariable)", "auth.keys": "\(auth.keyCount)",
+                ])
         }
         logger.debug("endpoints registered", metadata: ["endpoints.count": "\(self.endpoints.count)"])
         return routes

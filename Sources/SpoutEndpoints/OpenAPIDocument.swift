@@ -10,6 +10,11 @@ import SpoutHTTP
 /// a bare value, 201 with `Location`, or 204) with the row properties that can be read from
 /// the SQL (their types are only known to the database, so they are left open), and the error
 /// responses with the JSON error body `{"error", "parameter", "value", "allowed"}`.
+///
+/// Endpoints that need an API key (an endpoint file's `auth`) list the security schemes
+/// `bearerAuth` (`Authorization: Bearer <key>`) and `apiKeyAuth` (`X-API-Key`) as
+/// alternatives, and the 401 and 403 responses; the schemes are declared under
+/// `components.securitySchemes` when at least one endpoint needs a key.
 struct OpenAPIDocument {
     let endpoints: EndpointSet
 
@@ -63,6 +68,9 @@ struct OpenAPIDocument {
             "tags": [.string(endpoint.tag)],
         ]
         if let summary = endpoint.summary { operation.set("description", .string(summary)) }
+        if endpoint.requiresAPIKey {
+            operation.set("security", [[Self.bearerScheme: []], [Self.apiKeyScheme: []]])
+        }
         let keys = endpoint.pathKeys
         let hasBody = [RequestMethod.post, .put, .patch].contains(endpoint.method)
         var parameters: [JSONValue] = []
@@ -220,6 +228,10 @@ struct OpenAPIDocument {
             responses.set("204", ["description": "Done"])
         }
         responses.set("400", ["$ref": "#/components/responses/BadRequest"])
+        if endpoint.requiresAPIKey {
+            responses.set("401", ["$ref": "#/components/responses/Unauthorized"])
+            responses.set("403", ["$ref": "#/components/responses/Forbidden"])
+        }
         if endpoint.result != .rows { responses.set("404", ["$ref": "#/components/responses/NotFound"]) }
         if endpoint.result.shape != nil { responses.set("406", ["$ref": "#/components/responses/NotAcceptable"]) }
         if !endpoint.readOnly {
@@ -249,18 +261,43 @@ struct OpenAPIDocument {
                 "content": ["application/json": ["schema": ["$ref": "#/components/schemas/Error"]]],
             ]
         }
-        return [
-            "schemas": ["Error": error],
-            "responses": [
-                "BadRequest": response("A parameter is missing, invalid or not allowed"),
-                "NotFound": response("No such resource"),
-                "NotAcceptable": response("No offered format matches Accept"),
-                "Conflict": response("A row with the same key exists"),
-                "UnprocessableContent": response("A constraint of the database rejected the values"),
-                "InternalServerError": response("An unexpected error"),
-                "ServiceUnavailable": response("No database connection is available; retry later"),
-                "GatewayTimeout": response("The statement ran longer than its timeout"),
-            ],
+        var responses: JSONValue = [
+            "BadRequest": response("A parameter is missing, invalid or not allowed"),
+            "NotFound": response("No such resource"),
+            "NotAcceptable": response("No offered format matches Accept"),
+            "Conflict": response("A row with the same key exists"),
+            "UnprocessableContent": response("A constraint of the database rejected the values"),
+            "InternalServerError": response("An unexpected error"),
+            "ServiceUnavailable": response("No database connection is available; retry later"),
+            "GatewayTimeout": response("The statement ran longer than its timeout"),
         ]
+        let protected = self.endpoints.endpoints.contains(where: \.requiresAPIKey)
+        if protected {
+            var unauthorized = response("No API key was sent")
+            unauthorized.set(
+                "headers",
+                ["WWW-Authenticate": ["description": .string("Bearer realm=\"\(APIKeySet.realm)\""), "schema": ["type": "string"]]])
+            responses.set("Unauthorized", unauthorized)
+            responses.set("Forbidden", response("The API key sent matches no key"))
+        }
+        var components: JSONValue = ["schemas": ["Error": error], "responses": responses]
+        if protected {
+            components.set(
+                "securitySchemes",
+                [
+                    Self.bearerScheme: [
+                        "type": "http", "scheme": "bearer",
+                        "description": "An API key as a bearer token: Authorization: Bearer <key>",
+                    ],
+                    Self.apiKeyScheme: [
+                        "type": "apiKey", "in": "header", "name": "X-API-Key", "description": "An API key in the X-API-Key header",
+                    ],
+                ])
+        }
+        return components
     }
+
+    /// The names of the security schemes of endpoints that need an API key.
+    static let bearerScheme = "bearerAuth"
+    static let apiKeyScheme = "apiKeyAuth"
 }

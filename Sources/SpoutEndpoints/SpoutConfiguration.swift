@@ -29,12 +29,25 @@ public struct SpoutConfiguration: Sendable, Hashable {
         public init() {}
     }
 
+    /// Which browser origins may call the service (CORS); see `CORSPolicy` for the headers sent.
+    public struct CORS: Sendable, Hashable {
+        /// Origins (`https://app.example.com`) or `*`; empty (the default) turns CORS off.
+        public var allowedOrigins: [String] = []
+        /// The request headers a preflight allows.
+        public var allowedHeaders = CORSPolicy.defaultAllowedHeaders
+        /// How long browsers may cache a preflight's answer, in seconds.
+        public var maxAgeSeconds = 600
+
+        public init() {}
+    }
+
     /// Where and how the HTTP server listens.
     public struct Server: Sendable, Hashable {
         public var host = "127.0.0.1"
         /// 0 picks a free port.
         public var port = 8080
         public var limits = Limits()
+        public var cors = CORS()
 
         public init() {}
     }
@@ -176,6 +189,15 @@ public struct SpoutConfiguration: Sendable, Hashable {
                 throw value.error("'dateFormat' must be epoch-ms or iso-8601, not '\(text)'")
             }
             self.dateFormat = format
+        case .strings(let keyPath, let check):
+            let items: [YAMLValue] = value.scalarText != nil ? [value] : try value.sequence("'\(setting.path)'")
+            var list: [String] = []
+            for item in items {
+                let text = try item.nonEmptyString("an entry of '\(setting.path)'").trimmedBlanks
+                if let problem = check(text) { throw item.error("'\(setting.path)': \(problem)") }
+                list.append(text)
+            }
+            self[keyPath: keyPath] = list
         case .list:
             let items: [YAMLValue] = value.scalarText != nil ? [value] : try value.sequence("'endpoints'")
             var patterns: [String] = []
@@ -213,6 +235,13 @@ public struct SpoutConfiguration: Sendable, Hashable {
                     throw fail("must be epoch-ms or iso-8601, not '\(text)'")
                 }
                 self.dateFormat = format
+            case .strings(let keyPath, let check):
+                // Comma-separated; an empty variable sets an empty list (for origins: CORS off).
+                let items = text.split(separator: ",").map { $0.trimmedBlanks }.filter { !$0.isEmpty }
+                for item in items {
+                    if let problem = check(item) { throw fail(problem) }
+                }
+                self[keyPath: keyPath] = items
             case .list:
                 let patterns = text.split(separator: ",").map { $0.trimmedBlanks }.filter { !$0.isEmpty }
                 guard !patterns.isEmpty else { throw fail("must list at least one endpoint file") }
@@ -251,6 +280,7 @@ public struct SpoutConfiguration: Sendable, Hashable {
     /// The HTTP server's settings.
     public var serverConfiguration: ServerConfiguration {
         let limits = self.server.limits
+        let cors = self.server.cors
         return ServerConfiguration(
             host: self.server.host,
             port: self.server.port,
@@ -259,7 +289,9 @@ public struct SpoutConfiguration: Sendable, Hashable {
             idleTimeout: .seconds(limits.idleTimeoutSeconds),
             maximumConnections: limits.maxConnections,
             drainTimeout: .seconds(limits.drainTimeoutSeconds),
-            socketSendBufferSize: limits.socketSendBufferBytes > 0 ? limits.socketSendBufferBytes : nil
+            socketSendBufferSize: limits.socketSendBufferBytes > 0 ? limits.socketSendBufferBytes : nil,
+            cors: CORSPolicy(
+                allowedOrigins: cors.allowedOrigins, allowedHeaders: cors.allowedHeaders, maxAgeSeconds: cors.maxAgeSeconds)
         )
     }
 

@@ -11,6 +11,10 @@ import SpoutCore
 /// in a task and writes the response: whole bodies with `Content-Length`, row streams through
 /// a ``StreamingResponseSink`` fed by a thread-pool thread. Every mutable field is confined to
 /// the channel's event loop; work from other threads comes back through ``LoopHop``.
+///
+/// Before routing it answers CORS preflights (``CORSPolicy``); after routing, and before any
+/// argument is converted, it checks the route's ``Route/apiKeys``. Every response head,
+/// streamed or whole, carries the request's CORS fields.
 final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
@@ -29,6 +33,8 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         let version: HTTPVersion
         let start: NIODeadline
         let acceptHeader: String?
+        /// The CORS fields every response head of this exchange carries (empty when CORS is off).
+        let corsHeaders: HeaderFields
         var keepAlive: Bool
         var status = 0
         var bytes = 0
@@ -39,7 +45,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
 
         var isHead: Bool { self.method == .HEAD }
 
-        init(number: Int, head: HTTPRequestHead) {
+        init(number: Int, head: HTTPRequestHead, cors: CORSPolicy) {
             self.number = number
             self.id = RequestID.make(from: head.headers.first(name: "x-request-id"))
             self.method = head.method
@@ -54,6 +60,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             self.version = head.version
             self.start = .now()
             self.acceptHeader = head.headers.first(name: "accept")
+            self.corsHeaders = cors.responseHeaders(origin: head.headers.first(name: "origin"))
             self.keepAlive = head.isKeepAlive
         }
     }
@@ -92,7 +99,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         case .head(let head):
             guard case .idle = self.state else { return }
             self.exchangeCount += 1
-            let exchange = Exchange(number: self.exchangeCount, head: head)
+            let exchange = Exchange(number: self.exchangeCount, head: head, cors: self.environment.configuration.cors)
             if let length = head.headers.first(name: "content-length").flatMap(Int.init),
                 length > self.environment.configuration.maximumBodySize
             {
@@ -159,6 +166,11 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
 
     private func dispatch(head: HTTPRequestHead, body: ByteBuffer, exchange: Exchange, context: ChannelHandlerContext) {
         let method = RequestMethod(rawValue: head.method.rawValue)
+        let cors = self.environment.configuration.cors
+        if cors.isEnabled && method == .options && head.headers.contains(name: "access-control-request-method") {
+            self.answerPreflight(head: head, exchange: exchange, cors: cors, context: context)
+            return
+        }
         switch self.environment.router.match(method, path: exchange.path) {
         case .notFound:
             self.sendError(ErrorResponse(status: 404, message: "not found"), exchange: exchange, context: context)
@@ -169,6 +181,14 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 exchange: exchange, context: context
             )
         case .found(let route, let pathKeys):
+            if let keys = route.apiKeys {
+                let outcome = keys.check(
+                    authorization: head.headers.first(name: "authorization"), apiKey: head.headers.first(name: "x-api-key"))
+                if let refusal = APIKeySet.errorResponse(for: outcome) {
+                    self.sendError(refusal, exchange: exchange, context: context)
+                    return
+                }
+            }
             let bodyBytes = Array(body.readableBytesView)
             let request: Request
             do {
@@ -205,6 +225,20 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 await runner.run(route: route, request: request)
             }
         }
+    }
+
+    /// Answers a CORS preflight: 204 with the path's methods, 403 for an origin not allowed,
+    /// 404 for a path without routes.
+    private func answerPreflight(head: HTTPRequestHead, exchange: Exchange, cors: CORSPolicy, context: ChannelHandlerContext) {
+        guard let methods = self.environment.router.methods(path: exchange.path) else {
+            self.sendError(ErrorResponse(status: 404, message: "not found"), exchange: exchange, context: context)
+            return
+        }
+        guard cors.allowOrigin(for: head.headers.first(name: "origin")) != nil else {
+            self.sendError(ErrorResponse(status: 403, message: "origin not allowed"), exchange: exchange, context: context)
+            return
+        }
+        self.sendWhole(exchange, status: 204, headers: cors.preflightHeaders(methods: methods), body: [], context: context)
     }
 
     /// The sink of the response being streamed, if any (for tests; on the event loop).
@@ -344,6 +378,15 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private func makeHead(_ exchange: Exchange, status: Int, headers: HeaderFields) -> HTTPResponseHead {
         var fields = HTTPHeaders()
         for (name, value) in headers { fields.add(name: name, value: value) }
+        for (name, value) in exchange.corsHeaders {
+            if name == "Vary" {
+                // Keep the handler's Vary values; a head built twice (streamDone) adds it once.
+                let present = fields[canonicalForm: "vary"].contains { $0.lowercased() == value.lowercased() }
+                if !present { fields.add(name: name, value: value) }
+            } else {
+                fields.replaceOrAdd(name: name, value: value)
+            }
+        }
         fields.replaceOrAdd(name: "X-Request-Id", value: exchange.id)
         if !exchange.keepAlive {
             fields.replaceOrAdd(name: "Connection", value: "close")

@@ -13,16 +13,21 @@ public struct Route: Sendable {
     public let parameters: [Parameter]
     /// Free text for API documentation.
     public let summary: String?
+    /// The keys a request must present (see ``APIKeySet``); nil leaves the route open. The
+    /// server checks them before it converts arguments or runs the handler; `HEAD` served by
+    /// a `GET` route needs that route's keys, and CORS preflights never need any.
+    public let apiKeys: APIKeySet?
     public let handler: RouteHandler
 
     public init(
         _ method: RequestMethod, _ template: String, parameters: [Parameter] = [], summary: String? = nil,
-        handler: @escaping RouteHandler
+        apiKeys: APIKeySet? = nil, handler: @escaping RouteHandler
     ) {
         self.method = method
         self.template = template
         self.parameters = parameters
         self.summary = summary
+        self.apiKeys = apiKeys
         self.handler = handler
     }
 

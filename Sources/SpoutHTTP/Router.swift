@@ -29,12 +29,12 @@ public struct Router: Sendable {
         self.routes.append(route)
     }
 
-    /// Registers a handler; see ``Route/init(_:_:parameters:summary:handler:)``.
+    /// Registers a handler; see ``Route/init(_:_:parameters:summary:apiKeys:handler:)``.
     public mutating func add(
         _ method: RequestMethod, _ template: String, parameters: [Parameter] = [], summary: String? = nil,
-        handler: @escaping RouteHandler
+        apiKeys: APIKeySet? = nil, handler: @escaping RouteHandler
     ) {
-        self.add(Route(method, template, parameters: parameters, summary: summary, handler: handler))
+        self.add(Route(method, template, parameters: parameters, summary: summary, apiKeys: apiKeys, handler: handler))
     }
 
     /// Finds the route for `method` and `path` (the path without query string, not yet decoded).
@@ -57,6 +57,16 @@ public struct Router: Sendable {
 
     public func match(_ method: RequestMethod, path: String) -> Match {
         self.match(method, path: path[...])
+    }
+
+    /// The methods served on `path` (with `HEAD` wherever `GET` is), sorted; nil when no
+    /// template matches it. CORS preflights answer with these.
+    public func methods(path: Substring) -> [RequestMethod]? {
+        var keys: [String] = []
+        guard let node = self.root.find(PathTemplate.requestSegments(of: path)[...], keys: &keys) else { return nil }
+        var methods = Set(node.routes.keys)
+        if methods.contains(.get) { methods.insert(.head) }
+        return methods.sorted()
     }
 
     private struct Node: Sendable {

@@ -31,6 +31,8 @@ public struct ServerConfiguration: Sendable, Hashable {
     /// socket's send buffer up to `net.ipv4.tcp_wmem`'s maximum (MiBs), which a slow client
     /// fills before the stream pauses; a smaller value bounds that kernel memory per client.
     public var socketSendBufferSize: Int?
+    /// Cross-origin access for browsers; off by default (see ``CORSPolicy``).
+    public var cors: CORSPolicy
 
     public init(
         host: String = "127.0.0.1",
@@ -46,7 +48,8 @@ public struct ServerConfiguration: Sendable, Hashable {
         writeBufferLowWatermark: Int = 32 * 1024,
         writeBufferHighWatermark: Int = 64 * 1024,
         compression: Bool = true,
-        socketSendBufferSize: Int? = nil
+        socketSendBufferSize: Int? = nil,
+        cors: CORSPolicy = CORSPolicy()
     ) {
         self.host = host
         self.port = port
@@ -62,5 +65,6 @@ public struct ServerConfiguration: Sendable, Hashable {
         self.writeBufferHighWatermark = max(writeBufferHighWatermark, writeBufferLowWatermark + 1)
         self.compression = compression
         self.socketSendBufferSize = socketSendBufferSize
+        self.cors = cors
     }
 }

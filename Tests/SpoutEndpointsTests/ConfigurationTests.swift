@@ -112,7 +112,7 @@ struct ConfigurationTests {
         #expect(table["database.seed.employees"] == "SPOUT_DATABASE_SEED_EMPLOYEES")
         #expect(table["sqlDirectory"] == "SPOUT_SQL_DIRECTORY")
         #expect(table["server.limits.socketSendBufferBytes"] == "SPOUT_LIMITS_SOCKET_SEND_BUFFER_BYTES")
-        #expect(table.count == 17)
+        #expect(table.count == 20)
         #expect(Set(table.values).count == table.count)
     }
 
@@ -144,7 +144,7 @@ struct ConfigurationTests {
     @Test(
         "file errors name the file, the line and the problem",
         arguments: [
-            ("server:\n  port: 80\n  hots: x\n", 3, "unknown key 'hots' in 'server' (known keys: host, port, limits)"),
+            ("server:\n  port: 80\n  hots: x\n", 3, "unknown key 'hots' in 'server' (known keys: host, port, limits, cors)"),
             ("server:\n  port: eighty\n", 2, "'server.port' must be an integer, not 'eighty'"),
             ("server:\n  port: 70000\n", 2, "'server.port' must be in 0...65535, not 70000"),
             ("database:\n  seed:\n    enabled: yes\n", 3, "'database.seed.enabled' must be true or false, not 'yes'"),

@@ -275,7 +275,7 @@ struct EndpointValidationTests {
             ("paths:\n  /openapi.json:\n    get:\n      sql: SELECT 1 AS x\n", 3,
              "GET /openapi.json is the generated OpenAPI document; choose another path"),
             ("pahts:\n  /x:\n    get:\n      sql: SELECT 1 AS x\n", 1,
-             "unknown key 'pahts' in an endpoint file (known keys: description, paths)"),
+             "unknown key 'pahts' in an endpoint file (known keys: description, auth, paths)"),
         ])
     func invalidValues(yaml: String, line: Int, message: String) throws {
         let fixture = try Fixture()

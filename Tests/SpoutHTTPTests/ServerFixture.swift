@@ -2,49 +2,9 @@ import Foundation
 import Logging
 import SpoutCore
 import SpoutHTTP
+import SpoutTestSupport
 import Synchronization
 import Testing
-
-/// Log entries captured in memory (never through the global logging system).
-final class LogStore: Sendable {
-    struct Entry: Sendable {
-        var level: Logger.Level
-        var message: String
-        var metadata: [String: String]
-    }
-
-    private let entries = Mutex<[Entry]>([])
-
-    var all: [Entry] { self.entries.withLock { $0 } }
-
-    func append(_ entry: Entry) {
-        self.entries.withLock { $0.append(entry) }
-    }
-
-    /// Access-log entries of the request with `id`.
-    func requests(withID id: String) -> [Entry] {
-        self.all.filter { $0.metadata["request.id"] == id }
-    }
-}
-
-struct RecordingLogHandler: LogHandler {
-    let store: LogStore
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .info
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { self.metadata[key] }
-        set { self.metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        var merged = self.metadata
-        for (key, value) in event.metadata ?? [:] { merged[key] = value }
-        self.store.append(
-            LogStore.Entry(level: event.level, message: "\(event.message)", metadata: merged.mapValues { "\($0)" })
-        )
-    }
-}
 
 /// The SQL the end-to-end routes use, per dialect.
 struct TestSQL: Sendable {
