@@ -135,6 +135,10 @@ def build(rows):
     document["idle_rss_mib"] = {
         row["database"]: row["rss_kb"] * 1024 / MIB for row in select(rows, scenario="idle")
     }
+    document["rss_after_detail_mib"] = {
+        row["database"]: {"rss": row["rss_kb"] * 1024 / MIB, "anonymous": row["anon_kb"] * 1024 / MIB}
+        for row in select(rows, scenario="rss-after-detail")
+    }
 
     # Detail.
     detail = {}
@@ -265,6 +269,9 @@ def table(document):
             baseline = (f"pgbench {number(pgbench['tps'])} tps, p50 {number(pgbench['latency_p50_ms'], 2)} ms, "
                         f"p99 {number(pgbench['latency_p99_ms'], 2)} ms")
         row("detail", database, text, baseline, number(detail[database].get("ratio_spout_to_pgbench"), 2))
+        after = document.get("rss_after_detail_mib", {}).get(database)
+        if after:
+            row("  RSS after", database, f"{number(after['rss'], 1)} MiB (anon {number(after['anonymous'], 1)})", "", "")
     for database in ("postgres", "sqlite"):
         spout = stream[database]["spout"]
         text = (f"{number(spout['seconds'], 2)} s, {number(spout['mb_per_second'])} MB/s, "
