@@ -31,14 +31,20 @@ final class ConnectionPool: Sendable {
     let readOnly: Bool
     let maximumConnections: Int
     let acquireTimeout: Duration
+    /// The statement timeout (ms) every connection has between leases; nil: none.
+    let statementTimeout: Int?
     let statistics: QueryStatistics
     private let state = Mutex(State())
 
-    init(driver: any DatabaseDriver, readOnly: Bool, maximumConnections: Int, acquireTimeout: Duration, statistics: QueryStatistics) {
+    init(
+        driver: any DatabaseDriver, readOnly: Bool, maximumConnections: Int, acquireTimeout: Duration,
+        statementTimeout: Int? = nil, statistics: QueryStatistics
+    ) {
         self.driver = driver
         self.readOnly = readOnly
         self.maximumConnections = maximumConnections
         self.acquireTimeout = acquireTimeout
+        self.statementTimeout = statementTimeout
         self.statistics = statistics
     }
 
@@ -121,7 +127,7 @@ final class ConnectionPool: Sendable {
     /// Takes back a lease's connection (nil when it never opened one or it was discarded).
     func giveBack(_ connection: (any DatabaseConnection)?) {
         var usable = connection
-        if let candidate = usable, candidate.isBroken || !candidate.reset() {
+        if let candidate = usable, candidate.isBroken || !candidate.reset() || !self.restoreStatementTimeout(candidate) {
             candidate.close()
             usable = nil
         }
@@ -149,8 +155,22 @@ final class ConnectionPool: Sendable {
     }
 
     /// Opens a connection for a lease that has none yet.
+    /// A new connection with the pool's statement timeout.
     func open() throws -> any DatabaseConnection {
-        try self.driver.connect(readOnly: self.readOnly, statistics: self.statistics)
+        let connection = try self.driver.connect(readOnly: self.readOnly, statistics: self.statistics)
+        do {
+            try connection.setStatementTimeout(milliseconds: self.statementTimeout)
+        } catch {
+            connection.close()
+            throw error
+        }
+        return connection
+    }
+
+    /// Puts the pool's statement timeout back after a lease (nothing to send when the lease
+    /// kept it); false when that fails.
+    private func restoreStatementTimeout(_ connection: any DatabaseConnection) -> Bool {
+        (try? connection.setStatementTimeout(milliseconds: self.statementTimeout)) != nil
     }
 
     /// Closes idle connections and fails waiters; leased connections close when released.

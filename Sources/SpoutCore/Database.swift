@@ -29,6 +29,7 @@ public final class Database: Sendable {
             readOnly: false,
             maximumConnections: driver.hasReadOnlyConnections ? 1 : configuration.maximumConnections,
             acquireTimeout: configuration.acquireTimeout,
+            statementTimeout: configuration.statementTimeoutMilliseconds,
             statistics: self.statistics
         )
         self.readPool = driver.hasReadOnlyConnections
@@ -37,6 +38,7 @@ public final class Database: Sendable {
                 readOnly: true,
                 maximumConnections: configuration.maximumConnections,
                 acquireTimeout: configuration.acquireTimeout,
+                statementTimeout: configuration.statementTimeoutMilliseconds,
                 statistics: self.statistics
             )
             : self.writePool

@@ -10,17 +10,31 @@ public struct DatabaseConfiguration: Sendable, Hashable {
     public var attachmentBatchSize: Int
     /// How dates and timestamps are written.
     public var dateFormat: DateFormat
+    /// The statement timeout every pooled connection has between leases (nil: none). A lease
+    /// that needs another one sets its own, and the pool restores this one on release; a lease
+    /// that asks for this value costs no round trip.
+    public var statementTimeout: Duration?
 
     public init(
         maximumConnections: Int = 8,
         acquireTimeout: Duration = .seconds(5),
         attachmentBatchSize: Int = 500,
-        dateFormat: DateFormat = .epochMilliseconds
+        dateFormat: DateFormat = .epochMilliseconds,
+        statementTimeout: Duration? = nil
     ) {
         self.maximumConnections = max(1, maximumConnections)
         self.acquireTimeout = acquireTimeout
         self.attachmentBatchSize = max(1, attachmentBatchSize)
         self.dateFormat = dateFormat
+        self.statementTimeout = statementTimeout
+    }
+
+    /// ``statementTimeout`` in whole milliseconds (at least 1), as connections take it.
+    var statementTimeoutMilliseconds: Int? {
+        self.statementTimeout.map { timeout in
+            let (seconds, attoseconds) = timeout.components
+            return max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
+        }
     }
 }
 

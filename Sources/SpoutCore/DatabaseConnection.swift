@@ -83,8 +83,10 @@ public protocol DatabaseConnection: AnyObject, Sendable {
     var isBroken: Bool { get }
 
     /// Brings the connection back to idle: closes open cursors, drains pending results, rolls
-    /// back an open transaction, clears the statement timeout. Returns `false` when that fails
-    /// (the pool then discards the connection).
+    /// back an open transaction. The statement timeout is not part of it: the pool sets its
+    /// own default after every reset (a no-op when the lease kept that value), so a lease
+    /// that used the default costs no round trip. Returns `false` when that fails (the pool
+    /// then discards the connection).
     func reset() -> Bool
 
     /// Closes the connection. Idempotent.

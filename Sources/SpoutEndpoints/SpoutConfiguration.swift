@@ -273,7 +273,8 @@ public struct SpoutConfiguration: Sendable, Hashable {
         DatabaseConfiguration(
             maximumConnections: self.database.poolSize,
             acquireTimeout: .milliseconds(self.database.acquireTimeoutMs),
-            dateFormat: self.dateFormat
+            dateFormat: self.dateFormat,
+            statementTimeout: self.defaultStatementTimeout
         )
     }
 

@@ -381,7 +381,6 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         if PQtransactionStatus(handle) != PQTRANS_IDLE {
             do { try self.rollback() } catch { succeeded = false }
         }
-        do { try self.setStatementTimeout(milliseconds: nil) } catch { succeeded = false }
         self.cancelState.withLock { $0.requested = false }
         return succeeded && !self.broken
     }

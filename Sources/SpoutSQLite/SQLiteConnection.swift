@@ -294,7 +294,6 @@ public final class SQLiteConnection: DatabaseConnection, @unchecked Sendable {
             self.readOnlyTransaction = false
             if (try? self.control("PRAGMA query_only=0")) == nil { succeeded = false }
         }
-        if (try? self.setStatementTimeout(milliseconds: nil)) == nil { succeeded = false }
         return succeeded && !self.broken
     }
 

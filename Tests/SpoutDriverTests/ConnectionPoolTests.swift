@@ -32,6 +32,32 @@ import Testing
         #expect(try Self.scalar(database, "SELECT 41 + 1") == "42")
     }
 
+    /// Every pooled connection carries the configured statement timeout between leases: a new
+    /// one gets it, and a lease that set another finds it restored for the next lease.
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
+    func poolRestoresItsStatementTimeout() throws {
+        let temporary = try TestDatabases.makePostgresDatabase()
+        defer { temporary.drop() }
+        let database = try temporary.open(DatabaseConfiguration(maximumConnections: 1, statementTimeout: .seconds(30)))
+        defer { database.close() }
+        #expect(try Self.scalar(database, "SHOW statement_timeout") == #""30s""#)
+        let pid = try Self.scalar(database, "SELECT pg_backend_pid()")
+
+        let lease = try database.leaseBlocking(readOnly: true)
+        try lease.withConnection { connection in
+            try connection.setStatementTimeout(milliseconds: 150)
+            let error = #expect(throws: DatabaseError.self) {
+                try connection.query(try ParsedSQL("SELECT pg_sleep(2)", dialect: .postgres), [], options: QueryOptions()).next()
+            }
+            #expect(error?.code == .statementTimeout)
+        }
+        lease.release()
+
+        // The same connection (the pool has one), its timeout back to the default.
+        #expect(try Self.scalar(database, "SELECT pg_backend_pid()") == pid)
+        #expect(try Self.scalar(database, "SHOW statement_timeout") == #""30s""#)
+    }
+
     @Test func exhaustedPoolAnswersWithinTheTimeout() async throws {
         let temporary = TestDatabases.makeSQLiteDatabase()
         defer { temporary.drop() }
