@@ -93,9 +93,31 @@ public struct ParsedSQL: Sendable, Hashable {
         }
     }
 
+    /// The text hashed once, before the cache's lock is taken: under load many threads look
+    /// statements up at once, and hashing a few hundred bytes of SQL inside the lock made them
+    /// queue for it. Inside, only the bucket probe and (usually pointer-equal) string
+    /// comparison remain.
     private struct CacheKey: Hashable {
-        var source: String
-        var dialect: SQLDialect
+        let source: String
+        let dialect: SQLDialect
+        let hash: Int
+
+        init(source: String, dialect: SQLDialect) {
+            self.source = source
+            self.dialect = dialect
+            var hasher = Hasher()
+            hasher.combine(source)
+            hasher.combine(dialect)
+            self.hash = hasher.finalize()
+        }
+
+        static func == (left: CacheKey, right: CacheKey) -> Bool {
+            left.hash == right.hash && left.dialect == right.dialect && left.source == right.source
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(self.hash)
+        }
     }
 
     private static let parseCache = Mutex<[CacheKey: ParsedSQL]>([:])
