@@ -31,10 +31,7 @@ public struct DatabaseConfiguration: Sendable, Hashable {
 
     /// ``statementTimeout`` in whole milliseconds (at least 1), as connections take it.
     var statementTimeoutMilliseconds: Int? {
-        self.statementTimeout.map { timeout in
-            let (seconds, attoseconds) = timeout.components
-            return max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
-        }
+        self.statementTimeout?.statementTimeoutMilliseconds
     }
 }
 

@@ -134,7 +134,7 @@ struct EndpointHandler: Sendable {
         _ stream: RowStream, result: EndpointResult, format: OutputFormat, readOnly: Bool, timeout: Duration?,
         dateFormat: DateFormat, on connection: any DatabaseConnection
     ) throws -> Outcome {
-        if let timeout { try connection.setStatementTimeout(milliseconds: Self.milliseconds(timeout)) }
+        if let timeout { try connection.setStatementTimeout(milliseconds: timeout.statementTimeoutMilliseconds) }
         try connection.begin(readOnly: readOnly)
         do {
             let outcome: Outcome
@@ -156,11 +156,6 @@ struct EndpointHandler: Sendable {
             if connection.isInTransaction { try? connection.rollback() }
             throw error
         }
-    }
-
-    static func milliseconds(_ duration: Duration) -> Int {
-        let (seconds, attoseconds) = duration.components
-        return max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
     }
 }
 

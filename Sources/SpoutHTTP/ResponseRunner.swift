@@ -66,7 +66,7 @@ struct ResponseRunner: Sendable {
                     }
                     return try lease.withConnection { connection in
                         if let timeout = rows.statementTimeout {
-                            try connection.setStatementTimeout(milliseconds: Self.milliseconds(timeout))
+                            try connection.setStatementTimeout(milliseconds: timeout.statementTimeoutMilliseconds)
                         }
                         if rows.readOnly { try connection.begin(readOnly: true) }
                         let count = try rows.stream.write(
@@ -93,10 +93,5 @@ struct ResponseRunner: Sendable {
     private func onLoop(_ body: @escaping @Sendable (HTTPConnectionHandler) -> Void) {
         let handler = self.handler
         self.hop.execute { body(handler.value) }
-    }
-
-    static func milliseconds(_ duration: Duration) -> Int {
-        let (seconds, attoseconds) = duration.components
-        return max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
     }
 }

@@ -12,20 +12,8 @@ struct CORSTests {
 
     /// Runs `body` with a server whose CORS policy is `cors`.
     func withServer(_ cors: CORSPolicy, _ body: (ServerFixture) async throws -> Void) async throws {
-        let temporary = TestDatabases.makeSQLiteDatabase()
-        defer { temporary.drop() }
-        let database = try temporary.open(DatabaseConfiguration(maximumConnections: 2))
-        defer { database.close() }
-        try database.withConnection(readOnly: false) { try $0.executeScript(TestSQL.sqlite.schema) }
-        let configuration = ServerConfiguration(host: "127.0.0.1", port: 0, cors: cors)
-        let fixture = try await ServerFixture.start(database: database, sql: .sqlite, configuration: configuration)
-        do {
-            try await body(fixture)
-        } catch {
-            await fixture.stop()
-            throw error
-        }
-        await fixture.stop()
+        try await ServerFixture.withSQLite(
+            ServerConfiguration(host: "127.0.0.1", port: 0, cors: cors), database: DatabaseConfiguration(maximumConnections: 2), body)
     }
 
     static func preflight(_ origin: String?, method: String = "GET") -> [(String, String)] {

@@ -18,19 +18,8 @@ struct SQLiteServerTests {
         _ configuration: ServerConfiguration = ServerConfiguration(host: "127.0.0.1", port: 0),
         _ body: (ServerFixture) async throws -> Void
     ) async throws {
-        let temporary = TestDatabases.makeSQLiteDatabase()
-        defer { temporary.drop() }
-        let database = try temporary.open(DatabaseConfiguration(maximumConnections: 2, acquireTimeout: .milliseconds(300)))
-        defer { database.close() }
-        try database.withConnection(readOnly: false) { try $0.executeScript(TestSQL.sqlite.schema) }
-        let fixture = try await ServerFixture.start(database: database, sql: .sqlite, configuration: configuration)
-        do {
-            try await body(fixture)
-        } catch {
-            await fixture.stop()
-            throw error
-        }
-        await fixture.stop()
+        try await ServerFixture.withSQLite(
+            configuration, database: DatabaseConfiguration(maximumConnections: 2, acquireTimeout: .milliseconds(300)), body)
     }
 
     @Test func shapesAndHeaders() async throws {

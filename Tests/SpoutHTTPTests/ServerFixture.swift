@@ -66,6 +66,28 @@ final class ServerFixture: Sendable {
         var secret = "password=hunter2"
     }
 
+    /// Runs `body` with a server over a fresh SQLite database holding ``TestSQL/sqlite``'s
+    /// schema, then stops it (also when `body` throws).
+    static func withSQLite(
+        _ configuration: ServerConfiguration = ServerConfiguration(host: "127.0.0.1", port: 0),
+        database databaseConfiguration: DatabaseConfiguration,
+        _ body: (ServerFixture) async throws -> Void
+    ) async throws {
+        let temporary = TestDatabases.makeSQLiteDatabase()
+        defer { temporary.drop() }
+        let database = try temporary.open(databaseConfiguration)
+        defer { database.close() }
+        try database.withConnection(readOnly: false) { try $0.executeScript(TestSQL.sqlite.schema) }
+        let fixture = try await ServerFixture.start(database: database, sql: .sqlite, configuration: configuration)
+        do {
+            try await body(fixture)
+        } catch {
+            await fixture.stop()
+            throw error
+        }
+        await fixture.stop()
+    }
+
     static func start(
         database: Database, sql: TestSQL, configuration: ServerConfiguration = ServerConfiguration(host: "127.0.0.1", port: 0),
         extraDatabases: [Database] = []
