@@ -1,5 +1,10 @@
 /// Fetches attached child rows for a window of parent rows: one query per window and
 /// attachment on PostgreSQL, one cached prepared statement run per parent on SQLite.
+///
+/// A window of one parent (an object or value response) runs each child statement itself on
+/// PostgreSQL, its parent-bound parameters cast to the parent columns' types
+/// (``ParentKeyCast``), and sends the statements of all attachments together
+/// (``DatabaseConnection/queryAll(_:)``: one round trip).
 struct AttachmentExecutor {
     let connection: any DatabaseConnection
     let batchSize: Int
@@ -12,11 +17,28 @@ struct AttachmentExecutor {
     ) throws -> [AttachmentLayout] {
         var layouts: [AttachmentLayout] = []
         for index in parents.indices { parents[index].children = [] }
-        for attachment in attachments {
+        let dialect = self.connection.dialect
+        var together: [QueryResult]?
+        if dialect == .postgres && parents.count == 1 && attachments.count > 1 {
+            let labels = Self.labelIndex(parentColumns)
+            together = try self.connection.queryAll(attachments.map { attachment in
+                try self.statement(
+                    try attachment.stream.statement(for: dialect), parent: parents[0], parentColumns: parentColumns,
+                    labelIndex: labels, arguments: inherited.merging(attachment.stream.arguments) { _, own in own })
+            })
+        }
+        for (position, attachment) in attachments.enumerated() {
             let arguments = inherited.merging(attachment.stream.arguments) { _, own in own }
             let columns: [Column]
             var groups: [[BufferedRow]]
-            (columns, groups) = try self.fetch(attachment.stream.sql, parents: parents, parentColumns: parentColumns, arguments: arguments)
+            if let together {
+                columns = together[position].columns
+                groups = [together[position].rows.map { BufferedRow(values: $0, children: []) }]
+            } else {
+                (columns, groups) = try self.fetch(
+                    try attachment.stream.statement(for: dialect), parents: parents, parentColumns: parentColumns,
+                    arguments: arguments)
+            }
             var childLayouts: [AttachmentLayout] = []
             if !attachment.stream.attachments.isEmpty && groups.contains(where: { !$0.isEmpty }) {
                 // Grandchildren for all children of this window, in windows of their own.
@@ -45,16 +67,35 @@ struct AttachmentExecutor {
         return layouts
     }
 
+    /// The first column index of each parent label (children bind parameters by label).
+    private static func labelIndex(_ columns: [Column]) -> [String: Int] {
+        var index: [String: Int] = [:]
+        for (position, column) in columns.enumerated() where index[column.label] == nil {
+            index[column.label] = position
+        }
+        return index
+    }
+
+    /// Child `parsed` bound for one PostgreSQL parent: parent-bound parameters cast to the
+    /// parent columns' types and bound to its values, the others to `arguments`.
+    private func statement(
+        _ parsed: ParsedSQL, parent: BufferedRow, parentColumns: [Column], labelIndex: [String: Int],
+        arguments: [String: SQLValue]
+    ) throws -> BoundStatement {
+        let keyed = parsed.parameterNames.filter { labelIndex[$0] != nil }
+        guard !keyed.isEmpty else { return BoundStatement(parsed, try parsed.bind(arguments)) }
+        let typed = ParentKeyCast(child: parsed, keyNames: keyed, keyColumns: keyed.map { parentColumns[labelIndex[$0]!] })
+        var bound = arguments
+        for name in keyed { bound[name] = parent.values[labelIndex[name]!] }
+        return BoundStatement(typed.sql, try typed.sql.bind(bound))
+    }
+
     /// Runs child `sql` for every parent; returns the child columns and one group per parent.
     private func fetch(
-        _ sql: String, parents: [BufferedRow], parentColumns: [Column], arguments: [String: SQLValue]
+        _ parsed: ParsedSQL, parents: [BufferedRow], parentColumns: [Column], arguments: [String: SQLValue]
     ) throws -> ([Column], [[BufferedRow]]) {
         let dialect = self.connection.dialect
-        let parsed = try ParsedSQL.cached(sql, dialect: dialect)
-        var labelIndex: [String: Int] = [:]
-        for (index, column) in parentColumns.enumerated() where labelIndex[column.label] == nil {
-            labelIndex[column.label] = index
-        }
+        let labelIndex = Self.labelIndex(parentColumns)
         let keyed = parsed.parameterNames.filter { labelIndex[$0] != nil }
 
         if keyed.isEmpty {
@@ -75,6 +116,13 @@ struct AttachmentExecutor {
                 groups.append(rows)
             }
             return (columns, groups)
+        case .postgres where parents.count == 1:
+            // The child statement itself, typed as in the batched form: the plain plan, and
+            // values typed the same either way.
+            let statement = try self.statement(
+                parsed, parent: parents[0], parentColumns: parentColumns, labelIndex: labelIndex, arguments: arguments)
+            let result = try self.connection.queryAll([statement])[0]
+            return (result.columns, [result.rows.map { BufferedRow(values: $0, children: []) }])
         case .postgres:
             let types = keyed.map { name in parentColumns[labelIndex[name]!] }
             let lateral = LateralBatch(child: parsed, keyNames: keyed, keyColumns: types)
@@ -134,7 +182,7 @@ struct LateralBatch {
             keyReference[name] = "\"spout_k\".\"spout_p\(position + 1)\""
             if position > 0 { segments.append(.sql(", ")) }
             segments.append(.parameter(arrayName))
-            segments.append(.sql("::\(Self.arrayType(of: keyColumns[position]))"))
+            segments.append(.sql("::\(ParentKeyCast.typeName(of: keyColumns[position]))[]"))
         }
         let aliases = (1...keyNames.count).map { "\"spout_p\($0)\"" }.joined(separator: ", ")
         segments.append(.sql(") WITH ORDINALITY AS \"spout_k\"(\(aliases), \"spout_ord\")\nCROSS JOIN LATERAL (SELECT \"spout_s\".*, row_number() OVER () AS \"spout_rn\" FROM (\n"))
@@ -146,13 +194,7 @@ struct LateralBatch {
             }
         }
         segments.append(.sql("\n) AS \"spout_s\") AS \"spout_c\"\nORDER BY \"spout_k\".\"spout_ord\", \"spout_c\".\"spout_rn\""))
-        let source = segments.map { segment -> String in
-            switch segment {
-            case .sql(let text): return text
-            case .parameter(let name): return ":" + name
-            }
-        }.joined()
-        self.sql = ParsedSQL(source: source, dialect: .postgres, segments: segments)
+        self.sql = ParsedSQL(rewrittenPostgres: segments)
         self.arrayParameterNames = names
     }
 
@@ -165,23 +207,62 @@ struct LateralBatch {
         }
         return segments
     }
+}
 
-    /// The PostgreSQL array type for a parent column's values.
-    static func arrayType(of column: Column) -> String {
+/// A PostgreSQL child query run for a single parent: each parent-bound parameter becomes
+/// `CAST(:name AS type)` with the parent column's type, the type the batched form
+/// (``LateralBatch``) gives it through its array, so both forms plan and type alike.
+struct ParentKeyCast {
+    let sql: ParsedSQL
+
+    init(child: ParsedSQL, keyNames: [String], keyColumns: [Column]) {
+        var types: [String: String] = [:]
+        for (name, column) in zip(keyNames, keyColumns) { types[name] = Self.typeName(of: column) }
+        var segments: [ParsedSQL.Segment] = []
+        segments.reserveCapacity(child.segments.count + 2 * keyNames.count)
+        for segment in child.segments {
+            if case .parameter(let name) = segment, let type = types[name] {
+                segments.append(.sql("CAST("))
+                segments.append(segment)
+                segments.append(.sql(" AS \(type))"))
+            } else {
+                segments.append(segment)
+            }
+        }
+        self.sql = ParsedSQL(rewrittenPostgres: segments)
+    }
+
+    /// The PostgreSQL type of a parent column's values: its own type when it has a plain
+    /// name (`int4`, `varchar`, ...), else one that holds every value of its ``ColumnType``.
+    static func typeName(of column: Column) -> String {
         if let name = column.databaseTypeName, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) {
-            return name + "[]"
+            return name
         }
         switch column.type {
-        case .integer: return "int8[]"
-        case .double: return "float8[]"
-        case .decimal: return "numeric[]"
-        case .bool: return "bool[]"
-        case .date: return "date[]"
-        case .timestamp: return "timestamptz[]"
-        case .time: return "time[]"
-        case .json: return "jsonb[]"
-        case .bytes: return "bytea[]"
-        case .text, .array, .unknown: return "text[]"
+        case .integer: return "int8"
+        case .double: return "float8"
+        case .decimal: return "numeric"
+        case .bool: return "bool"
+        case .date: return "date"
+        case .timestamp: return "timestamptz"
+        case .time: return "time"
+        case .json: return "jsonb"
+        case .bytes: return "bytea"
+        case .text, .array, .unknown: return "text"
         }
+    }
+}
+
+extension ParsedSQL {
+    /// A PostgreSQL statement built from rewritten segments; its source text spells each
+    /// parameter as `:name` again.
+    fileprivate init(rewrittenPostgres segments: [Segment]) {
+        let source = segments.map { segment -> String in
+            switch segment {
+            case .sql(let text): return text
+            case .parameter(let name): return ":" + name
+            }
+        }.joined()
+        self.init(source: source, dialect: .postgres, segments: segments)
     }
 }

@@ -15,6 +15,7 @@ import Synchronization
 final class ConnectionPool: Sendable {
     private struct Waiter {
         var id: UInt64
+        var readOnly: Bool
         var resume: @Sendable (Result<ConnectionLease, DatabaseError>) -> Void
     }
 
@@ -48,12 +49,14 @@ final class ConnectionPool: Sendable {
         self.statistics = statistics
     }
 
-    /// Leases a connection slot, waiting asynchronously up to the acquire timeout.
-    func lease() async throws -> ConnectionLease {
+    /// Leases a connection slot, waiting asynchronously up to the acquire timeout. With
+    /// `readOnly`, statements outside explicit transactions cannot write
+    /// (``DatabaseConnection/setReadOnly(_:)``).
+    func lease(readOnly: Bool) async throws -> ConnectionLease {
         let waiterID = Mutex<UInt64?>(nil)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ConnectionLease, any Error>) in
-                let id = self.lease { result in continuation.resume(with: result.mapError { $0 }) }
+                let id = self.lease(readOnly: readOnly) { result in continuation.resume(with: result.mapError { $0 }) }
                 waiterID.withLock { $0 = id }
             }
         } onCancel: {
@@ -65,10 +68,10 @@ final class ConnectionPool: Sendable {
 
     /// Leases a connection slot, blocking the calling thread up to the acquire timeout. For
     /// command-line tools and tests; servers use ``lease()``.
-    func leaseBlocking() throws -> ConnectionLease {
+    func leaseBlocking(readOnly: Bool) throws -> ConnectionLease {
         let semaphore = DispatchSemaphore(value: 0)
         let outcome = Mutex<Result<ConnectionLease, DatabaseError>?>(nil)
-        _ = self.lease { result in
+        _ = self.lease(readOnly: readOnly) { result in
             outcome.withLock { $0 = result }
             semaphore.signal()
         }
@@ -78,7 +81,9 @@ final class ConnectionPool: Sendable {
 
     /// Calls `resume` exactly once with a lease or an error; returns the waiter's id when it had
     /// to wait (for cancellation), nil when it was answered at once.
-    private func lease(_ resume: @escaping @Sendable (Result<ConnectionLease, DatabaseError>) -> Void) -> UInt64? {
+    private func lease(
+        readOnly: Bool, _ resume: @escaping @Sendable (Result<ConnectionLease, DatabaseError>) -> Void
+    ) -> UInt64? {
         enum Decision {
             case ready(ConnectionLease)
             case failed(DatabaseError)
@@ -89,14 +94,14 @@ final class ConnectionPool: Sendable {
                 return .failed(DatabaseError(.connectionFailed, message: "the database is closed"))
             }
             if let connection = state.idle.popLast() {
-                return .ready(ConnectionLease(pool: self, connection: connection))
+                return .ready(ConnectionLease(pool: self, connection: connection, readOnly: readOnly))
             }
             if state.slotsInUse < self.maximumConnections {
                 state.slotsInUse += 1
-                return .ready(ConnectionLease(pool: self, connection: nil))
+                return .ready(ConnectionLease(pool: self, connection: nil, readOnly: readOnly))
             }
             state.nextWaiterID += 1
-            state.waiters.append(Waiter(id: state.nextWaiterID, resume: resume))
+            state.waiters.append(Waiter(id: state.nextWaiterID, readOnly: readOnly, resume: resume))
             return .waiting(state.nextWaiterID)
         }
         switch decision {
@@ -138,7 +143,7 @@ final class ConnectionPool: Sendable {
             }
             if !state.waiters.isEmpty {
                 let waiter = state.waiters.removeFirst()
-                return (waiter, ConnectionLease(pool: self, connection: usable))
+                return (waiter, ConnectionLease(pool: self, connection: usable, readOnly: waiter.readOnly))
             }
             if let usable {
                 state.idle.append(usable)
@@ -208,13 +213,17 @@ public final class ConnectionLease: Sendable {
 
     private let pool: ConnectionPool
     private let state: Mutex<State>
+    /// Whether statements outside explicit transactions must not write.
+    public let readOnly: Bool
 
-    init(pool: ConnectionPool, connection: (any DatabaseConnection)?) {
+    init(pool: ConnectionPool, connection: (any DatabaseConnection)?, readOnly: Bool) {
         self.pool = pool
         self.state = Mutex(State(connection: connection))
+        self.readOnly = readOnly
     }
 
-    /// Runs `body` with the leased connection on the calling thread, opening it if needed.
+    /// Runs `body` with the leased connection on the calling thread, opening it if needed and
+    /// making it read-only or writable as the lease asked.
     public func withConnection<T>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
         let current: (any DatabaseConnection)? = try self.state.withLock { state in
             guard !state.released else { throw DatabaseError(.unsupported, message: "lease used after release") }
@@ -228,6 +237,7 @@ public final class ConnectionLease: Sendable {
             connection = try self.pool.open()
             self.state.withLock { $0.connection = connection }
         }
+        try connection.setReadOnly(self.readOnly)
         return try body(connection)
     }
 

@@ -49,12 +49,12 @@ public final class Database: Sendable {
     /// Leases a connection, waiting asynchronously (no thread blocked) at most the acquire
     /// timeout, then throwing ``DatabaseError/Code/poolExhausted``. Honors task cancellation.
     public func lease(readOnly: Bool) async throws -> ConnectionLease {
-        try await (readOnly ? self.readPool : self.writePool).lease()
+        try await (readOnly ? self.readPool : self.writePool).lease(readOnly: readOnly)
     }
 
     /// Leases a connection, blocking the calling thread. For tools and tests.
     public func leaseBlocking(readOnly: Bool) throws -> ConnectionLease {
-        try (readOnly ? self.readPool : self.writePool).leaseBlocking()
+        try (readOnly ? self.readPool : self.writePool).leaseBlocking(readOnly: readOnly)
     }
 
     /// Runs `body` with a leased connection on the calling thread (blocking) and releases it.
@@ -67,8 +67,12 @@ public final class Database: Sendable {
     /// A row stream for `sql` with named `arguments`; nothing runs until it is written.
     /// Throws ``SQLSyntaxError`` when the SQL cannot be parsed.
     public func query(_ sql: String, _ arguments: [String: SQLValue] = [:]) throws -> RowStream {
-        _ = try ParsedSQL.cached(sql, dialect: self.dialect)
-        return RowStream(sql, arguments, database: self)
+        RowStream(try ParsedSQL.cached(sql, dialect: self.dialect), arguments, database: self)
+    }
+
+    /// A row stream for a statement parsed beforehand (for this database's dialect).
+    public func query(_ sql: ParsedSQL, _ arguments: [String: SQLValue] = [:]) -> RowStream {
+        RowStream(sql, arguments, database: self)
     }
 
     /// Connections currently open or leased, per pool (for tests and metrics).

@@ -17,6 +17,28 @@ public struct QueryOptions: Sendable, Hashable {
     }
 }
 
+/// A statement with its parameters bound (``ParsedSQL/bind(_:)``).
+public struct BoundStatement: Sendable {
+    public var sql: ParsedSQL
+    public var parameters: [SQLValue]
+
+    public init(_ sql: ParsedSQL, _ parameters: [SQLValue]) {
+        self.sql = sql
+        self.parameters = parameters
+    }
+}
+
+/// Every row of one statement, read at once (``DatabaseConnection/queryAll(_:)``).
+public struct QueryResult: Sendable {
+    public var columns: [Column]
+    public var rows: [[SQLValue]]
+
+    public init(columns: [Column], rows: [[SQLValue]]) {
+        self.columns = columns
+        self.rows = rows
+    }
+}
+
 /// A forward-only cursor over the rows of one statement.
 ///
 /// Contract:
@@ -58,6 +80,13 @@ public protocol DatabaseConnection: AnyObject, Sendable {
     /// statements are cached per connection, keyed by `sql.text`.
     func query(_ sql: ParsedSQL, _ parameters: [SQLValue], options: QueryOptions) throws -> any RowCursor
 
+    /// Runs `statements` in order and returns all the rows of each (buffered: for small
+    /// results, such as the children of one parent row). PostgreSQL sends them together in
+    /// one round trip (libpq pipeline mode); the default runs them one by one through
+    /// ``query(_:_:options:)``. When one fails, the error is thrown and the statements after
+    /// it do not run (on PostgreSQL they are skipped by the server).
+    func queryAll(_ statements: [BoundStatement]) throws -> [QueryResult]
+
     /// Runs a statement that returns no rows; returns the number of rows it changed.
     @discardableResult
     func execute(_ sql: ParsedSQL, _ parameters: [SQLValue]) throws -> Int
@@ -70,6 +99,13 @@ public protocol DatabaseConnection: AnyObject, Sendable {
     func commit() throws
     func rollback() throws
     var isInTransaction: Bool { get }
+
+    /// Makes the statements run outside an explicit transaction read-only (`true`) or
+    /// writable; explicit transactions say what they are (``begin(readOnly:)``). The pool
+    /// calls it when it hands the connection to a lease, so a read-only lease needs no
+    /// transaction to be read-only. Costs a round trip only when the setting changes.
+    /// Throws ``DatabaseError/Code/readOnly`` for `false` on a connection opened read-only.
+    func setReadOnly(_ readOnly: Bool) throws
 
     /// Limits how long each following statement may run; `nil` removes the limit. A statement
     /// that runs longer fails with ``DatabaseError/Code/statementTimeout``.
@@ -94,6 +130,22 @@ public protocol DatabaseConnection: AnyObject, Sendable {
 
     /// Starts a bulk load into `table` (its `columns`, in order).
     func bulkInsert(into table: String, columns: [String]) throws -> any BulkInserter
+}
+
+extension DatabaseConnection {
+    /// One statement after the other, each read to its end through a cursor.
+    public func queryAll(_ statements: [BoundStatement]) throws -> [QueryResult] {
+        try statements.map { statement in
+            let cursor = try self.query(statement.sql, statement.parameters, options: QueryOptions())
+            defer { cursor.close() }
+            let width = cursor.columns.count
+            var rows: [[SQLValue]] = []
+            while try cursor.next() {
+                rows.append((0..<width).map(cursor.value(at:)))
+            }
+            return QueryResult(columns: cursor.columns, rows: rows)
+        }
+    }
 }
 
 /// Opens connections to one database.

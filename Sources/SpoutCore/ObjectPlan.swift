@@ -13,11 +13,17 @@ struct ObjectPlan: Sendable {
     var members: [Member]
 
     init(labels: [String], attachmentKeys: [String]) {
-        var root = Builder()
-        for (index, label) in labels.enumerated() {
-            root.insert(path: label.split(separator: ".", omittingEmptySubsequences: false).map(String.init), index: index)
+        if !labels.contains(where: { $0.utf8.contains(UInt8(ascii: ".")) }) {
+            // No dotted label (the common case): one member per column, in order.
+            self.members = labels.enumerated().map { .column(key: Self.encodedKey($1), index: $0) }
+        } else {
+            var root = Builder()
+            for (index, label) in labels.enumerated() {
+                root.insert(path: label.split(separator: ".", omittingEmptySubsequences: false).map(String.init), index: index)
+            }
+            self.members = root.plan().members
         }
-        self.members = root.plan().members
+        self.members.reserveCapacity(self.members.count + attachmentKeys.count)
         for (index, key) in attachmentKeys.enumerated() {
             self.members.append(.attachment(key: Self.encodedKey(key), index: index))
         }
@@ -29,6 +35,16 @@ struct ObjectPlan: Sendable {
 
     /// `"key":` with the key escaped as a JSON string.
     static func encodedKey(_ key: String) -> [UInt8] {
+        let utf8 = key.utf8
+        if !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            // Nothing to escape: the bytes in quotes.
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(utf8.count + 2)
+            bytes.append(UInt8(ascii: "\""))
+            bytes.append(contentsOf: utf8)
+            bytes.append(UInt8(ascii: "\""))
+            return bytes
+        }
         let sink = CollectingSink()
         var out = ChunkedOutput(sink: sink)
         JSONText.writeString(key, to: &out)

@@ -19,6 +19,9 @@ public struct RowStream: Sendable {
 
     public let sql: String
     public var arguments: [String: SQLValue]
+    /// `sql` already parsed, when the stream was made from a ``ParsedSQL``: writing it on a
+    /// connection of that dialect then needs no look-up in the shared parse cache.
+    let parsed: ParsedSQL?
     public private(set) var attachments: [Attachment] = []
     /// Stop after this many top-level rows (nil: no limit).
     public var rowLimit: Int?
@@ -32,11 +35,35 @@ public struct RowStream: Sendable {
     init(_ sql: String, _ arguments: [String: SQLValue], database: Database?) {
         self.sql = sql
         self.arguments = arguments
+        self.parsed = nil
         self.database = database
+    }
+
+    /// A stream of a statement parsed beforehand (servers parse each endpoint's SQL once).
+    public init(_ parsed: ParsedSQL, _ arguments: [String: SQLValue] = [:]) {
+        self.init(parsed, arguments, database: nil)
+    }
+
+    init(_ parsed: ParsedSQL, _ arguments: [String: SQLValue], database: Database?) {
+        self.sql = parsed.source
+        self.arguments = arguments
+        self.parsed = parsed
+        self.database = database
+    }
+
+    /// The statement for `dialect`: the one parsed beforehand, or the parse cache's.
+    public func statement(for dialect: SQLDialect) throws -> ParsedSQL {
+        if let parsed = self.parsed, parsed.dialect == dialect { return parsed }
+        return try ParsedSQL.cached(self.sql, dialect: dialect)
     }
 
     /// Nests the rows of `sql` as an array under `key` in every row.
     public mutating func attach(_ key: String, _ sql: String) {
+        self.attachments.append(Attachment(key: key, stream: RowStream(sql, [:], database: nil)))
+    }
+
+    /// Nests the rows of the parsed `sql` under `key` in every row.
+    public mutating func attach(_ key: String, _ sql: ParsedSQL) {
         self.attachments.append(Attachment(key: key, stream: RowStream(sql, [:], database: nil)))
     }
 
@@ -93,7 +120,7 @@ public struct RowStream: Sendable {
         let ownsTransaction = interleaved && connection.dialect == .postgres && !connection.isInTransaction
         if ownsTransaction { try connection.begin(readOnly: true) }
         do {
-            let parsed = try ParsedSQL.cached(self.sql, dialect: connection.dialect)
+            let parsed = try self.statement(for: connection.dialect)
             let cursor = try connection.query(
                 parsed,
                 try parsed.bind(self.arguments),

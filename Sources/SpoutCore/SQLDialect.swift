@@ -6,6 +6,21 @@ public enum SQLDialect: String, Sendable, Hashable, CaseIterable {
     /// SQLite: placeholders `?1`, `?2`, ...
     case sqlite
 
+    /// Whether a read-only request reads inside an explicit transaction.
+    ///
+    /// SQLite: yes. The parent query and its attached children then read one snapshot, and a
+    /// transaction costs nothing (no round trips). PostgreSQL: no. Under its default READ
+    /// COMMITTED isolation every statement takes its own snapshot inside a transaction too,
+    /// so `BEGIN` and `COMMIT` would only add two round trips; a read-only lease makes the
+    /// session read-only instead (``DatabaseConnection/setReadOnly(_:)``), and a server-side
+    /// cursor opens the transaction it needs itself.
+    public var readsInTransaction: Bool {
+        switch self {
+        case .postgres: return false
+        case .sqlite: return true
+        }
+    }
+
     /// The placeholder for the parameter numbered `number` (1-based).
     public func placeholder(_ number: Int) -> String {
         switch self {

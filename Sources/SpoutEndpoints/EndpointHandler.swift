@@ -15,9 +15,11 @@ struct EndpointHandler: Sendable {
     let timeout: Duration?
     let documentation: APIDocumentation
     let logger: Logger
-    /// The endpoint's SQL and its details' SQL for the database's dialect.
+    /// The endpoint's SQL and its details' SQL for the database's dialect, parsed once here
+    /// (nil when it does not parse: the request then reports the error).
     let sql: String
-    let detailSQL: [(name: String, sql: String)]
+    let parsed: ParsedSQL?
+    let detailSQL: [(name: String, sql: String, parsed: ParsedSQL?)]
 
     init(endpoint: Endpoint, database: Database, timeout: Duration?, documentation: APIDocumentation, logger: Logger) {
         self.endpoint = endpoint
@@ -26,7 +28,11 @@ struct EndpointHandler: Sendable {
         self.documentation = documentation
         self.logger = logger
         self.sql = endpoint.sql.text(for: database.dialect)
-        self.detailSQL = endpoint.details.map { ($0.name, $0.sql.text(for: database.dialect)) }
+        self.parsed = try? ParsedSQL(self.sql, dialect: database.dialect)
+        self.detailSQL = endpoint.details.map { detail in
+            let sql = detail.sql.text(for: database.dialect)
+            return (detail.name, sql, try? ParsedSQL(sql, dialect: database.dialect))
+        }
     }
 
     /// The parameters the HTTP layer converts. For GET endpoints, required query parameters
@@ -67,11 +73,15 @@ struct EndpointHandler: Sendable {
 
     /// The endpoint's query with the selected details attached, in declaration order.
     private func stream(arguments: [String: SQLValue]) throws -> RowStream {
-        var stream = try self.database.query(self.sql, arguments)
+        var stream = try self.parsed.map { self.database.query($0, arguments) } ?? self.database.query(self.sql, arguments)
         stream.rowLimit = self.endpoint.rowLimit
         if let parameter = self.endpoint.detailsParameter, case .array(let selected)? = arguments[parameter] {
             for detail in self.detailSQL where selected.contains(.text(detail.name)) {
-                stream.attach(detail.name, detail.sql)
+                if let parsed = detail.parsed {
+                    stream.attach(detail.name, parsed)
+                } else {
+                    stream.attach(detail.name, detail.sql)
+                }
             }
         }
         return stream
@@ -147,7 +157,7 @@ struct EndpointHandler: Sendable {
                     outcome = .body(nil)
                 }
             } else {
-                let parsed = try ParsedSQL.cached(stream.sql, dialect: connection.dialect)
+                let parsed = try stream.statement(for: connection.dialect)
                 outcome = .changed(try connection.execute(parsed, try parsed.bind(stream.arguments)))
             }
             try connection.commit()

@@ -221,7 +221,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 acceptHeader: exchange.acceptHeader,
                 chunksInFlight: self.environment.configuration.chunksInFlight
             )
-            exchange.task = Task {
+            exchange.task = Task(executorPreference: self.hop!.taskExecutor) {
                 await runner.run(route: route, request: request)
             }
         }

@@ -6,9 +6,10 @@ import SpoutCore
 /// connection's event loop.
 ///
 /// For a row stream it negotiates the format, leases a connection (waiting without blocking a
-/// thread), runs the stream on the thread pool into a ``StreamingResponseSink`` inside a
-/// read-only transaction when asked, and releases the lease before reporting back. A client
-/// that goes away closes the sink, which cancels the running statement through the lease.
+/// thread), runs the stream on the thread pool into a ``StreamingResponseSink`` (read-only when
+/// asked: a read-only lease, and a read-only transaction where the dialect reads in one), and
+/// releases the lease before reporting back. A client that goes away closes the sink, which
+/// cancels the running statement through the lease.
 struct ResponseRunner: Sendable {
     let handler: NIOLoopBound<HTTPConnectionHandler>
     let hop: LoopHop
@@ -68,12 +69,14 @@ struct ResponseRunner: Sendable {
                         if let timeout = rows.statementTimeout {
                             try connection.setStatementTimeout(milliseconds: timeout.statementTimeoutMilliseconds)
                         }
-                        if rows.readOnly { try connection.begin(readOnly: true) }
+                        // Read-only by the lease; a transaction only where it buys one snapshot.
+                        let transaction = rows.readOnly && connection.dialect.readsInTransaction
+                        if transaction { try connection.begin(readOnly: true) }
                         let count = try rows.stream.write(
                             as: format, shape: rows.shape, to: sink, on: connection,
                             dateFormat: configuration.dateFormat, attachmentBatchSize: configuration.attachmentBatchSize
                         )
-                        if rows.readOnly { try connection.commit() }
+                        if transaction { try connection.commit() }
                         return count
                     }
                 }

@@ -1,6 +1,7 @@
 /// Handles one route: receives the parsed request, returns what to send.
 ///
-/// Handlers run in a task, not on an event loop; they must not block (row streams are run by
+/// Handlers run in a task whose jobs run on the connection's event loop (no thread hop between
+/// the request, the handler and the response); they must not block (row streams are run by
 /// the layer on its thread pool; other blocking work goes through ``Request/runBlocking(_:)``).
 public typealias RouteHandler = @Sendable (Request) async throws -> Response
 

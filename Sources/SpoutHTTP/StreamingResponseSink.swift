@@ -159,12 +159,16 @@ final class StreamingResponseSink: ByteSink, @unchecked Sendable {
 
 /// How work gets onto a connection's event loop from another thread.
 ///
-/// The server uses `eventLoop.execute`; `EmbeddedChannel` tests queue the work and run it on
-/// the test thread, since an `EmbeddedEventLoop` may only be used from its own thread.
+/// The server uses `eventLoop.execute`, and runs its request tasks on the event loop too
+/// (``taskExecutor``); `EmbeddedChannel` tests queue the work and run it on the test thread,
+/// since an `EmbeddedEventLoop` may only be used from its own thread, and leave the tasks on
+/// the global executor.
 struct LoopHop: Sendable {
     let execute: @Sendable (@escaping @Sendable () -> Void) -> Void
+    /// Where the connection's request tasks run; nil: the global concurrent executor.
+    var taskExecutor: (any TaskExecutor)? = nil
 
     static func eventLoop(_ eventLoop: any EventLoop) -> LoopHop {
-        LoopHop { eventLoop.execute($0) }
+        LoopHop(execute: { eventLoop.execute($0) }, taskExecutor: EventLoopTaskExecutor(eventLoop: eventLoop))
     }
 }

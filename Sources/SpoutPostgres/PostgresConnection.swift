@@ -21,6 +21,9 @@ import Synchronization
 ///   was still running) and drains what was already sent.
 /// - An `interleaved` query reads through `DECLARE ... NO SCROLL CURSOR` + `FETCH batchSize`
 ///   inside the caller's transaction; the connection is free between batches.
+/// - ``setReadOnly(_:)`` sets `default_transaction_read_only` (only when it changes), so a
+///   read-only lease reads without a transaction; ``begin(readOnly:)`` says `READ ONLY` or
+///   `READ WRITE` explicitly.
 /// - ``SpoutCore/QueryStatistics/recordStatement()`` is called once per ``query(_:_:options:)``,
 ///   ``execute(_:_:)``, ``executeScript(_:)`` and ``bulkInsert(into:columns:)``; never for
 ///   FETCH, CLOSE, BEGIN, COMMIT, ROLLBACK or SET.
@@ -72,8 +75,10 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     private(set) var transactionEpoch = 0
     /// The `statement_timeout` in effect in milliseconds (0: none), or nil when unknown.
     private var statementTimeout: Int? = 0
-    /// Whether `statement_timeout` was SET inside the open transaction (a rollback undoes it).
-    private var statementTimeoutChangedInTransaction = false
+    /// The `default_transaction_read_only` in effect, or nil when unknown.
+    private var sessionReadOnly: Bool?
+    /// Whether a setting was SET inside the open transaction (a rollback undoes it).
+    private var settingsChangedInTransaction = false
 
     /// The statements run once on every new connection.
     static let sessionSetup =
@@ -145,7 +150,7 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     }
 
     /// Records how the last statement left the transaction: ends the server cursors' epoch and
-    /// forgets a `statement_timeout` set inside a transaction that has now ended.
+    /// forgets the settings SET inside a transaction that has now ended.
     func noteTransactionState() {
         guard let handle = self.handle else { return }
         let status = PQtransactionStatus(handle)
@@ -153,10 +158,11 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         let inTransaction = status == PQTRANS_INTRANS || status == PQTRANS_INERROR
         if self.wasInTransaction && !inTransaction {
             self.transactionEpoch &+= 1
-            if self.statementTimeoutChangedInTransaction {
+            if self.settingsChangedInTransaction {
                 self.statementTimeout = nil
+                self.sessionReadOnly = nil
             }
-            self.statementTimeoutChangedInTransaction = false
+            self.settingsChangedInTransaction = false
         }
         self.wasInTransaction = inTransaction
     }
@@ -188,6 +194,12 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
             code = .connectionLost
         }
         return DatabaseError(code, message: message, sqlState: sqlState)
+    }
+
+    /// Gives the connection up after a protocol state it cannot recover from; the pool then
+    /// discards it.
+    func markBroken() {
+        self.broken = true
     }
 
     // MARK: Statements
@@ -307,8 +319,10 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
 
     // MARK: Transactions and settings
 
+    /// `BEGIN READ ONLY` or `BEGIN READ WRITE`: explicit either way, since the session's
+    /// default may be read-only (``setReadOnly(_:)``).
     public func begin(readOnly: Bool) throws {
-        try self.runCommand(readOnly ? "BEGIN READ ONLY" : "BEGIN")
+        try self.runCommand(readOnly ? "BEGIN READ ONLY" : "BEGIN READ WRITE")
     }
 
     /// Commits. Throws ``SpoutCore/DatabaseError/Code/other`` when PostgreSQL rolled the
@@ -332,7 +346,18 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         try self.runCommand("SET statement_timeout = \(value)")
         self.statementTimeout = value
         if self.wasInTransaction {
-            self.statementTimeoutChangedInTransaction = true
+            self.settingsChangedInTransaction = true
+        }
+    }
+
+    /// Sets `default_transaction_read_only` only when it differs from the value in effect.
+    public func setReadOnly(_ readOnly: Bool) throws {
+        guard readOnly != self.sessionReadOnly else { return }
+        self.sessionReadOnly = nil
+        try self.runCommand("SET default_transaction_read_only = \(readOnly ? "on" : "off")")
+        self.sessionReadOnly = readOnly
+        if self.wasInTransaction {
+            self.settingsChangedInTransaction = true
         }
     }
 

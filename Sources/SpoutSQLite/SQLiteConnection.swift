@@ -19,6 +19,8 @@ import Synchronization
 ///   keeps its own statement's deadline.
 /// - `begin(readOnly: true)` on a read-write connection also sets `PRAGMA query_only` until
 ///   the transaction ends, so writes in it fail with ``DatabaseError/Code/readOnly``.
+///   ``setReadOnly(_:)`` on a read-write connection sets it for the session; an explicit
+///   `begin(readOnly: false)` lifts it until that transaction ends.
 /// - ``QueryStatistics/recordStatement()`` is called once per ``query(_:_:options:)``,
 ///   ``execute(_:_:)`` and ``bulkInsert(into:columns:)``; not for transaction control,
 ///   settings or ``executeScript(_:)``.
@@ -44,8 +46,10 @@ public final class SQLiteConnection: DatabaseConnection, @unchecked Sendable {
     /// Statements currently leased (open cursors, running executes, bulk loads), cached or not.
     private var leased: [ObjectIdentifier: SQLiteStatement] = [:]
     private var broken = false
-    /// Whether ``begin(readOnly:)`` turned `query_only` on for the current transaction.
-    private var readOnlyTransaction = false
+    /// Whether ``begin(readOnly:)`` changed `query_only` for the current transaction.
+    private var queryOnlyChangedForTransaction = false
+    /// The `query_only` of a read-write connection outside transactions (``setReadOnly(_:)``).
+    private var sessionQueryOnly = false
     private var statementTimeout: Duration?
     /// The deadline of the statement being stepped; read by the progress handler.
     private var currentDeadline: ContinuousClock.Instant?
@@ -191,26 +195,29 @@ public final class SQLiteConnection: DatabaseConnection, @unchecked Sendable {
 
     public func begin(readOnly: Bool) throws {
         try self.checkOpen()
-        try self.control(readOnly ? "BEGIN" : "BEGIN IMMEDIATE")
-        guard readOnly && !self.isReadOnly else { return }
+        // The setting changes first: under `query_only` even `BEGIN IMMEDIATE` is refused.
+        let changesQueryOnly = !self.isReadOnly && readOnly != self.sessionQueryOnly && !self.isInTransaction
+        if changesQueryOnly {
+            try self.control(readOnly ? "PRAGMA query_only=1" : "PRAGMA query_only=0")
+        }
         do {
-            try self.control("PRAGMA query_only=1")
-            self.readOnlyTransaction = true
+            try self.control(readOnly ? "BEGIN" : "BEGIN IMMEDIATE")
         } catch {
-            try? self.control("ROLLBACK")
+            if changesQueryOnly { self.restoreSessionQueryOnly() }
             throw error
         }
+        self.queryOnlyChangedForTransaction = changesQueryOnly
     }
 
     public func commit() throws {
         try self.checkOpen()
-        defer { self.endReadOnlyTransactionIfDone() }
+        defer { self.restoreQueryOnlyIfTransactionEnded() }
         try self.control("COMMIT")
     }
 
     public func rollback() throws {
         try self.checkOpen()
-        defer { self.endReadOnlyTransactionIfDone() }
+        defer { self.restoreQueryOnlyIfTransactionEnded() }
         try self.control("ROLLBACK")
     }
 
@@ -218,13 +225,34 @@ public final class SQLiteConnection: DatabaseConnection, @unchecked Sendable {
         !self.isClosed && sqlite3_get_autocommit(self.handle) == 0
     }
 
-    /// Turns `query_only` back off once a read-only transaction of a read-write connection ended.
-    private func endReadOnlyTransactionIfDone() {
-        guard self.readOnlyTransaction, !self.isClosed, sqlite3_get_autocommit(self.handle) != 0 else { return }
-        self.readOnlyTransaction = false
-        if (try? self.control("PRAGMA query_only=0")) == nil {
+    /// Puts the session's `query_only` back once a transaction that changed it has ended.
+    private func restoreQueryOnlyIfTransactionEnded() {
+        guard self.queryOnlyChangedForTransaction, !self.isClosed, sqlite3_get_autocommit(self.handle) != 0 else { return }
+        self.queryOnlyChangedForTransaction = false
+        self.restoreSessionQueryOnly()
+    }
+
+    /// Sets `query_only` back to the session's value; a connection where that fails is broken.
+    private func restoreSessionQueryOnly() {
+        if (try? self.control(self.sessionQueryOnly ? "PRAGMA query_only=1" : "PRAGMA query_only=0")) == nil {
             self.broken = true
         }
+    }
+
+    /// A read-only connection stays read-only (`false` throws); a read-write one sets
+    /// `PRAGMA query_only` (in process, no I/O).
+    public func setReadOnly(_ readOnly: Bool) throws {
+        try self.checkOpen()
+        if self.isReadOnly {
+            guard readOnly else { throw DatabaseError(.readOnly, message: "the connection was opened read-only") }
+            return
+        }
+        guard readOnly != self.sessionQueryOnly else { return }
+        guard !self.isInTransaction else {
+            throw DatabaseError(.unsupported, message: "setReadOnly(_:) inside a transaction")
+        }
+        try self.control(readOnly ? "PRAGMA query_only=1" : "PRAGMA query_only=0")
+        self.sessionQueryOnly = readOnly
     }
 
     /// Runs a transaction-control statement or setting: no deadline, not counted.
@@ -290,9 +318,9 @@ public final class SQLiteConnection: DatabaseConnection, @unchecked Sendable {
         if sqlite3_get_autocommit(self.handle) == 0 {
             succeeded = (try? self.control("ROLLBACK")) != nil
         }
-        if self.readOnlyTransaction {
-            self.readOnlyTransaction = false
-            if (try? self.control("PRAGMA query_only=0")) == nil { succeeded = false }
+        if self.queryOnlyChangedForTransaction {
+            self.queryOnlyChangedForTransaction = false
+            self.restoreSessionQueryOnly()
         }
         return succeeded && !self.broken
     }

@@ -50,6 +50,7 @@ final class MemoryConnection: DatabaseConnection, @unchecked Sendable {
     func rollback() throws {}
     var isInTransaction: Bool { false }
     func setStatementTimeout(milliseconds: Int?) throws {}
+    func setReadOnly(_ readOnly: Bool) throws {}
     func cancel() {}
     var isBroken: Bool { false }
     func reset() -> Bool { true }

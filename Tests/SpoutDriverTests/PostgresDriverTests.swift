@@ -412,6 +412,87 @@ struct PostgresDriverTests {
         #expect(connection.reset() == false)
     }
 
+    // MARK: Read-only sessions and pipelines
+
+    @Test(.enabled(if: PostgresTestEnvironment.isEnabled))
+    func readOnlySessionRejectsWritesOutsideWriteTransactions() throws {
+        let connection = try PostgresTestEnvironment.connect()
+        defer { connection.close() }
+        try connection.withScratchSchema { _ in
+            try connection.executeScript("CREATE TABLE items (id int4 PRIMARY KEY)")
+            try connection.setReadOnly(true)
+            let refused = #expect(throws: DatabaseError.self) { try connection.run("INSERT INTO items VALUES (1)") }
+            #expect(refused?.code == .readOnly)
+            #expect(connection.isInTransaction == false)
+            try connection.begin(readOnly: false)
+            #expect(try connection.run("INSERT INTO items VALUES (1)") == 1)
+            try connection.commit()
+            // A setting made inside a transaction that rolls back is undone by the server:
+            // the connection must not believe it is still in effect.
+            try connection.setReadOnly(false)
+            try connection.begin(readOnly: false)
+            try connection.setReadOnly(true)
+            try connection.rollback()
+            try connection.setReadOnly(true)
+            let again = #expect(throws: DatabaseError.self) { try connection.run("INSERT INTO items VALUES (2)") }
+            #expect(again?.code == .readOnly)
+            try connection.setReadOnly(false)
+            #expect(try connection.run("INSERT INTO items VALUES (2)") == 1)
+            #expect(try connection.scalar("SELECT count(*) FROM items") == .integer(2))
+        }
+    }
+
+    @Test(.enabled(if: PostgresTestEnvironment.isEnabled))
+    func queryAllPipelinesStatementsInOneRoundTrip() throws {
+        let statistics = QueryStatistics()
+        let connection = try PostgresTestEnvironment.connect(statistics: statistics)
+        defer { connection.close() }
+        let series = try ParsedSQL("SELECT g AS n, 'row ' || g AS label FROM generate_series(1, :count::int4) g", dialect: .postgres)
+        let echo = try ParsedSQL("SELECT CAST(:value AS date) AS day", dialect: .postgres)
+        let failing = try ParsedSQL("SELECT 1 / :zero::int4 AS n", dialect: .postgres)
+        let statements = [
+            BoundStatement(series, try series.bind(["count": .integer(3)])),
+            BoundStatement(echo, try echo.bind(["value": .text("2000-01-02")])),
+            BoundStatement(series, try series.bind(["count": .integer(0)])),
+        ]
+        let expected: [[[SQLValue]]] = [
+            [[.integer(1), .text("row 1")], [.integer(2), .text("row 2")], [.integer(3), .text("row 3")]],
+            [[.date(days: 10_958)]],
+            [],
+        ]
+
+        // A streamed query first: libpq keeps its single-row mode for the next pipeline.
+        let cursor = try connection.query(series, try series.bind(["count": .integer(2)]), options: QueryOptions())
+        while try cursor.next() {}
+        cursor.close()
+        let before = statistics.statementCount
+        let results = try connection.queryAll(statements)
+        #expect(statistics.statementCount - before == 3)
+        #expect(results.map(\.rows) == expected)
+        #expect(results.map { $0.columns.map(\.label) } == [["n", "label"], ["day"], ["n", "label"]])
+        #expect(results[1].columns[0].type == .date)
+        #expect(connection.isInTransaction == false)
+
+        // One statement alone, and a failure in the middle: the error is the database's,
+        // the rest is skipped, and the connection stays usable outside any transaction.
+        #expect(try connection.queryAll([statements[0]]).map(\.rows) == [expected[0]])
+        let error = #expect(throws: DatabaseError.self) {
+            try connection.queryAll([statements[0], BoundStatement(failing, try failing.bind(["zero": .integer(0)])), statements[1]])
+        }
+        #expect(error?.sqlState == "22012")
+        #expect(connection.isBroken == false)
+        #expect(connection.isInTransaction == false)
+        #expect(try connection.queryAll(statements).map(\.rows) == expected)
+
+        // Inside a transaction the pipeline's failure fails the transaction, as one statement would.
+        try connection.begin(readOnly: true)
+        _ = #expect(throws: DatabaseError.self) {
+            try connection.queryAll([BoundStatement(failing, try failing.bind(["zero": .integer(0)])), statements[1]])
+        }
+        #expect(connection.reset())
+        #expect(try connection.scalar("SELECT 7") == .integer(7))
+    }
+
     // MARK: reset
 
     @Test(.enabled(if: PostgresTestEnvironment.isEnabled))

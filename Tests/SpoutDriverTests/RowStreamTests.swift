@@ -147,6 +147,38 @@ import Testing
         #expect((parsed[4]["children"] as? [[String: Int]])?.map { $0["n"]! } == [4, 1004, 2004])
     }
 
+    /// A child that echoes its parent's keys is typed by the parent's columns on both
+    /// databases, whether it runs for one parent (each child statement itself, pipelined on
+    /// PostgreSQL) or for many (batched), and one parent costs one statement per attachment.
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
+    func oneParentAndManyParentsTypeChildrenAlike() throws {
+        var outputs: [String] = []
+        try Self.withBothDatabases { database in
+            func employees(_ condition: String) throws -> RowStream {
+                var stream = try database.query("""
+                    SELECT emp_no AS "employeeNumber", dept_no AS "departmentNumber" FROM emp
+                    WHERE \(condition) ORDER BY emp_no
+                    """)
+                stream.attach("echo", "SELECT :employeeNumber AS n, :departmentNumber AS d")
+                stream.attach("titles", "SELECT title FROM title WHERE emp_no = :employeeNumber ORDER BY from_date")
+                return stream
+            }
+            let before = database.statistics.statementCount
+            let one = try Self.output(try employees("emp_no = 10"), on: database, shape: .object)
+            #expect(database.statistics.statementCount - before == 3, "\(database.dialect)")
+            let many = try Self.output(try employees("emp_no >= 10"), on: database)
+            outputs.append(one + "\n" + many)
+        }
+        #expect(outputs.count == 2)
+        #expect(outputs.first == outputs.last)
+        #expect(outputs.first == """
+            {"employeeNumber":10,"departmentNumber":"d001","echo":[{"n":10,"d":"d001"}],"titles":[{"title":"Staff"},{"title":"Senior Staff"}]}
+            [{"employeeNumber":10,"departmentNumber":"d001","echo":[{"n":10,"d":"d001"}],"titles":[{"title":"Staff"},{"title":"Senior Staff"}]},\
+            {"employeeNumber":11,"departmentNumber":"d001","echo":[{"n":11,"d":"d001"}],"titles":[]},\
+            {"employeeNumber":12,"departmentNumber":"d002","echo":[{"n":12,"d":"d002"}],"titles":[{"title":"Engineer"}]}]
+            """)
+    }
+
     @Test func sqliteAttachmentsUseOneCachedStatement() throws {
         let temporary = TestDatabases.makeSQLiteDatabase()
         defer { temporary.drop() }

@@ -373,6 +373,55 @@ import Testing
         }
     }
 
+    @Test func readOnlySessionRejectsWritesOutsideWriteTransactions() throws {
+        try SQLiteTestDatabase.with { database in
+            let writer = try database.connect()
+            defer { writer.close() }
+            try writer.executeScript("CREATE TABLE items (id INTEGER PRIMARY KEY)")
+            try writer.setReadOnly(true)
+            #expect(sqliteErrorCode { try writer.sqliteExecute("INSERT INTO items VALUES (1)") } == .readOnly)
+            // An explicit write transaction lifts it until the transaction ends.
+            try writer.begin(readOnly: false)
+            #expect(try writer.sqliteExecute("INSERT INTO items VALUES (1)") == 1)
+            try writer.commit()
+            #expect(sqliteErrorCode { try writer.sqliteExecute("INSERT INTO items VALUES (2)") } == .readOnly)
+            // reset() restores the session setting after an abandoned write transaction too.
+            try writer.begin(readOnly: false)
+            #expect(writer.reset())
+            #expect(sqliteErrorCode { try writer.sqliteExecute("INSERT INTO items VALUES (2)") } == .readOnly)
+            try writer.setReadOnly(false)
+            #expect(try writer.sqliteExecute("INSERT INTO items VALUES (2)") == 1)
+
+            let reader = try database.connect(readOnly: true)
+            defer { reader.close() }
+            try reader.setReadOnly(true)
+            #expect(sqliteErrorCode { try reader.setReadOnly(false) } == .readOnly)
+            #expect(try reader.sqliteScalar("SELECT count(*) FROM items") == 2)
+        }
+    }
+
+    @Test func queryAllRunsStatementsInOrderAndStopsAtTheFirstError() throws {
+        try SQLiteTestDatabase.with { database in
+            let connection = try database.connect()
+            defer { connection.close() }
+            try connection.executeScript("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT)")
+            _ = try connection.sqliteExecute("INSERT INTO items VALUES (1, 'a'), (2, 'b')")
+            let all = try sqliteSQL("SELECT id, name FROM items ORDER BY id")
+            let one = try sqliteSQL("SELECT name FROM items WHERE id = :id")
+            let results = try connection.queryAll([
+                BoundStatement(all, []), BoundStatement(one, try one.bind(["id": .integer(2)])),
+                BoundStatement(one, try one.bind(["id": .integer(9)])),
+            ])
+            #expect(results.map(\.rows) == [[[.integer(1), .text("a")], [.integer(2), .text("b")]], [[.text("b")]], []])
+            #expect(results.map { $0.columns.map(\.label) } == [["id", "name"], ["name"], ["name"]])
+            let broken = try sqliteSQL("SELECT * FROM no_such_table")
+            #expect(throws: DatabaseError.self) {
+                try connection.queryAll([BoundStatement(all, []), BoundStatement(broken, [])])
+            }
+            #expect(try connection.sqliteScalar("SELECT count(*) FROM items") == 2)
+        }
+    }
+
     // MARK: Errors
 
     @Test func mapsConstraintAndSQLErrors() throws {

@@ -201,7 +201,12 @@ final class ServerFixture: Sendable {
             .rows(try database.query("SELECT CAST(:v AS integer) AS n", request.arguments), database: database, shape: .scalar)
         }
         router.add(.get, "/terminate") { _ in
-            .rows(try database.query("SELECT pg_terminate_backend(pg_backend_pid())"), database: database, shape: .scalar)
+            // The backend kills itself, then dies at the sleep's interrupt check: mid-query,
+            // before any row is sent (reads run outside a transaction on PostgreSQL).
+            .rows(
+                try database.query("SELECT pg_terminate_backend(pg_backend_pid()) AS killed, pg_sleep(1) AS slept"),
+                database: database, shape: .scalar
+            )
         }
     }
 }
