@@ -18,8 +18,9 @@ struct AttachmentExecutor {
         var layouts: [AttachmentLayout] = []
         for index in parents.indices { parents[index].children = [] }
         let dialect = self.connection.dialect
+        // One PostgreSQL parent: every attachment's statement as it is, sent together.
         var together: [QueryResult]?
-        if dialect == .postgres && parents.count == 1 && attachments.count > 1 {
+        if dialect == .postgres && parents.count == 1 {
             let labels = Self.labelIndex(parentColumns)
             together = try self.connection.queryAll(attachments.map { attachment in
                 try self.statement(
@@ -116,13 +117,6 @@ struct AttachmentExecutor {
                 groups.append(rows)
             }
             return (columns, groups)
-        case .postgres where parents.count == 1:
-            // The child statement itself, typed as in the batched form: the plain plan, and
-            // values typed the same either way.
-            let statement = try self.statement(
-                parsed, parent: parents[0], parentColumns: parentColumns, labelIndex: labelIndex, arguments: arguments)
-            let result = try self.connection.queryAll([statement])[0]
-            return (result.columns, [result.rows.map { BufferedRow(values: $0, children: []) }])
         case .postgres:
             let types = keyed.map { name in parentColumns[labelIndex[name]!] }
             let lateral = LateralBatch(child: parsed, keyNames: keyed, keyColumns: types)
@@ -147,14 +141,8 @@ struct AttachmentExecutor {
     }
 
     private func readAll(_ sql: ParsedSQL, _ parameters: [SQLValue]) throws -> ([Column], [BufferedRow]) {
-        let cursor = try self.connection.query(sql, parameters, options: QueryOptions())
-        defer { cursor.close() }
-        let width = cursor.columns.count
-        var rows: [BufferedRow] = []
-        while try cursor.next() {
-            rows.append(BufferedRow(values: (0..<width).map(cursor.value(at:)), children: []))
-        }
-        return (cursor.columns, rows)
+        let result = try self.connection.queryAll([BoundStatement(sql, parameters)])[0]
+        return (result.columns, result.rows.map { BufferedRow(values: $0, children: []) })
     }
 }
 
