@@ -5,6 +5,7 @@ import PackageDescription
 //
 // One module per layer (see docs/ARCHITECTURE.md):
 //   CLibPQ, CSQLite3   system libraries (libpq-dev, libsqlite3-dev)
+//   CEventPoll         Linux epoll and eventfd (glibc), for the PostgreSQL reactor thread
 //   SpoutCore          values, named-parameter SQL, row streams with attach(), encoders, pool
 //   SpoutPostgres      the libpq driver
 //   SpoutSQLite        the libsqlite3 driver
@@ -33,13 +34,15 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
+        // Linux's epoll and eventfd (glibc headers), for the PostgreSQL driver's reactor.
+        .systemLibrary(name: "CEventPoll"),
         .systemLibrary(
             name: "CSQLite3",
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
         .target(name: "SpoutCore"),
-        .target(name: "SpoutPostgres", dependencies: ["SpoutCore", "CLibPQ"]),
+        .target(name: "SpoutPostgres", dependencies: ["SpoutCore", "CLibPQ", "CEventPoll"]),
         .target(name: "SpoutSQLite", dependencies: ["SpoutCore", "CSQLite3"]),
         .target(name: "SpoutDrivers", dependencies: ["SpoutCore", "SpoutPostgres", "SpoutSQLite"]),
         .target(

@@ -4,10 +4,37 @@
 /// A window of one parent (an object or value response) runs each child statement itself on
 /// PostgreSQL, its parent-bound parameters cast to the parent columns' types
 /// (``ParentKeyCast``), and sends the statements of all attachments together
-/// (``DatabaseConnection/queryAll(_:)``: one round trip).
+/// (``DatabaseConnection/queryAll(_:)``: one round trip), unless they were run beforehand
+/// (`prefetched`, see ``SingleRowPlan``).
 struct AttachmentExecutor {
-    let connection: any DatabaseConnection
+    /// Nil when every statement was run beforehand (`prefetched`).
+    let connection: (any DatabaseConnection)?
+    let dialect: SQLDialect
     let batchSize: Int
+    /// The results of the single-parent statements of the top-level attachments, one per
+    /// attachment, already read (``singleParentStatements(_:parent:parentColumns:inherited:)``).
+    let prefetched: [QueryResult]?
+
+    init(connection: any DatabaseConnection, batchSize: Int) {
+        self.connection = connection
+        self.dialect = connection.dialect
+        self.batchSize = batchSize
+        self.prefetched = nil
+    }
+
+    init(prefetched: [QueryResult], dialect: SQLDialect) {
+        self.connection = nil
+        self.dialect = dialect
+        self.batchSize = 1
+        self.prefetched = prefetched
+    }
+
+    private func requireConnection() throws -> any DatabaseConnection {
+        guard let connection = self.connection else {
+            throw DatabaseError(.unsupported, message: "attachments below the prefetched ones need a connection")
+        }
+        return connection
+    }
 
     /// Fills `children` of every row in `parents` for each of `attachments`, recursively, and
     /// returns the layout of each attachment's rows.
@@ -17,16 +44,18 @@ struct AttachmentExecutor {
     ) throws -> [AttachmentLayout] {
         var layouts: [AttachmentLayout] = []
         for index in parents.indices { parents[index].children = [] }
-        let dialect = self.connection.dialect
-        // One PostgreSQL parent: every attachment's statement as it is, sent together.
+        let dialect = self.dialect
+        // One PostgreSQL parent: every attachment's statement as it is, sent together (or
+        // already run, when prefetched).
         var together: [QueryResult]?
-        if dialect == .postgres && parents.count == 1 {
-            let labels = Self.labelIndex(parentColumns)
-            together = try self.connection.queryAll(attachments.map { attachment in
-                try self.statement(
-                    try attachment.stream.statement(for: dialect), parent: parents[0], parentColumns: parentColumns,
-                    labelIndex: labels, arguments: inherited.merging(attachment.stream.arguments) { _, own in own })
-            })
+        if let prefetched = self.prefetched {
+            guard parents.count == 1, prefetched.count == attachments.count else {
+                throw DatabaseError(.other, message: "prefetched attachments do not match the parent rows")
+            }
+            together = prefetched
+        } else if dialect == .postgres && parents.count == 1 {
+            together = try self.requireConnection().queryAll(
+                try Self.singleParentStatements(attachments, parent: parents[0], parentColumns: parentColumns, inherited: inherited))
         }
         for (position, attachment) in attachments.enumerated() {
             let arguments = inherited.merging(attachment.stream.arguments) { _, own in own }
@@ -48,7 +77,8 @@ struct AttachmentExecutor {
                 repeat {
                     let end = min(start + self.batchSize, flat.count)
                     var slice = Array(flat[start..<end])
-                    childLayouts = try self.fill(&slice, parentColumns: columns, attachments: attachment.stream.attachments, inherited: arguments)
+                    let nested = AttachmentExecutor(connection: try self.requireConnection(), batchSize: self.batchSize)
+                    childLayouts = try nested.fill(&slice, parentColumns: columns, attachments: attachment.stream.attachments, inherited: arguments)
                     flat.replaceSubrange(start..<end, with: slice)
                     start = end
                 } while start < flat.count
@@ -77,9 +107,22 @@ struct AttachmentExecutor {
         return index
     }
 
+    /// The statement of each of `attachments` for one PostgreSQL parent row, as the
+    /// single-parent path sends them together.
+    static func singleParentStatements(
+        _ attachments: [RowStream.Attachment], parent: BufferedRow, parentColumns: [Column], inherited: [String: SQLValue]
+    ) throws -> [BoundStatement] {
+        let labels = Self.labelIndex(parentColumns)
+        return try attachments.map { attachment in
+            try Self.statement(
+                try attachment.stream.statement(for: .postgres), parent: parent, parentColumns: parentColumns,
+                labelIndex: labels, arguments: inherited.merging(attachment.stream.arguments) { _, own in own })
+        }
+    }
+
     /// Child `parsed` bound for one PostgreSQL parent: parent-bound parameters cast to the
     /// parent columns' types and bound to its values, the others to `arguments`.
-    private func statement(
+    private static func statement(
         _ parsed: ParsedSQL, parent: BufferedRow, parentColumns: [Column], labelIndex: [String: Int],
         arguments: [String: SQLValue]
     ) throws -> BoundStatement {
@@ -95,7 +138,8 @@ struct AttachmentExecutor {
     private func fetch(
         _ parsed: ParsedSQL, parents: [BufferedRow], parentColumns: [Column], arguments: [String: SQLValue]
     ) throws -> ([Column], [[BufferedRow]]) {
-        let dialect = self.connection.dialect
+        let dialect = self.dialect
+        let connection = try self.requireConnection()
         let labelIndex = Self.labelIndex(parentColumns)
         let keyed = parsed.parameterNames.filter { labelIndex[$0] != nil }
 
@@ -124,7 +168,7 @@ struct AttachmentExecutor {
             for (position, name) in keyed.enumerated() {
                 bound[lateral.arrayParameterNames[position]] = .array(parents.map { $0.values[labelIndex[name]!] })
             }
-            let cursor = try self.connection.query(lateral.sql, try lateral.sql.bind(bound), options: QueryOptions())
+            let cursor = try connection.query(lateral.sql, try lateral.sql.bind(bound), options: QueryOptions())
             defer { cursor.close() }
             let all = cursor.columns
             // Column 0 is the 1-based parent ordinal, the last one the row number within it.
@@ -141,7 +185,7 @@ struct AttachmentExecutor {
     }
 
     private func readAll(_ sql: ParsedSQL, _ parameters: [SQLValue]) throws -> ([Column], [BufferedRow]) {
-        let result = try self.connection.queryAll([BoundStatement(sql, parameters)])[0]
+        let result = try self.requireConnection().queryAll([BoundStatement(sql, parameters)])[0]
         return (result.columns, result.rows.map { BufferedRow(values: $0, children: []) })
     }
 }

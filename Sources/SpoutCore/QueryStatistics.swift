@@ -9,13 +9,22 @@ import Synchronization
 /// to prove that attached arrays do not cost one query per parent row.
 public final class QueryStatistics: Sendable {
     private let statements = Atomic<Int>(0)
+    private let eventDrivenRuns = Atomic<Int>(0)
 
     public init() {}
 
     /// The number of statements run so far.
     public var statementCount: Int { self.statements.load(ordering: .relaxed) }
 
+    /// How many ``EventDrivenConnection/runEventDriven(_:then:completion:)`` runs started:
+    /// responses served without a thread blocked on the database.
+    public var eventDrivenRunCount: Int { self.eventDrivenRuns.load(ordering: .relaxed) }
+
     public func recordStatement() {
         self.statements.add(1, ordering: .relaxed)
+    }
+
+    public func recordEventDrivenRun() {
+        self.eventDrivenRuns.add(1, ordering: .relaxed)
     }
 }

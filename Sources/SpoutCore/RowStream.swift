@@ -136,7 +136,8 @@ public struct RowStream: Sendable {
         }
     }
 
-    private func encode(
+    /// Encodes the rows of `cursor` (and their attachments, through `executor`) into `sink`.
+    func encode(
         _ cursor: any RowCursor, executor: AttachmentExecutor, format: OutputFormat, shape: ResultShape,
         dateFormat: DateFormat, sink: any ByteSink
     ) throws -> Int {

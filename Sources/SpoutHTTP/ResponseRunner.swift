@@ -58,39 +58,95 @@ struct ResponseRunner: Sendable {
             let lease = try await rows.database.lease(readOnly: rows.readOnly)
             // A client that goes away cancels the statement, so the connection comes back soon.
             sink.onClose { lease.cancel() }
-            do {
-                let configuration = rows.database.configuration
-                let count = try await self.threadPool.runIfActive {
-                    defer {
-                        sink.clearOnClose()
-                        lease.release()
-                    }
-                    return try lease.withConnection { connection in
-                        if let timeout = rows.statementTimeout {
-                            try connection.setStatementTimeout(milliseconds: timeout.statementTimeoutMilliseconds)
-                        }
-                        // Read-only by the lease; a transaction only where it buys one snapshot.
-                        let transaction = rows.readOnly && connection.dialect.readsInTransaction
-                        if transaction { try connection.begin(readOnly: true) }
-                        let count = try rows.stream.write(
-                            as: format, shape: rows.shape, to: sink, on: connection,
-                            dateFormat: configuration.dateFormat, attachmentBatchSize: configuration.attachmentBatchSize
-                        )
-                        if transaction { try connection.commit() }
-                        return count
-                    }
-                }
-                result = .success(count)
-            } catch {
-                // The pool may not have run the body (cancelled, shut down): release here too.
-                sink.clearOnClose()
-                lease.release()
-                result = .failure(error)
+            if let eventDriven = await self.runEventDriven(rows, format: format, lease: lease, sink: sink) {
+                result = eventDriven
+            } else {
+                result = await self.runOnThreadPool(rows, format: format, lease: lease, sink: sink)
             }
         } catch {
             result = .failure(error)
         }
         self.onLoop { [exchange] in $0.streamDone(exchange, sink: sink, result: result) }
+    }
+
+    /// Runs a single-row stream without a thread of its own when the lease's connection can
+    /// (``EventDrivenConnection``: PostgreSQL, already open with the timeout the endpoint wants):
+    /// the database is waited on by the driver's I/O thread, and the rows, held in memory, are
+    /// encoded on this task's executor (the event loop). Nil when the stream cannot run so;
+    /// the lease is then untouched.
+    private func runEventDriven(
+        _ rows: RowResult, format: OutputFormat, lease: ConnectionLease, sink: StreamingResponseSink
+    ) async -> Result<Int, any Error>? {
+        let timeout = rows.statementTimeout?.statementTimeoutMilliseconds
+        guard let connection = lease.eventDrivenConnection(statementTimeout: timeout) else { return nil }
+        let plan: SingleRowPlan
+        do {
+            guard let planned = try SingleRowPlan(rows.stream, shape: rows.shape, format: format, dialect: connection.dialect) else {
+                return nil
+            }
+            plan = planned
+        } catch {
+            sink.clearOnClose()
+            lease.release()
+            return .failure(error)
+        }
+        let result: Result<Int, any Error>
+        do {
+            let batches = try await connection.runEventDriven(plan.parent) { try plan.batch(after: $0) }
+            let body = CollectingSink()
+            let count = try plan.write(batches, as: format, shape: rows.shape, dateFormat: rows.database.configuration.dateFormat, to: body)
+            try sink.finish(body.bytes)
+            result = .success(count)
+        } catch {
+            result = .failure(error)
+        }
+        sink.clearOnClose()
+        if connection.canRunEventDriven(readOnly: lease.readOnly, statementTimeout: nil) {
+            lease.release()
+        } else {
+            // Returning it may take a round trip (a rollback) or closing it: off the loop.
+            _ = try? await self.threadPool.runIfActive { lease.release() }
+            lease.release()
+        }
+        return result
+    }
+
+    /// Runs the stream on a thread-pool thread, which blocks on the database and on the
+    /// sink's backpressure, and releases the lease there.
+    private func runOnThreadPool(
+        _ rows: RowResult, format: OutputFormat, lease: ConnectionLease, sink: StreamingResponseSink
+    ) async -> Result<Int, any Error> {
+        let result: Result<Int, any Error>
+        do {
+            let configuration = rows.database.configuration
+            let count = try await self.threadPool.runIfActive {
+                defer {
+                    sink.clearOnClose()
+                    lease.release()
+                }
+                return try lease.withConnection { connection in
+                    if let timeout = rows.statementTimeout {
+                        try connection.setStatementTimeout(milliseconds: timeout.statementTimeoutMilliseconds)
+                    }
+                    // Read-only by the lease; a transaction only where it buys one snapshot.
+                    let transaction = rows.readOnly && connection.dialect.readsInTransaction
+                    if transaction { try connection.begin(readOnly: true) }
+                    let count = try rows.stream.write(
+                        as: format, shape: rows.shape, to: sink, on: connection,
+                        dateFormat: configuration.dateFormat, attachmentBatchSize: configuration.attachmentBatchSize
+                    )
+                    if transaction { try connection.commit() }
+                    return count
+                }
+            }
+            result = .success(count)
+        } catch {
+            // The pool may not have run the body (cancelled, shut down): release here too.
+            sink.clearOnClose()
+            lease.release()
+            result = .failure(error)
+        }
+        return result
     }
 
     private func onLoop(_ body: @escaping @Sendable (HTTPConnectionHandler) -> Void) {

@@ -89,12 +89,13 @@ extension PostgresConnection {
         }
     }
 
-    /// Appends the rows of `result` to `collected` (created with its columns on first use).
-    private static func decode(_ result: OpaquePointer, into collected: inout QueryResult?) {
+    /// Appends the rows of `result` to `collected` (created with its columns on first use),
+    /// keeping at most `rowLimit` rows in all.
+    static func decode(_ result: OpaquePointer, into collected: inout QueryResult?, rowLimit: Int? = nil) {
         let description = PostgresResultDescription(result)
-        let rowCount = PQntuples(result)
-        let width = description.decoders.count
         var rows = collected?.rows ?? []
+        let rowCount = min(PQntuples(result), Int32(clamping: max(0, (rowLimit ?? Int.max) - rows.count)))
+        let width = description.decoders.count
         collected = nil
         rows.reserveCapacity(rows.count + Int(rowCount))
         for row in 0..<rowCount {

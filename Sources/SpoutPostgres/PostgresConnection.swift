@@ -39,6 +39,8 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         case streaming
         /// A `COPY FROM STDIN` is open.
         case copying
+        /// The reactor thread is running statements on it (`runEventDriven`).
+        case eventDriven
     }
 
     /// The state `cancel()` may touch from another thread.
@@ -74,9 +76,9 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     /// Changes whenever an open transaction is seen to end; server cursors belong to one value.
     private(set) var transactionEpoch = 0
     /// The `statement_timeout` in effect in milliseconds (0: none), or nil when unknown.
-    private var statementTimeout: Int? = 0
+    private(set) var statementTimeout: Int? = 0
     /// The `default_transaction_read_only` in effect, or nil when unknown.
-    private var sessionReadOnly: Bool?
+    private(set) var sessionReadOnly: Bool?
     /// Whether a setting was SET inside the open transaction (a rollback undoes it).
     private var settingsChangedInTransaction = false
 
@@ -141,6 +143,8 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
             )
         case .copying:
             throw DatabaseError(.unsupported, message: "the connection is busy with a bulk insert; finish it first")
+        case .eventDriven:
+            throw DatabaseError(.unsupported, message: "the connection is busy running statements event-driven; wait for their completion")
         }
     }
 
@@ -395,6 +399,9 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         case .copying:
             self.activeCopy?.abandon()
             self.abandonCopy()
+        case .eventDriven:
+            // Only the reactor may touch it until the run completes: never reused.
+            return false
         case .idle:
             break
         }

@@ -41,7 +41,7 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         let level = Logger.Level(rawValue: self.logLevel) ?? .info
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler = LineLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler
         }

@@ -2,35 +2,16 @@ import Foundation
 import SpoutCore
 import Testing
 
-/// A cursor over rows held in memory, to test encoders without a database. (The row streams
+/// Rows held in memory under `labels`, to test encoders without a database. (The row streams
 /// are tested against real databases in SpoutDriverTests.)
-final class ArrayCursor: RowCursor {
-    let columns: [Column]
-    private let rows: [[SQLValue]]
-    private var position = -1
-
-    init(_ labels: [String], _ rows: [[SQLValue]]) {
-        self.columns = labels.map { Column(label: $0, type: .unknown) }
-        self.rows = rows
-    }
-
-    func next() throws -> Bool {
-        guard self.position + 1 < self.rows.count else {
-            self.position = self.rows.count
-            return false
-        }
-        self.position += 1
-        return true
-    }
-
-    func value(at index: Int) -> SQLValue { self.rows[self.position][index] }
-    func close() {}
+func memoryCursor(_ labels: [String], _ rows: [[SQLValue]]) -> BufferedCursor {
+    BufferedCursor(QueryResult(columns: labels.map { Column(label: $0, type: .unknown) }, rows: rows))
 }
 
 /// Encodes a fixed set of rows through the public RowStream API on an in-memory connection.
 func encode(_ labels: [String], _ rows: [[SQLValue]], format: OutputFormat = .json(), shape: ResultShape = .array, dateFormat: DateFormat = .epochMilliseconds) throws -> String {
     let sink = CollectingSink()
-    let connection = MemoryConnection(cursor: ArrayCursor(labels, rows))
+    let connection = MemoryConnection(cursor: memoryCursor(labels, rows))
     try RowStream("SELECT rows").write(as: format, shape: shape, to: sink, on: connection, dateFormat: dateFormat)
     #expect(sink.isFinished)
     return sink.text
@@ -39,8 +20,8 @@ func encode(_ labels: [String], _ rows: [[SQLValue]], format: OutputFormat = .js
 /// A connection that answers every query with one prepared cursor (encoder tests only).
 final class MemoryConnection: DatabaseConnection, @unchecked Sendable {
     // Unchecked: used by one test on one thread.
-    let cursor: ArrayCursor
-    init(cursor: ArrayCursor) { self.cursor = cursor }
+    let cursor: BufferedCursor
+    init(cursor: BufferedCursor) { self.cursor = cursor }
     var dialect: SQLDialect { .sqlite }
     func query(_ sql: ParsedSQL, _ parameters: [SQLValue], options: QueryOptions) throws -> any RowCursor { self.cursor }
     func execute(_ sql: ParsedSQL, _ parameters: [SQLValue]) throws -> Int { 0 }
@@ -117,7 +98,7 @@ final class MemoryConnection: DatabaseConnection, @unchecked Sendable {
         let sink = CollectingSink()
         let stream = RowStream("SELECT 1").attaching("children", "SELECT 2")
         #expect(throws: RowStreamError.attachmentsNotAllowedInCSV) {
-            try stream.write(as: .csv, to: sink, on: MemoryConnection(cursor: ArrayCursor(["a"], [[1]])))
+            try stream.write(as: .csv, to: sink, on: MemoryConnection(cursor: memoryCursor(["a"], [[1]])))
         }
         #expect(sink.bytes.isEmpty && !sink.isFinished)
     }
@@ -125,7 +106,7 @@ final class MemoryConnection: DatabaseConnection, @unchecked Sendable {
     @Test func largeOutputIsChunked() throws {
         let rows = (0..<20_000).map { [SQLValue.integer(Int64($0)), SQLValue.text("row number \($0)")] }
         let sink = CollectingSink()
-        try RowStream("SELECT rows").write(as: .json(), to: sink, on: MemoryConnection(cursor: ArrayCursor(["n", "t"], rows)))
+        try RowStream("SELECT rows").write(as: .json(), to: sink, on: MemoryConnection(cursor: memoryCursor(["n", "t"], rows)))
         #expect(sink.chunkCount > 5)
         let parsed = try JSONSerialization.jsonObject(with: Data(sink.bytes)) as? [[String: Any]]
         #expect(parsed?.count == 20_000)

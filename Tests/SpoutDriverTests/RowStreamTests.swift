@@ -179,6 +179,63 @@ import Testing
             """)
     }
 
+    /// A single-row response run event-driven (``SingleRowPlan``) writes the bytes the cursor
+    /// path writes, in two batches and with the same statements.
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
+    func singleRowPlanWritesWhatTheCursorPathWrites() async throws {
+        let postgres = try TestDatabases.makePostgresDatabase()
+        defer { postgres.drop() }
+        let database = try postgres.open()
+        defer { database.close() }
+        try database.withConnection(readOnly: false) { try $0.executeScript(Self.schema(.postgres)) }
+        let lease = try database.leaseBlocking(readOnly: true)
+        defer { lease.release() }
+        try lease.withConnection { _ in }
+        let connection = try #require(lease.eventDrivenConnection())
+
+        func employee(_ number: Int) throws -> RowStream {
+            var stream = try database.query("""
+                SELECT emp_no AS "employeeNumber", dept_no AS "departmentNumber" FROM emp WHERE emp_no = :n
+                """, ["n": .integer(Int64(number))])
+            stream.attach("echo", "SELECT :employeeNumber AS n, :departmentNumber AS d, :n AS argument")
+            stream.attach("titles", "SELECT title, from_date AS \"fromDate\" FROM title WHERE emp_no = :employeeNumber ORDER BY from_date")
+            return stream
+        }
+        func planned(_ stream: RowStream, _ shape: ResultShape, _ format: OutputFormat) async throws -> (String, Int) {
+            let plan = try #require(try SingleRowPlan(stream, shape: shape, format: format, dialect: .postgres))
+            let before = database.statistics.statementCount
+            let batches = try await connection.runEventDriven(plan.parent) { try plan.batch(after: $0) }
+            let sink = CollectingSink()
+            try plan.write(batches, as: format, shape: shape, dateFormat: .epochMilliseconds, to: sink)
+            return (sink.text, database.statistics.statementCount - before)
+        }
+
+        for number in [10, 11] {
+            for format in [OutputFormat.json(), .jsonLines] {
+                let (text, statements) = try await planned(try employee(number), .object, format)
+                #expect(text == (try Self.output(try employee(number), on: database, format: format, shape: .object)))
+                #expect(statements == 3)
+            }
+        }
+        let (ten, _) = try await planned(try employee(10), .object, .json())
+        #expect(ten == """
+            {"employeeNumber":10,"departmentNumber":"d001","echo":[{"n":10,"d":"d001","argument":"10"}],\
+            "titles":[{"title":"Staff","fromDate":631152000000},{"title":"Senior Staff","fromDate":801964800000}]}
+            """)
+        let name = try database.query("SELECT name, emp_no FROM emp ORDER BY emp_no")
+        #expect(try await planned(name, .scalar, .json()).0 == (try Self.output(name, on: database, shape: .scalar)))
+        #expect(try await planned(name, .scalar, .csv).0 == (try Self.output(name, on: database, format: .csv, shape: .scalar)))
+        // No row: the cursor path's error, after one statement.
+        await #expect(throws: RowStreamError.noRow) { _ = try await planned(try employee(99), .object, .json()) }
+
+        // What the plan leaves to the cursor path.
+        #expect(try SingleRowPlan(try employee(10), shape: .array, format: .json(), dialect: .postgres) == nil)
+        #expect(try SingleRowPlan(try employee(10), shape: .object, format: .csv, dialect: .postgres) == nil)
+        #expect(try SingleRowPlan(try employee(10), shape: .object, format: .json(), dialect: .sqlite) == nil)
+        #expect(try SingleRowPlan(try Self.departments(in: database), shape: .object, format: .json(), dialect: .postgres) == nil)
+        #expect(connection.canRunEventDriven(readOnly: true, statementTimeout: nil))
+    }
+
     @Test func sqliteAttachmentsUseOneCachedStatement() throws {
         let temporary = TestDatabases.makeSQLiteDatabase()
         defer { temporary.drop() }

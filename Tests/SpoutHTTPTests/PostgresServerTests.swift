@@ -94,6 +94,39 @@ struct PostgresServerTests {
         }
     }
 
+    /// Single-row responses on an open connection wait for PostgreSQL without a thread
+    /// (``EventDrivenConnection``), and answer exactly what the thread-pool path answers.
+    @Test func singleRowResponsesRunEventDriven() async throws {
+        try await self.withServer { fixture, _ in
+            let port = fixture.port
+            let statistics = fixture.database.statistics
+            let expected = #"{"employeeNumber":3,"firstName":"name-3","titles":[{"title":"Engineer"},{"title":"Senior Engineer"}]}"#
+            // The first requests open the pool's connections (on the thread pool).
+            for _ in 0..<2 { #expect(try await TestHTTPClient.get(port: port, "/employees/3?details=titles").text == expected) }
+            let runs = statistics.eventDrivenRunCount
+            let statements = statistics.statementCount
+            for _ in 0..<10 {
+                let response = try await TestHTTPClient.get(port: port, "/employees/3?details=titles")
+                #expect(response.status == 200)
+                #expect(response.text == expected)
+                #expect(response.header("Content-Length") == String(expected.utf8.count))
+                #expect(response.header("Content-Type") == "application/json")
+            }
+            #expect(statistics.eventDrivenRunCount - runs == 10)
+            #expect(statistics.statementCount - statements == 20, "parent and child, no statement per row")
+
+            let missing = try await TestHTTPClient.get(port: port, "/employees/999?details=titles")
+            #expect(missing.status == 404)
+            #expect(try await TestHTTPClient.get(port: port, "/employees/count").text == "50")
+            let lines = try await TestHTTPClient.get(port: port, "/employees/4", headers: [("Accept", "application/x-ndjson")])
+            #expect(lines.text == #"{"employeeNumber":4,"firstName":"name-4"}"# + "\n")
+            #expect(statistics.eventDrivenRunCount - runs == 13)
+            // Array responses stream from the thread pool as before.
+            #expect(try await TestHTTPClient.get(port: port, "/employees?limit=1").text == #"[{"employeeNumber":1,"firstName":"name-1"}]"#)
+            #expect(statistics.eventDrivenRunCount - runs == 13)
+        }
+    }
+
     @Test func unreachableServerIsNotReady() async throws {
         let unreachable = Database(driver: try PostgresDriver(url: "postgresql://spout@127.0.0.1:1/postgres?connect_timeout=2"))
         var router = Router()

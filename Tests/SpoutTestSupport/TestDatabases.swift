@@ -45,9 +45,19 @@ public enum TestDatabases {
         try admin.executeScript("CREATE DATABASE \"\(name)\"")
         let url = replacingDatabaseName(in: adminURL, with: name)
         return TemporaryDatabase(url: url) {
-            guard let admin = try? Drivers.driver(for: adminURL).connect(readOnly: false, statistics: QueryStatistics()) else { return }
-            defer { admin.close() }
-            try? admin.executeScript("DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)")
+            // DROP DATABASE waits until every backend of the server has absorbed a signal
+            // barrier, and a backend blocked writing to a slow client (another test's
+            // backpressure) absorbs it only once that client reads. Waiting for it here, on a
+            // thread of the tests' shared cooperative pool, could starve the very test whose
+            // client must read: drop on a thread of its own, and wait a bounded time.
+            let done = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                defer { done.signal() }
+                guard let admin = try? Drivers.driver(for: adminURL).connect(readOnly: false, statistics: QueryStatistics()) else { return }
+                defer { admin.close() }
+                try? admin.executeScript("DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)")
+            }
+            _ = done.wait(timeout: .now() + .seconds(5))
         }
     }
 

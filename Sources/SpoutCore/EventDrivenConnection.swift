@@ -1,0 +1,54 @@
+/// Statements sent together, their results read whole (``EventDrivenConnection``).
+public struct StatementBatch: Sendable {
+    public var statements: [BoundStatement]
+    /// Keep at most this many rows of each statement (the rest are read and dropped); nil: all.
+    public var rowLimit: Int?
+
+    public init(_ statements: [BoundStatement], rowLimit: Int? = nil) {
+        self.statements = statements
+        self.rowLimit = rowLimit
+    }
+}
+
+/// A connection that can run statements without holding a thread while it waits for the
+/// database: it sends them, and an I/O thread of the driver's (an epoll loop shared by every
+/// such connection) reads the answers as they arrive and calls back.
+///
+/// Contract (beyond ``DatabaseConnection``):
+/// - ``canRunEventDriven(readOnly:statementTimeout:)`` is cheap and never blocks: true when
+///   the connection is open, idle, outside a transaction, its read-only setting
+///   (``DatabaseConnection/setReadOnly(_:)``) already is `readOnly`, and, unless
+///   `statementTimeout` is nil, its statement timeout already is that many milliseconds (0:
+///   none), so a run needs no setup round trip.
+/// - ``runEventDriven(_:then:completion:)`` returns at once. From then until `completion` is
+///   called, the connection belongs to the driver's I/O thread: the caller must not touch it
+///   (except ``DatabaseConnection/cancel()``, which works as usual). `completion` is called
+///   exactly once, on the I/O thread, after the connection is idle again.
+/// - Each batch is one round trip (statements not yet prepared on the connection are prepared
+///   in the same round trip). `next` runs on the I/O thread with the results of every batch
+///   read so far, in order, and returns the next batch; an empty batch ends the run. Outside a transaction each batch runs in an
+///   implicit transaction of its own.
+/// - When a statement fails, the rest of its batch is skipped, no later batch runs, and the
+///   first error is passed to `completion`; the connection stays usable unless the error is
+///   ``DatabaseError/Code/connectionLost``. An error thrown by `next` ends the run the same way.
+public protocol EventDrivenConnection: DatabaseConnection {
+    func canRunEventDriven(readOnly: Bool, statementTimeout milliseconds: Int?) -> Bool
+
+    func runEventDriven(
+        _ first: StatementBatch,
+        then next: @escaping @Sendable (_ results: [[QueryResult]]) throws -> StatementBatch,
+        completion: @escaping @Sendable (Result<[[QueryResult]], any Error>) -> Void
+    )
+}
+
+extension EventDrivenConnection {
+    /// ``runEventDriven(_:then:completion:)`` awaited: the results of every batch, in order.
+    public func runEventDriven(
+        _ first: StatementBatch,
+        then next: @escaping @Sendable (_ results: [[QueryResult]]) throws -> StatementBatch
+    ) async throws -> [[QueryResult]] {
+        try await withCheckedThrowingContinuation { continuation in
+            self.runEventDriven(first, then: next) { result in continuation.resume(with: result) }
+        }
+    }
+}

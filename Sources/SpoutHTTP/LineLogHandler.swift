@@ -1,0 +1,112 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Logging
+import Synchronization
+
+/// A log handler that writes one line per entry to standard error, in swift-log's
+/// `StreamLogHandler` format:
+///
+/// ```
+/// 2026-11-23T12:24:37+0000 info spout: http.status=200 request.id=fe9bf5eb8bce64d6 [SpoutHTTP] request
+/// ```
+///
+/// It exists because the access log writes a line per request: it formats the local time once
+/// per second (`localtime` re-reads the time zone file on every call, `localtime_r` once per
+/// process), renders metadata without intermediate arrays, and hands each line to the kernel
+/// in one `write(2)`, so concurrent lines never interleave.
+public struct LineLogHandler: LogHandler {
+    public var logLevel: Logger.Level = .info
+    public var metadata: Logger.Metadata = [:]
+    public var metadataProvider: Logger.MetadataProvider?
+    private let label: String
+    private let output: @Sendable ([UInt8]) -> Void
+
+    /// A handler for `label` writing to standard error.
+    public static func standardError(label: String) -> LineLogHandler {
+        LineLogHandler(label: label) { line in
+            line.withUnsafeBytes { bytes in
+                var offset = 0
+                while offset < bytes.count {
+                    let written = write(2, bytes.baseAddress! + offset, bytes.count - offset)
+                    if written > 0 {
+                        offset += written
+                    } else if written < 0 && errno == EINTR {
+                        continue
+                    } else {
+                        return
+                    }
+                }
+            }
+        }
+    }
+
+    /// A handler for `label` that passes each finished line, newline included, to `output`.
+    public init(label: String, output: @escaping @Sendable ([UInt8]) -> Void) {
+        self.label = label
+        self.output = output
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { self.metadata[key] }
+        set { self.metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        self.output(self.line(for: event, timestamp: Self.timestamp()))
+    }
+
+    /// The line for `event` (for tests: with a given timestamp).
+    func line(for event: LogEvent, timestamp: String) -> [UInt8] {
+        var metadata = self.metadata
+        if let provided = self.metadataProvider?.get(), !provided.isEmpty {
+            metadata.merge(provided) { _, provided in provided }
+        }
+        if let explicit = event.metadata, !explicit.isEmpty {
+            metadata.merge(explicit) { _, explicit in explicit }
+        }
+        if let error = event.error {
+            metadata["error.message"] = "\(error)"
+            metadata["error.type"] = "\(String(reflecting: type(of: error)))"
+        }
+        var text = timestamp
+        text.reserveCapacity(128 + metadata.count * 24)
+        text += " "
+        text += event.level.rawValue
+        if !self.label.isEmpty { text += " " }
+        text += self.label
+        text += ":"
+        for key in metadata.keys.sorted() {
+            text += " "
+            text += key
+            text += "="
+            text += metadata[key]!.description
+        }
+        text += " ["
+        text += event.source
+        text += "] "
+        text += event.message.description
+        text += "\n"
+        return Array(text.utf8)
+    }
+
+    /// The local time to the second, `2026-11-23T12:24:37+0000`, formatted once per second.
+    static func timestamp() -> String {
+        var now = time(nil)
+        if let cached = Self.cache.withLock({ $0.second == now ? $0.text : nil }) {
+            return cached
+        }
+        var local = tm()
+        guard localtime_r(&now, &local) != nil else { return "<unknown>" }
+        let text = withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer -> String in
+            let count = strftime(buffer.baseAddress!, buffer.count, "%Y-%m-%dT%H:%M:%S%z", &local)
+            return String(decoding: UnsafeRawBufferPointer(start: buffer.baseAddress!, count: count), as: UTF8.self)
+        }
+        Self.cache.withLock { $0 = (now, text) }
+        return text
+    }
+
+    private static let cache = Mutex<(second: time_t, text: String)>((-1, ""))
+}

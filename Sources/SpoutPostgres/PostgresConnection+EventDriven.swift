@@ -1,0 +1,314 @@
+import CEventPoll
+import CLibPQ
+import SpoutCore
+
+extension PostgresConnection: EventDrivenConnection {
+    public func canRunEventDriven(readOnly: Bool, statementTimeout milliseconds: Int?) -> Bool {
+        guard let handle = self.handle, !self.isBroken, self.activity == .idle, self.sessionReadOnly == readOnly,
+            milliseconds == nil || milliseconds.map({ max(0, $0) }) == self.statementTimeout
+        else {
+            return false
+        }
+        return PQtransactionStatus(handle) == PQTRANS_IDLE
+    }
+
+    /// Sends each batch in libpq pipeline mode (prepares of new statements, then the
+    /// statements, then one sync) with the socket non-blocking, and lets
+    /// ``PostgresReactor/shared`` read the answers. A statement with a `rowLimit` is read in
+    /// single-row mode, so the rows past the limit are dropped as they arrive.
+    public func runEventDriven(
+        _ first: StatementBatch,
+        then next: @escaping @Sendable (_ results: [[QueryResult]]) throws -> StatementBatch,
+        completion: @escaping @Sendable (Result<[[QueryResult]], any Error>) -> Void
+    ) {
+        let handle: OpaquePointer
+        do {
+            handle = try self.idleHandle()
+        } catch {
+            completion(.failure(error))
+            return
+        }
+        self.activity = .eventDriven
+        self.statistics.recordEventDrivenRun()
+        let run = PostgresEventDrivenRun(connection: self, handle: handle, first: first, next: next, completion: completion)
+        if let events = run.start() {
+            PostgresReactor.shared.watch(run, socket: run.socket, events: events)
+        } else {
+            run.complete()
+        }
+    }
+}
+
+/// One ``PostgresConnection/runEventDriven(_:then:completion:)``: sends a batch, reads its
+/// results as they can be read without waiting, sends the next batch, and calls back when done.
+///
+/// It owns its connection from ``start()`` until ``complete()``. ``start()`` runs on the
+/// caller's thread; once the socket is handed to the reactor, everything else runs there.
+final class PostgresEventDrivenRun: PostgresReactorTask {
+    /// One command of the pipeline.
+    private enum Command {
+        /// Prepares `text` as `name`.
+        case prepare(name: String, text: String)
+        /// Runs statement `index` of the batch.
+        case query(index: Int)
+    }
+
+    let socket: Int32
+    private let connection: PostgresConnection
+    private let handle: OpaquePointer
+    private let next: @Sendable ([[QueryResult]]) throws -> StatementBatch
+    private let completion: @Sendable (Result<[[QueryResult]], any Error>) -> Void
+
+    private var batch: StatementBatch
+    private var commands: [Command] = []
+    /// The command whose results are being read; `commands.count` once only the sync is left.
+    private var current = 0
+    private var collected: QueryResult?
+    private var batchResults: [QueryResult] = []
+    private var results: [[QueryResult]] = []
+    private var failure: (any Error)?
+    private var outcome: Result<[[QueryResult]], any Error>?
+    private var isFlushing = false
+
+    init(
+        connection: PostgresConnection, handle: OpaquePointer, first: StatementBatch,
+        next: @escaping @Sendable ([[QueryResult]]) throws -> StatementBatch,
+        completion: @escaping @Sendable (Result<[[QueryResult]], any Error>) -> Void
+    ) {
+        self.connection = connection
+        self.handle = handle
+        self.socket = PQsocket(handle)
+        self.batch = first
+        self.next = next
+        self.completion = completion
+    }
+
+    private var interest: UInt32 {
+        EPOLLIN.rawValue | (self.isFlushing ? EPOLLOUT.rawValue : 0)
+    }
+
+    /// Sends the first batch; returns the events to wait for, or nil when the run is already
+    /// over (then call ``complete()``).
+    func start() -> UInt32? {
+        guard !self.batch.statements.isEmpty else {
+            self.outcome = .success([])
+            return nil
+        }
+        guard PQsetnonblocking(self.handle, 1) == 0, PQenterPipelineMode(self.handle) == 1 else {
+            self.connectionFailed()
+            return nil
+        }
+        return self.send() ? self.interest : nil
+    }
+
+    func handle(events: UInt32) -> UInt32? {
+        if self.isFlushing && events & EPOLLOUT.rawValue != 0 {
+            guard self.flush() else { return nil }
+        }
+        guard PQconsumeInput(self.handle) == 1 else {
+            self.connectionFailed()
+            return nil
+        }
+        while PQisBusy(self.handle) == 0 {
+            let result = PQgetResult(self.handle)
+            if self.current < self.commands.count {
+                guard let result else {
+                    self.endCommand()
+                    continue
+                }
+                self.read(result)
+                PQclear(result)
+                continue
+            }
+            // Every command is read: what is left is the sync point.
+            guard let result else { break }
+            let status = PQresultStatus(result)
+            PQclear(result)
+            guard status == PGRES_PIPELINE_SYNC else {
+                self.connection.markBroken()
+                self.failure = self.failure ?? DatabaseError(.connectionLost, message: "unexpected result after a pipeline")
+                self.finish()
+                return nil
+            }
+            guard self.endBatch() else { return nil }
+        }
+        if PQstatus(self.handle) == CONNECTION_BAD {
+            // Lost while reading (libpq has closed the socket): nothing more will arrive.
+            self.connectionFailed()
+            return nil
+        }
+        return self.interest
+    }
+
+    var socketIsOpen: Bool {
+        PQsocket(self.handle) == self.socket
+    }
+
+    func complete() {
+        guard let outcome = self.outcome else {
+            // The reactor could not watch the socket: what was sent cannot be read back.
+            self.connection.markBroken()
+            self.connection.activity = .idle
+            self.completion(.failure(DatabaseError(.connectionLost, message: "the connection's socket cannot be watched")))
+            return
+        }
+        self.completion(outcome)
+    }
+
+    // MARK: Sending
+
+    /// Queues the batch's commands and the sync, and flushes what the socket takes. False when
+    /// the run is over (the connection failed).
+    private func send() -> Bool {
+        self.commands = []
+        self.current = 0
+        self.batchResults = []
+        self.connection.statementStarting()
+        var pending: [String: String] = [:]
+        for (index, statement) in self.batch.statements.enumerated() {
+            let text = statement.sql.text
+            let name: String
+            if let prepared = self.connection.preparedStatements[text] ?? pending[text] {
+                name = prepared
+            } else {
+                self.connection.preparedStatementCount += 1
+                name = "spout_\(self.connection.preparedStatementCount)"
+                pending[text] = name
+                guard PQsendPrepare(self.handle, name, text, 0, nil) == 1 else { return self.sendFailed() }
+                self.commands.append(.prepare(name: name, text: text))
+            }
+            let parameters: PostgresTextParameters
+            do {
+                parameters = try PostgresTextParameters(statement.parameters)
+            } catch {
+                // Nothing of this statement was sent: stop queueing, and fail once the
+                // commands already queued are read back.
+                self.failure = error
+                break
+            }
+            self.connection.statistics.recordStatement()
+            let sent = parameters.withUnsafeCValues { count, values in
+                PQsendQueryPrepared(self.handle, name, count, values, nil, nil, 0)
+            }
+            guard sent == 1 else { return self.sendFailed() }
+            self.commands.append(.query(index: index))
+        }
+        guard PQpipelineSync(self.handle) == 1 else { return self.sendFailed() }
+        self.startCommand()
+        return self.flush()
+    }
+
+    /// Sends what libpq has buffered; false when the run is over (the connection failed).
+    private func flush() -> Bool {
+        switch PQflush(self.handle) {
+        case 0:
+            self.isFlushing = false
+            return true
+        case 1:
+            self.isFlushing = true
+            return true
+        default:
+            self.connectionFailed()
+            return false
+        }
+    }
+
+    private func sendFailed() -> Bool {
+        // Nothing can be read back reliably after a failed send: give the connection up.
+        self.connectionFailed()
+        return false
+    }
+
+    // MARK: Reading
+
+    /// Gets ready to read the current command: a statement with a row limit is read one row
+    /// per result (single-row mode), which libpq sets per statement, just before its results.
+    private func startCommand() {
+        guard self.current < self.commands.count, case .query = self.commands[self.current],
+            self.batch.rowLimit != nil
+        else { return }
+        _ = PQsetSingleRowMode(self.handle)
+    }
+
+    /// A result of the current command.
+    private func read(_ result: OpaquePointer) {
+        let status = PQresultStatus(result)
+        switch (self.commands[self.current], status) {
+        case (.prepare(let name, let text), PGRES_COMMAND_OK):
+            self.connection.preparedStatements[text] = name
+        case (.query, PGRES_TUPLES_OK), (.query, PGRES_SINGLE_TUPLE), (.query, PGRES_COMMAND_OK):
+            if self.failure == nil {
+                PostgresConnection.decode(result, into: &self.collected, rowLimit: self.batch.rowLimit)
+            }
+        case (_, PGRES_PIPELINE_ABORTED):
+            if self.failure == nil {
+                self.failure = DatabaseError(.other, message: "skipped: an earlier statement of the pipeline failed")
+            }
+        default:
+            if self.failure == nil { self.failure = self.connection.makeError(result) }
+        }
+    }
+
+    /// The current command has no more results.
+    private func endCommand() {
+        if case .query = self.commands[self.current], self.failure == nil {
+            if let collected = self.collected {
+                self.batchResults.append(collected)
+            } else {
+                self.failure = DatabaseError(.other, message: "a statement of the pipeline returned no result")
+            }
+        }
+        self.collected = nil
+        self.current += 1
+        self.startCommand()
+    }
+
+    /// The batch is read through its sync: sends the next one or finishes. False when the
+    /// run is over.
+    private func endBatch() -> Bool {
+        self.connection.noteTransactionState()
+        if self.failure == nil {
+            self.results.append(self.batchResults)
+            do {
+                self.batch = try self.next(self.results)
+            } catch {
+                self.failure = error
+            }
+        }
+        guard self.failure == nil, !self.batch.statements.isEmpty else {
+            self.finish()
+            return false
+        }
+        return self.send()
+    }
+
+    // MARK: Ending
+
+    /// Leaves pipeline and non-blocking mode and records the outcome.
+    private func finish() {
+        if PQexitPipelineMode(self.handle) != 1 || PQsetnonblocking(self.handle, 0) != 0 {
+            self.connection.markBroken()
+        }
+        self.connection.activity = .idle
+        self.connection.noteTransactionState()
+        if let failure = self.failure {
+            self.outcome = .failure(failure)
+        } else {
+            self.outcome = .success(self.results)
+        }
+    }
+
+    /// The connection is lost or unusable: the run fails (with the database's own error when
+    /// one arrived, such as a terminated backend's), and the pool discards the connection.
+    private func connectionFailed() {
+        let error = self.connection.makeError(nil)
+        self.connection.markBroken()
+        self.connection.activity = .idle
+        let lost = error.code == .connectionLost ? error : DatabaseError(.connectionLost, message: error.message)
+        if let failure = self.failure as? DatabaseError, failure.code == .connectionLost {
+            self.outcome = .failure(failure)
+        } else {
+            self.outcome = .failure(lost)
+        }
+    }
+}

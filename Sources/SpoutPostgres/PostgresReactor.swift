@@ -1,0 +1,111 @@
+import CEventPoll
+import Glibc
+import Synchronization
+
+/// Something the reactor drives: it owns one socket while it is watched.
+protocol PostgresReactorTask: AnyObject {
+    /// `events` arrived on the socket (on the reactor thread). Returns the epoll events to
+    /// wait for next, or nil when the task is over.
+    func handle(events: UInt32) -> UInt32?
+    /// Called once the task is over and its socket no longer watched (on the reactor thread).
+    func complete()
+    /// Whether the task's socket is still open (libpq closes it when the connection is lost;
+    /// the kernel then forgets it, and the descriptor may already belong to another socket).
+    var socketIsOpen: Bool { get }
+}
+
+/// One thread that waits, with epoll, on the sockets of the PostgreSQL connections running
+/// event-driven (``PostgresConnection/runEventDriven(_:then:completion:)``), and drives each
+/// as its answers arrive. However many requests are in flight, waiting for the database costs
+/// no thread of its own, and one `epoll_wait` serves them all.
+///
+/// The thread that starts a task sends its first statements itself and then hands the socket
+/// over with ``watch(_:socket:events:)``: an `epoll_ctl`, no wake-up of the reactor, which
+/// only runs when an answer arrives. Sockets are watched one-shot, so a task is handled by one
+/// callback at a time.
+///
+/// The reactor lives as long as the process (like NIO's singleton event loops) and is started
+/// on first use.
+final class PostgresReactor: Sendable {
+    /// The process's reactor.
+    static let shared = PostgresReactor()
+
+    /// The task on each watched socket.
+    // `any PostgresReactorTask` is not Sendable: each task is handed over through this lock,
+    // and only one thread drives it at a time (its starter, then the reactor).
+    private let tasks = Mutex(SendableBox([Int32: any PostgresReactorTask]()))
+    private let epoll: Int32
+
+    private init() {
+        self.epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+        precondition(self.epoll >= 0, "cannot create the PostgreSQL reactor's epoll instance")
+        self.startThread()
+    }
+
+    /// Hands `task` to the reactor, which calls it back when `events` (EPOLLIN, EPOLLOUT) arrive
+    /// on `socket`. The caller must not touch the task afterwards.
+    func watch(_ task: any PostgresReactorTask, socket: Int32, events: UInt32) {
+        self.tasks.withLock { $0.value[socket] = task }
+        if !self.control(EPOLL_CTL_ADD, socket, events) {
+            // Not watchable (closed meanwhile): end it here.
+            self.forget(task, socket: socket)
+            task.complete()
+        }
+    }
+
+    /// Removes `task` from the registry, unless its socket already belongs to another task.
+    private func forget(_ task: any PostgresReactorTask, socket: Int32) {
+        self.tasks.withLock { tasks in
+            if let current = tasks.value[socket], current === task { tasks.value[socket] = nil }
+        }
+    }
+
+    private func startThread() {
+        let context = Unmanaged.passRetained(self).toOpaque()
+        var thread = pthread_t()
+        let created = pthread_create(&thread, nil, { context in
+            let reactor = Unmanaged<PostgresReactor>.fromOpaque(context!).takeRetainedValue()
+            spout_name_current_thread("spout-pg-io")
+            reactor.run()
+            return nil
+        }, context)
+        precondition(created == 0, "cannot start the PostgreSQL reactor thread")
+        pthread_detach(thread)
+    }
+
+    /// The reactor thread's loop; never returns.
+    private func run() {
+        var events = [epoll_event](repeating: epoll_event(), count: 64)
+        while true {
+            let count = epoll_wait(self.epoll, &events, Int32(events.count), -1)
+            guard count > 0 else { continue }
+            for index in 0..<Int(count) {
+                let socket = events[index].data.fd
+                guard let task = self.tasks.withLock({ $0.value[socket] }) else { continue }
+                if let next = task.handle(events: events[index].events), task.socketIsOpen,
+                    self.control(EPOLL_CTL_MOD, socket, next)
+                {
+                    continue
+                }
+                self.forget(task, socket: socket)
+                if task.socketIsOpen { _ = epoll_ctl(self.epoll, EPOLL_CTL_DEL, socket, nil) }
+                task.complete()
+            }
+        }
+    }
+
+    /// Adds or re-arms `socket`, one-shot; false when epoll refuses.
+    private func control(_ operation: Int32, _ socket: Int32, _ interest: UInt32) -> Bool {
+        var event = epoll_event()
+        event.events = interest | EPOLLONESHOT.rawValue
+        event.data.fd = socket
+        return epoll_ctl(self.epoll, operation, socket, &event) == 0
+    }
+}
+
+/// Moves a non-Sendable value into a `Mutex`.
+// @unchecked Sendable: the value is only reached through the `Mutex` that holds the box.
+struct SendableBox<Value: ~Copyable>: ~Copyable, @unchecked Sendable {
+    var value: Value
+    init(_ value: consuming Value) { self.value = value }
+}

@@ -1,0 +1,178 @@
+import Foundation
+import SpoutCore
+import Synchronization
+import Testing
+
+@testable import SpoutPostgres
+
+/// `runEventDriven` against a real PostgreSQL: batches sent in pipeline mode on a non-blocking
+/// socket and read back by the reactor thread, with the connection usable before and after.
+@Suite(.serialized, .enabled(if: PostgresTestEnvironment.isEnabled))
+struct PostgresEventDrivenTests {
+    struct Stop: Error {}
+
+    private static func bound(_ sql: String, _ arguments: [String: SQLValue] = [:]) throws -> BoundStatement {
+        let parsed = try ParsedSQL(sql, dialect: .postgres)
+        return BoundStatement(parsed, try parsed.bind(arguments))
+    }
+
+    /// A fresh connection, read-only outside transactions, as a read lease leaves it.
+    private static func readOnlyConnection(statistics: QueryStatistics = QueryStatistics()) throws -> PostgresConnection {
+        let connection = try PostgresTestEnvironment.connect(statistics: statistics)
+        try connection.setReadOnly(true)
+        return connection
+    }
+
+    @Test func canRunOnlyWhenNoSetupRoundTripIsNeeded() throws {
+        let connection = try PostgresTestEnvironment.connect()
+        defer { connection.close() }
+        try connection.setReadOnly(true)
+        try connection.setStatementTimeout(milliseconds: 1_500)
+        #expect(connection.canRunEventDriven(readOnly: true, statementTimeout: nil))
+        #expect(connection.canRunEventDriven(readOnly: true, statementTimeout: 1_500))
+        #expect(!connection.canRunEventDriven(readOnly: true, statementTimeout: 2_000))
+        #expect(!connection.canRunEventDriven(readOnly: false, statementTimeout: nil))
+        try connection.setStatementTimeout(milliseconds: nil)
+        #expect(connection.canRunEventDriven(readOnly: true, statementTimeout: 0))
+        try connection.begin(readOnly: true)
+        #expect(!connection.canRunEventDriven(readOnly: true, statementTimeout: nil), "inside a transaction")
+        try connection.rollback()
+        let cursor = try connection.query(try ParsedSQL("SELECT generate_series(1, 3)", dialect: .postgres), [], options: QueryOptions())
+        #expect(!connection.canRunEventDriven(readOnly: true, statementTimeout: nil), "while a cursor streams")
+        cursor.close()
+        #expect(connection.canRunEventDriven(readOnly: true, statementTimeout: nil))
+    }
+
+    @Test func runsBatchesBuiltFromEarlierResults() async throws {
+        let statistics = QueryStatistics()
+        let connection = try Self.readOnlyConnection(statistics: statistics)
+        defer { connection.close() }
+        // Statements nobody prepared yet: they are prepared in the same round trip.
+        let tag = UUID().uuidString.prefix(8)
+        let first = StatementBatch(
+            [try Self.bound("SELECT g AS n, '\(tag)' AS tag FROM generate_series(1, :count::int4) g", ["count": .integer(5)])],
+            rowLimit: 2)
+        let seen = Mutex<[Int]>([])
+        let batches = try await connection.runEventDriven(first) { results in
+            seen.withLock { $0.append(results.count) }
+            guard results.count == 1 else { return StatementBatch([]) }
+            let rows = results[0][0].rows
+            return StatementBatch([
+                try Self.bound("SELECT CAST(:value AS date) AS day", ["value": .text("2000-01-02")]),
+                try Self.bound("SELECT :kept::int4 AS kept, 'x' AS \"\(tag)\"", ["kept": .integer(Int64(rows.count))]),
+                try Self.bound("SELECT 1 AS one WHERE false"),
+            ])
+        }
+        #expect(seen.withLock { $0 } == [1, 2])
+        #expect(batches.count == 2)
+        #expect(batches[0].map(\.rows) == [[[.integer(1), .text(String(tag))], [.integer(2), .text(String(tag))]]])
+        #expect(batches[0][0].columns.map(\.label) == ["n", "tag"])
+        #expect(batches[1].map(\.rows) == [[[.date(days: 10_958)]], [[.integer(2), .text("x")]], []])
+        #expect(batches[1][2].columns.map(\.label) == ["one"])
+        #expect(statistics.statementCount == 4)
+        #expect(statistics.eventDrivenRunCount == 1)
+
+        // The connection is idle, outside any transaction, and works both ways again.
+        #expect(connection.isInTransaction == false)
+        #expect(connection.canRunEventDriven(readOnly: true, statementTimeout: nil))
+        #expect(try connection.scalar("SELECT 41 + 1") == .integer(42))
+        let again = try await connection.runEventDriven(first) { _ in StatementBatch([]) }
+        #expect(again[0][0].rows.count == 2)
+        #expect(connection.preparedStatements.count == 5)
+    }
+
+    @Test func aFailingStatementSkipsTheRestAndLeavesTheConnectionUsable() async throws {
+        let connection = try Self.readOnlyConnection()
+        defer { connection.close() }
+        let batch = StatementBatch([
+            try Self.bound("SELECT 1 AS n"),
+            try Self.bound("SELECT 1 / :zero::int4 AS n", ["zero": .integer(0)]),
+            try Self.bound("SELECT 3 AS n"),
+        ])
+        let calls = Mutex(0)
+        let error = await #expect(throws: DatabaseError.self) {
+            try await connection.runEventDriven(batch) { _ in
+                calls.withLock { $0 += 1 }
+                return batch
+            }
+        }
+        #expect(error?.sqlState == "22012")
+        #expect(calls.withLock { $0 } == 0, "no next batch after a failure")
+        #expect(connection.isBroken == false)
+        #expect(connection.isInTransaction == false)
+        #expect(try connection.scalar("SELECT 5") == .integer(5))
+
+        // A write on the read-only session fails as on the blocking path.
+        let write = await #expect(throws: DatabaseError.self) {
+            try await connection.runEventDriven(StatementBatch([try Self.bound("CREATE TEMPORARY TABLE t (x int)")])) { _ in
+                StatementBatch([])
+            }
+        }
+        #expect(write?.code == .readOnly)
+        let ok = try await connection.runEventDriven(StatementBatch([try Self.bound("SELECT 6 AS n")])) { _ in StatementBatch([]) }
+        #expect(ok[0][0].rows == [[.integer(6)]])
+    }
+
+    @Test func anErrorFromNextEndsTheRun() async throws {
+        let connection = try Self.readOnlyConnection()
+        defer { connection.close() }
+        await #expect(throws: Stop.self) {
+            try await connection.runEventDriven(StatementBatch([try Self.bound("SELECT 1 AS n")])) { _ in throw Stop() }
+        }
+        // A parameter the driver cannot send (text with NUL) fails before anything of it is sent.
+        let invalid = await #expect(throws: DatabaseError.self) {
+            try await connection.runEventDriven(StatementBatch([
+                try Self.bound("SELECT 1 AS n"), try Self.bound("SELECT :t::text AS t", ["t": .text("a\u{0}b")]),
+            ])) { _ in StatementBatch([]) }
+        }
+        #expect(invalid?.code == .invalidValue)
+        #expect(connection.canRunEventDriven(readOnly: true, statementTimeout: nil))
+        #expect(try connection.scalar("SELECT 7") == .integer(7))
+        #expect(try await connection.runEventDriven(StatementBatch([])) { _ in StatementBatch([]) }.isEmpty)
+    }
+
+    @Test func rowLimitKeepsTheFirstRowsOfALargeResult() async throws {
+        let connection = try Self.readOnlyConnection()
+        defer { connection.close() }
+        let batch = StatementBatch([try Self.bound("SELECT g AS n FROM generate_series(1, 200000) g")], rowLimit: 1)
+        let results = try await connection.runEventDriven(batch) { _ in StatementBatch([]) }
+        #expect(results[0][0].rows == [[.integer(1)]])
+        #expect(try connection.scalar("SELECT 8") == .integer(8))
+    }
+
+    @Test func cancelStopsARunningStatement() async throws {
+        let connection = try Self.readOnlyConnection()
+        defer { connection.close() }
+        let started = ContinuousClock.now
+        let canceller = Task {
+            try await Task.sleep(for: .milliseconds(300))
+            connection.cancel()
+        }
+        let error = await #expect(throws: DatabaseError.self) {
+            try await connection.runEventDriven(StatementBatch([try Self.bound("SELECT pg_sleep(20) AS slept")])) { _ in
+                StatementBatch([])
+            }
+        }
+        _ = try await canceller.value
+        #expect(error?.code == .cancelled)
+        #expect(ContinuousClock.now - started < .seconds(15))
+        #expect(connection.isBroken == false)
+        #expect(connection.reset())
+        #expect(try connection.scalar("SELECT 9") == .integer(9))
+    }
+
+    @Test func aTerminatedBackendFailsTheRunAsConnectionLost() async throws {
+        let connection = try Self.readOnlyConnection()
+        defer { connection.close() }
+        let killer = try PostgresTestEnvironment.connect()
+        defer { killer.close() }
+        let pid = try connection.scalar("SELECT pg_backend_pid()")
+        _ = try killer.rows("SELECT pg_terminate_backend(:pid::int4)", ["pid": pid])
+        let error = await #expect(throws: DatabaseError.self) {
+            try await connection.runEventDriven(StatementBatch([try Self.bound("SELECT 1 AS n")])) { _ in StatementBatch([]) }
+        }
+        #expect(error?.code == .connectionLost)
+        #expect(connection.isBroken)
+        #expect(connection.reset() == false)
+    }
+}
