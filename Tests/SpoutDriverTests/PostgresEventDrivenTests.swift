@@ -129,6 +129,8 @@ struct PostgresEventDrivenTests {
         #expect(connection.canRunEventDriven(readOnly: true, statementTimeout: nil))
         #expect(try connection.scalar("SELECT 7") == .integer(7))
         #expect(try await connection.runEventDriven(StatementBatch([])) { _ in StatementBatch([]) }.isEmpty)
+        #expect(connection.canRunEventDriven(readOnly: true, statementTimeout: nil), "an empty run leaves the connection idle")
+        #expect(connection.reset())
     }
 
     @Test func rowLimitKeepsTheFirstRowsOfALargeResult() async throws {
