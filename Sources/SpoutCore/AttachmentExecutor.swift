@@ -74,10 +74,10 @@ struct AttachmentExecutor {
                 // Grandchildren for all children of this window, in windows of their own.
                 var flat = groups.flatMap { $0 }
                 var start = 0
+                let nested = AttachmentExecutor(connection: try self.requireConnection(), batchSize: self.batchSize)
                 repeat {
                     let end = min(start + self.batchSize, flat.count)
                     var slice = Array(flat[start..<end])
-                    let nested = AttachmentExecutor(connection: try self.requireConnection(), batchSize: self.batchSize)
                     childLayouts = try nested.fill(&slice, parentColumns: columns, attachments: attachment.stream.attachments, inherited: arguments)
                     flat.replaceSubrange(start..<end, with: slice)
                     start = end

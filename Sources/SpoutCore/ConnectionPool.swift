@@ -248,7 +248,7 @@ public final class ConnectionLease: Sendable {
     public func eventDrivenConnection(statementTimeout: Int? = nil) -> (any EventDrivenConnection)? {
         self.state.withLock { state -> (any EventDrivenConnection)? in
             guard !state.released, !state.cancelled, let connection = state.connection as? any EventDrivenConnection,
-                !connection.isBroken, connection.canRunEventDriven(readOnly: self.readOnly, statementTimeout: statementTimeout)
+                connection.canRunEventDriven(readOnly: self.readOnly, statementTimeout: statementTimeout)
             else { return nil }
             return connection
         }

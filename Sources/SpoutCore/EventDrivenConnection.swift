@@ -23,11 +23,12 @@ public struct StatementBatch: Sendable {
 /// - ``runEventDriven(_:then:completion:)`` returns at once. From then until `completion` is
 ///   called, the connection belongs to the driver's I/O thread: the caller must not touch it
 ///   (except ``DatabaseConnection/cancel()``, which works as usual). `completion` is called
-///   exactly once, on the I/O thread, after the connection is idle again.
+///   exactly once, after the connection is idle again: on the I/O thread, or on the calling
+///   thread when the run ends before anything is sent.
 /// - Each batch is one round trip (statements not yet prepared on the connection are prepared
 ///   in the same round trip). `next` runs on the I/O thread with the results of every batch
-///   read so far, in order, and returns the next batch; an empty batch ends the run. Outside a transaction each batch runs in an
-///   implicit transaction of its own.
+///   read so far, in order, and returns the next batch; an empty batch ends the run. Outside
+///   a transaction each batch runs in an implicit transaction of its own.
 /// - When a statement fails, the rest of its batch is skipped, no later batch runs, and the
 ///   first error is passed to `completion`; the connection stays usable unless the error is
 ///   ``DatabaseError/Code/connectionLost``. An error thrown by `next` ends the run the same way.

@@ -72,24 +72,16 @@ struct ResponseRunner: Sendable {
     /// Runs a single-row stream without a thread of its own when the lease's connection can
     /// (``EventDrivenConnection``: PostgreSQL, already open with the timeout the endpoint wants):
     /// the database is waited on by the driver's I/O thread, and the rows, held in memory, are
-    /// encoded on this task's executor (the event loop). Nil when the stream cannot run so;
-    /// the lease is then untouched.
+    /// encoded on this task's executor (the event loop). Nil when the stream cannot run so
+    /// (including SQL that cannot be bound: the thread-pool path reports that error); the
+    /// lease is then untouched.
     private func runEventDriven(
         _ rows: RowResult, format: OutputFormat, lease: ConnectionLease, sink: StreamingResponseSink
     ) async -> Result<Int, any Error>? {
         let timeout = rows.statementTimeout?.statementTimeoutMilliseconds
-        guard let connection = lease.eventDrivenConnection(statementTimeout: timeout) else { return nil }
-        let plan: SingleRowPlan
-        do {
-            guard let planned = try SingleRowPlan(rows.stream, shape: rows.shape, format: format, dialect: connection.dialect) else {
-                return nil
-            }
-            plan = planned
-        } catch {
-            sink.clearOnClose()
-            lease.release()
-            return .failure(error)
-        }
+        guard let connection = lease.eventDrivenConnection(statementTimeout: timeout),
+            let plan = try? SingleRowPlan(rows.stream, shape: rows.shape, format: format, dialect: connection.dialect)
+        else { return nil }
         let result: Result<Int, any Error>
         do {
             let batches = try await connection.runEventDriven(plan.parent) { try plan.batch(after: $0) }

@@ -238,8 +238,7 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
         case (.prepare(let name, let text), PGRES_COMMAND_OK):
             self.connection.preparedStatements[text] = name
         case (.query, PGRES_TUPLES_OK), (.query, PGRES_SINGLE_TUPLE), (.query, PGRES_COMMAND_OK):
-            let full = self.batch.rowLimit.map { limit in (self.collected?.rows.count ?? 0) >= limit && self.collected != nil } ?? false
-            if self.failure == nil && !full {
+            if self.failure == nil {
                 PostgresConnection.decode(result, into: &self.collected, rowLimit: self.batch.rowLimit)
             }
         case (_, PGRES_PIPELINE_ABORTED):
