@@ -18,6 +18,8 @@ public final class Database: Sendable {
     public let configuration: DatabaseConfiguration
     /// Statements run by every connection of this database.
     public let statistics = QueryStatistics()
+    /// The columns each statement answered with last (``SingleRowPlan`` plans children by them).
+    let resultColumns = ResultColumnsCache()
     private let readPool: ConnectionPool
     private let writePool: ConnectionPool
 

@@ -1,12 +1,19 @@
 /// Statements sent together, their results read whole (``EventDrivenConnection``).
 public struct StatementBatch: Sendable {
     public var statements: [BoundStatement]
-    /// Keep at most this many rows of each statement (the rest are read and dropped); nil: all.
+    /// Keep at most this many rows of each of `statements` (the rest are read and dropped);
+    /// nil: all.
     public var rowLimit: Int?
+    /// Statements sent in the same round trip after `statements`, in an implicit transaction
+    /// of their own, read whole. Their results follow those of `statements` when every one of
+    /// them succeeds; when one fails (or `statements` fail), the run goes on without them. For
+    /// work whose inputs are guessed before `statements` answer, checked once they have.
+    public var tentative: [BoundStatement]
 
-    public init(_ statements: [BoundStatement], rowLimit: Int? = nil) {
+    public init(_ statements: [BoundStatement], rowLimit: Int? = nil, tentative: [BoundStatement] = []) {
         self.statements = statements
         self.rowLimit = rowLimit
+        self.tentative = tentative
     }
 }
 
@@ -25,13 +32,16 @@ public struct StatementBatch: Sendable {
 ///   (except ``DatabaseConnection/cancel()``, which works as usual). `completion` is called
 ///   exactly once, after the connection is idle again: on the I/O thread, or on the calling
 ///   thread when the run ends before anything is sent.
-/// - Each batch is one round trip (statements not yet prepared on the connection are prepared
-///   in the same round trip). `next` runs on the I/O thread with the results of every batch
-///   read so far, in order, and returns the next batch; an empty batch ends the run. Outside
-///   a transaction each batch runs in an implicit transaction of its own.
+/// - Each batch is one round trip, its tentative statements included (statements not yet
+///   prepared on the connection are prepared in the same round trip). `next` runs on the I/O
+///   thread with the results of every batch read so far, in order, and returns the next
+///   batch; a batch without statements ends the run. Outside a transaction each batch runs in
+///   an implicit transaction of its own; its tentative statements run after the others, in
+///   another one unless nothing can be rolled back (a read-only session).
 /// - When a statement fails, the rest of its batch is skipped, no later batch runs, and the
 ///   first error is passed to `completion`; the connection stays usable unless the error is
 ///   ``DatabaseError/Code/connectionLost``. An error thrown by `next` ends the run the same way.
+///   A tentative statement that fails only leaves the tentative results out.
 public protocol EventDrivenConnection: DatabaseConnection {
     func canRunEventDriven(readOnly: Bool, statementTimeout milliseconds: Int?) -> Bool
 

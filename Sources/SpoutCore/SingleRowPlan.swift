@@ -1,8 +1,17 @@
-/// A single-row response (an object or a value) planned as two batches of statements that a
+/// A single-row response (an object or a value) planned as batches of statements that a
 /// connection can run without holding a thread (``EventDrivenConnection``): the parent
 /// statement, then every attachment's statement for the parent row, sent together. The rows
 /// are then encoded by ``write(_:as:shape:dateFormat:to:)`` exactly as
 /// ``RowStream/write(as:shape:to:on:dateFormat:attachmentBatchSize:)`` would write them.
+///
+/// One round trip instead of two when the children can be foreseen: once the database has
+/// answered the parent statement (its columns are remembered per database), and the request
+/// has an argument under each parent label the children bind from (`:employeeNumber` of
+/// `/employees/{employeeNumber}`), the children are sent with the parent, as tentative
+/// statements built for a parent row holding those arguments. They are used only when the
+/// parent row that arrives has the same columns and the same values under those labels, so
+/// the statements are the ones the parent row would have produced; otherwise (or when they
+/// failed) the children run after the parent as before.
 ///
 /// Only PostgreSQL streams whose attachments have no attachments of their own are planned
 /// (``init(_:shape:format:dialect:)`` returns nil otherwise): deeper trees and SQLite go through
@@ -10,8 +19,20 @@
 /// holds the children of a single parent.
 public struct SingleRowPlan: Sendable {
     public let stream: RowStream
-    /// The parent statement; only its first row is kept.
+    /// The parent statement (only its first row is kept), with the children as tentative
+    /// statements when they can be foreseen.
     public let parent: StatementBatch
+    /// The parent statement's SQL text, under which its columns are remembered.
+    private let parentText: String
+    /// What the tentative children were built for, when there are any.
+    private let foreseen: ForeseenParent?
+
+    /// The parent row the tentative children were built for.
+    private struct ForeseenParent: Sendable {
+        let columns: [Column]
+        /// The column indexes the children bind from, and the value assumed at each.
+        let keys: [(index: Int, value: SQLValue)]
+    }
 
     /// Nil when the stream is not a single-row PostgreSQL stream with flat attachments, or
     /// when it cannot be written in `format` (CSV with attachments: the cursor path reports it).
@@ -21,17 +42,53 @@ public struct SingleRowPlan: Sendable {
             format != .csv || stream.attachments.isEmpty
         else { return nil }
         let parsed = try stream.statement(for: dialect)
+        let statement = BoundStatement(parsed, try parsed.bind(stream.arguments))
         self.stream = stream
-        self.parent = StatementBatch([BoundStatement(parsed, try parsed.bind(stream.arguments))], rowLimit: 1)
+        self.parentText = parsed.text
+        if !stream.attachments.isEmpty, let columns = stream.database?.resultColumns.columns(of: parsed.text),
+            let (foreseen, children) = Self.foresee(stream, columns: columns)
+        {
+            self.foreseen = foreseen
+            self.parent = StatementBatch([statement], rowLimit: 1, tentative: children)
+        } else {
+            self.foreseen = nil
+            self.parent = StatementBatch([statement], rowLimit: 1)
+        }
+    }
+
+    /// The children's statements for a parent row with `columns` that holds the stream's
+    /// arguments under the labels the children bind from; nil when an argument is missing or
+    /// the statements cannot be built.
+    private static func foresee(_ stream: RowStream, columns: [Column]) -> (ForeseenParent, [BoundStatement])? {
+        var keys: [(index: Int, value: SQLValue)] = []
+        var values = [SQLValue](repeating: .null, count: columns.count)
+        for attachment in stream.attachments {
+            guard let child = try? attachment.stream.statement(for: .postgres) else { return nil }
+            for name in child.parameterNames {
+                // Children bind by label, from the first column of that label.
+                guard let index = columns.firstIndex(where: { $0.label == name }), !keys.contains(where: { $0.index == index })
+                else { continue }
+                guard let value = stream.arguments[name] else { return nil }
+                keys.append((index, value))
+                values[index] = value
+            }
+        }
+        guard let children = try? AttachmentExecutor.singleParentStatements(
+            stream.attachments, parent: BufferedRow(values: values, children: []), parentColumns: columns,
+            inherited: stream.arguments)
+        else { return nil }
+        return (ForeseenParent(columns: columns, keys: keys), children)
     }
 
     /// The batch to run after `results` (the results of the batches run so far): after the
-    /// parent, every attachment's statement bound to the parent row; then none. Empty also
-    /// when there is no parent row or no attachment.
+    /// parent, every attachment's statement bound to the parent row, unless they were
+    /// foreseen rightly; then none. Empty also when there is no parent row or no attachment.
     public func batch(after results: [[QueryResult]]) throws -> StatementBatch {
-        guard results.count == 1, !self.stream.attachments.isEmpty, let parent = results[0].first,
-            let row = parent.rows.first
-        else {
+        guard results.count == 1, !self.stream.attachments.isEmpty, let parent = results[0].first else {
+            return StatementBatch([])
+        }
+        self.stream.database?.resultColumns.record(parent.columns, of: self.parentText)
+        guard let row = parent.rows.first, self.foreseenChildren(results[0]) == nil else {
             return StatementBatch([])
         }
         return StatementBatch(try AttachmentExecutor.singleParentStatements(
@@ -39,7 +96,18 @@ public struct SingleRowPlan: Sendable {
             inherited: self.stream.arguments))
     }
 
-    /// Encodes the parent row and its children, as read by the two batches, into `sink`.
+    /// The tentative children's results in `first` (the first batch's results) when they
+    /// are the parent row's own: every one arrived, and the parent row has the foreseen
+    /// columns and values.
+    private func foreseenChildren(_ first: [QueryResult]) -> ArraySlice<QueryResult>? {
+        guard let foreseen = self.foreseen, first.count == 1 + self.stream.attachments.count,
+            let row = first[0].rows.first, first[0].columns == foreseen.columns,
+            foreseen.keys.allSatisfy({ row[$0.index] == $0.value })
+        else { return nil }
+        return first.dropFirst()
+    }
+
+    /// Encodes the parent row and its children, as read by the batches, into `sink`.
     /// Throws ``RowStreamError/noRow`` when there is no parent row.
     /// - Returns: the number of top-level rows written (1).
     @discardableResult
@@ -51,7 +119,8 @@ public struct SingleRowPlan: Sendable {
             throw DatabaseError(.other, message: "the parent statement returned no result")
         }
         // A parent row without one result per attachment fails in the executor.
-        let executor = AttachmentExecutor(prefetched: results.count > 1 ? results[1] : [], dialect: .postgres)
+        let children = results.count > 1 ? results[1] : self.foreseenChildren(results[0]).map(Array.init) ?? []
+        let executor = AttachmentExecutor(prefetched: children, dialect: .postgres)
         return try self.stream.encode(
             BufferedCursor(parent), executor: executor, format: format, shape: shape, dateFormat: dateFormat, sink: sink)
     }

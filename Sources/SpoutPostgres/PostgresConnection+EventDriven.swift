@@ -48,9 +48,11 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
     /// One command of the pipeline.
     private enum Command {
         /// Prepares `text` as `name`.
-        case prepare(name: String, text: String)
-        /// Runs statement `index` of the batch.
-        case query(index: Int)
+        case prepare(name: String, text: String, tentative: Bool)
+        /// Runs the next statement of the batch (a tentative one, or not).
+        case query(tentative: Bool)
+        /// Ends an implicit transaction: the server answers it even after an error.
+        case sync
     }
 
     let socket: Int32
@@ -61,10 +63,13 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
 
     private var batch: StatementBatch
     private var commands: [Command] = []
-    /// The command whose results are being read; `commands.count` once only the sync is left.
+    /// The command whose results are being read.
     private var current = 0
     private var collected: QueryResult?
     private var batchResults: [QueryResult] = []
+    private var tentativeResults: [QueryResult] = []
+    /// Why the batch's tentative statements are left out, once one of them failed.
+    private var tentativeFailure: (any Error)?
     private var results: [[QueryResult]] = []
     private var failure: (any Error)?
     private var outcome: Result<[[QueryResult]], any Error>?
@@ -112,7 +117,7 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
         }
         while PQisBusy(self.handle) == 0 {
             let result = PQgetResult(self.handle)
-            if self.current < self.commands.count {
+            guard case .sync = self.commands[self.current] else {
                 guard let result else {
                     self.endCommand()
                     continue
@@ -121,7 +126,7 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
                 PQclear(result)
                 continue
             }
-            // Every command is read: what is left is the sync point.
+            // A sync point answers with one result of its own, and no null after it.
             guard let result else { break }
             let status = PQresultStatus(result)
             PQclear(result)
@@ -131,7 +136,12 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
                 self.finish()
                 return nil
             }
-            guard self.endBatch() else { return nil }
+            self.current += 1
+            if self.current < self.commands.count {
+                self.startCommand()
+            } else {
+                guard self.endBatch() else { return nil }
+            }
         }
         if PQstatus(self.handle) == CONNECTION_BAD {
             // Lost while reading (libpq has closed the socket): nothing more will arrive.
@@ -158,15 +168,42 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
 
     // MARK: Sending
 
-    /// Queues the batch's commands and the sync, and flushes what the socket takes. False when
-    /// the run is over (the connection failed).
+    /// Queues the batch's commands, each part followed by a sync, and flushes what the socket
+    /// takes. False when the run is over (the connection failed).
     private func send() -> Bool {
         self.commands = []
         self.current = 0
         self.batchResults = []
+        self.tentativeResults = []
+        self.tentativeFailure = nil
         self.connection.statementStarting()
         var pending: [String: String] = [:]
-        for (index, statement) in self.batch.statements.enumerated() {
+        guard self.queue(self.batch.statements, tentative: false, pending: &pending) else { return false }
+        if !self.batch.tentative.isEmpty {
+            // A sync point keeps a failing tentative statement from rolling the others back;
+            // a read-only session has nothing to roll back, and is spared the extra send
+            // (libpq flushes at each sync point).
+            if self.connection.sessionReadOnly != true {
+                guard self.sync() else { return false }
+            }
+            guard self.queue(self.batch.tentative, tentative: true, pending: &pending) else { return false }
+        }
+        guard self.sync() else { return false }
+        self.startCommand()
+        return self.flush()
+    }
+
+    /// Queues a sync point. False when the run is over (the connection failed).
+    private func sync() -> Bool {
+        guard PQpipelineSync(self.handle) == 1 else { return self.sendFailed() }
+        self.commands.append(.sync)
+        return true
+    }
+
+    /// Queues `statements`, and the prepares of those not yet prepared. False when the run is
+    /// over (the connection failed).
+    private func queue(_ statements: [BoundStatement], tentative: Bool, pending: inout [String: String]) -> Bool {
+        for statement in statements {
             let text = statement.sql.text
             let name: String
             if let prepared = self.connection.preparedStatements[text] ?? pending[text] {
@@ -176,15 +213,15 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
                 name = "spout_\(self.connection.preparedStatementCount)"
                 pending[text] = name
                 guard PQsendPrepare(self.handle, name, text, 0, nil) == 1 else { return self.sendFailed() }
-                self.commands.append(.prepare(name: name, text: text))
+                self.commands.append(.prepare(name: name, text: text, tentative: tentative))
             }
             let parameters: PostgresTextParameters
             do {
                 parameters = try PostgresTextParameters(statement.parameters)
             } catch {
-                // Nothing of this statement was sent: stop queueing, and fail once the
-                // commands already queued are read back.
-                self.failure = error
+                // Nothing of this statement was sent: stop queueing these statements, and
+                // fail (them) once the commands already queued are read back.
+                self.fail(error, tentative: tentative)
                 break
             }
             self.connection.statistics.recordStatement()
@@ -192,11 +229,9 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
                 PQsendQueryPrepared(self.handle, name, count, values, nil, nil, 0)
             }
             guard sent == 1 else { return self.sendFailed() }
-            self.commands.append(.query(index: index))
+            self.commands.append(.query(tentative: tentative))
         }
-        guard PQpipelineSync(self.handle) == 1 else { return self.sendFailed() }
-        self.startCommand()
-        return self.flush()
+        return true
     }
 
     /// Sends what libpq has buffered; false when the run is over (the connection failed).
@@ -225,38 +260,61 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
     /// Gets ready to read the current command: a statement with a row limit is read one row
     /// per result (single-row mode), which libpq sets per statement, just before its results.
     private func startCommand() {
-        guard self.current < self.commands.count, case .query = self.commands[self.current],
+        guard self.current < self.commands.count, case .query(tentative: false) = self.commands[self.current],
             self.batch.rowLimit != nil
         else { return }
         _ = PQsetSingleRowMode(self.handle)
     }
 
-    /// A result of the current command.
-    private func read(_ result: OpaquePointer) {
-        let status = PQresultStatus(result)
-        switch (self.commands[self.current], status) {
-        case (.prepare(let name, let text), PGRES_COMMAND_OK):
-            self.connection.preparedStatements[text] = name
-        case (.query, PGRES_TUPLES_OK), (.query, PGRES_SINGLE_TUPLE), (.query, PGRES_COMMAND_OK):
-            if self.failure == nil {
-                PostgresConnection.decode(result, into: &self.collected, rowLimit: self.batch.rowLimit)
-            }
-        case (_, PGRES_PIPELINE_ABORTED):
-            if self.failure == nil {
-                self.failure = DatabaseError(.other, message: "skipped: an earlier statement of the pipeline failed")
-            }
-        default:
-            if self.failure == nil { self.failure = self.connection.makeError(result) }
+    /// Whether the current command is a tentative statement (or its prepare).
+    private var currentIsTentative: Bool {
+        switch self.commands[self.current] {
+        case .prepare(_, _, let tentative), .query(let tentative): return tentative
+        case .sync: return false
         }
     }
 
-    /// The current command has no more results.
+    /// Records the first failure of the batch's statements, or of its tentative ones (a lost
+    /// connection fails the run, whichever statement notices it).
+    private func fail(_ error: any Error, tentative: Bool) {
+        if tentative && (error as? DatabaseError)?.code != .connectionLost {
+            if self.tentativeFailure == nil { self.tentativeFailure = error }
+        } else if self.failure == nil {
+            self.failure = error
+        }
+    }
+
+    /// A result of the current command.
+    private func read(_ result: OpaquePointer) {
+        let status = PQresultStatus(result)
+        let tentative = self.currentIsTentative
+        switch (self.commands[self.current], status) {
+        case (.prepare(let name, let text, _), PGRES_COMMAND_OK):
+            self.connection.preparedStatements[text] = name
+        case (.query, PGRES_TUPLES_OK), (.query, PGRES_SINGLE_TUPLE), (.query, PGRES_COMMAND_OK):
+            if tentative ? self.tentativeFailure == nil : self.failure == nil {
+                PostgresConnection.decode(result, into: &self.collected, rowLimit: tentative ? nil : self.batch.rowLimit)
+            }
+        case (_, PGRES_PIPELINE_ABORTED):
+            self.fail(DatabaseError(.other, message: "skipped: an earlier statement of the pipeline failed"), tentative: tentative)
+        default:
+            self.fail(self.connection.makeError(result), tentative: tentative)
+        }
+    }
+
+    /// The current command (not a sync) has no more results.
     private func endCommand() {
-        if case .query = self.commands[self.current], self.failure == nil {
+        if case .query(let tentative) = self.commands[self.current],
+            tentative ? self.tentativeFailure == nil : self.failure == nil
+        {
             if let collected = self.collected {
-                self.batchResults.append(collected)
+                if tentative {
+                    self.tentativeResults.append(collected)
+                } else {
+                    self.batchResults.append(collected)
+                }
             } else {
-                self.failure = DatabaseError(.other, message: "a statement of the pipeline returned no result")
+                self.fail(DatabaseError(.other, message: "a statement of the pipeline returned no result"), tentative: tentative)
             }
         }
         self.collected = nil
@@ -269,7 +327,7 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
     private func endBatch() -> Bool {
         self.connection.noteTransactionState()
         if self.failure == nil {
-            self.results.append(self.batchResults)
+            self.results.append(self.tentativeFailure == nil ? self.batchResults + self.tentativeResults : self.batchResults)
             do {
                 self.batch = try self.next(self.results)
             } catch {

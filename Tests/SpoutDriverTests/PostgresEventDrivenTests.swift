@@ -113,6 +113,64 @@ struct PostgresEventDrivenTests {
         #expect(ok[0][0].rows == [[.integer(6)]])
     }
 
+    @Test func tentativeStatementsJoinTheRoundTripOrAreLeftOut() async throws {
+        let statistics = QueryStatistics()
+        let connection = try Self.readOnlyConnection(statistics: statistics)
+        defer { connection.close() }
+        let parent = try Self.bound("SELECT g AS n FROM generate_series(1, 3) g")
+        // The row limit is the batch's statements' only; tentative results come after theirs.
+        let results = try await connection.runEventDriven(StatementBatch(
+            [parent], rowLimit: 1,
+            tentative: [try Self.bound("SELECT g AS m FROM generate_series(1, 3) g"), try Self.bound("SELECT 'x' AS s")]
+        )) { _ in StatementBatch([]) }
+        #expect(results.map { $0.map(\.rows) } == [[[[.integer(1)]], [[.integer(1)], [.integer(2)], [.integer(3)]], [[.text("x")]]]])
+        #expect(statistics.statementCount == 3)
+
+        // A failing tentative statement (or one that cannot be sent) leaves them all out; the
+        // run goes on.
+        for failing in [
+            try Self.bound("SELECT 1 / :zero::int4 AS n", ["zero": .integer(0)]),
+            try Self.bound("SELECT :t::text AS t", ["t": .text("a\u{0}b")]),
+        ] {
+            let seen = Mutex<[Int]>([])
+            let batches = try await connection.runEventDriven(StatementBatch(
+                [parent], rowLimit: 1, tentative: [try Self.bound("SELECT 2 AS n"), failing, try Self.bound("SELECT 3 AS n")]
+            )) { results in
+                seen.withLock { $0.append(results.last?.count ?? -1) }
+                return results.count == 1 ? StatementBatch([try Self.bound("SELECT 4 AS n")]) : StatementBatch([])
+            }
+            #expect(seen.withLock { $0 } == [1, 1])
+            #expect(batches.map { $0.map(\.rows) } == [[[[.integer(1)]]], [[[.integer(4)]]]])
+            #expect(connection.canRunEventDriven(readOnly: true, statementTimeout: nil))
+        }
+        // The batch's own failure fails the run, whatever the tentative statements did.
+        let error = await #expect(throws: DatabaseError.self) {
+            try await connection.runEventDriven(StatementBatch(
+                [try Self.bound("SELECT 1 / :zero::int4 AS n", ["zero": .integer(0)])], tentative: [try Self.bound("SELECT 2 AS n")]
+            )) { _ in StatementBatch([]) }
+        }
+        #expect(error?.sqlState == "22012")
+        #expect(try connection.scalar("SELECT 5") == .integer(5))
+    }
+
+    /// On a read-write session a failing tentative statement must not roll back what the
+    /// batch's statements wrote: they end in an implicit transaction of their own.
+    @Test func aFailingTentativeStatementKeepsTheBatchsWrites() async throws {
+        let connection = try PostgresTestEnvironment.connect()
+        defer { connection.close() }
+        try connection.setReadOnly(false)
+        let table = "tentative_\(UUID().uuidString.prefix(8).lowercased())"
+        _ = try await connection.runEventDriven(StatementBatch([try Self.bound("CREATE TEMPORARY TABLE \(table) (x int)")])) { _ in
+            StatementBatch([])
+        }
+        let results = try await connection.runEventDriven(StatementBatch(
+            [try Self.bound("INSERT INTO \(table) VALUES (:x::int4) RETURNING x", ["x": .integer(7)])],
+            tentative: [try Self.bound("SELECT 1 / count(*)::int4 AS n FROM \(table) WHERE x = 0")]
+        )) { _ in StatementBatch([]) }
+        #expect(results.map { $0.map(\.rows) } == [[[[.integer(7)]]]])
+        #expect(try connection.scalar("SELECT count(*) FROM \(table)") == .integer(1))
+    }
+
     @Test func anErrorFromNextEndsTheRun() async throws {
         let connection = try Self.readOnlyConnection()
         defer { connection.close() }

@@ -183,6 +183,111 @@ import Testing
     /// path writes, in two batches and with the same statements.
     @Test(.enabled(if: TestDatabases.postgresEnabled))
     func singleRowPlanWritesWhatTheCursorPathWrites() async throws {
+        try await Self.withEventDrivenConnection { database, connection in
+            func employee(_ number: Int) throws -> RowStream {
+                var stream = try database.query("""
+                    SELECT emp_no AS "employeeNumber", dept_no AS "departmentNumber" FROM emp WHERE emp_no = :n
+                    """, ["n": .integer(Int64(number))])
+                stream.attach("echo", "SELECT :employeeNumber AS n, :departmentNumber AS d, :n AS argument")
+                stream.attach("titles", "SELECT title, from_date AS \"fromDate\" FROM title WHERE emp_no = :employeeNumber ORDER BY from_date")
+                return stream
+            }
+            func planned(_ stream: RowStream, _ shape: ResultShape, _ format: OutputFormat) async throws -> (String, Int) {
+                let plan = try #require(try SingleRowPlan(stream, shape: shape, format: format, dialect: .postgres))
+                let before = database.statistics.statementCount
+                let batches = try await connection.runEventDriven(plan.parent) { try plan.batch(after: $0) }
+                let sink = CollectingSink()
+                try plan.write(batches, as: format, shape: shape, dateFormat: .epochMilliseconds, to: sink)
+                return (sink.text, database.statistics.statementCount - before)
+            }
+
+            for number in [10, 11] {
+                for format in [OutputFormat.json(), .jsonLines] {
+                    let (text, statements) = try await planned(try employee(number), .object, format)
+                    #expect(text == (try Self.output(try employee(number), on: database, format: format, shape: .object)))
+                    #expect(statements == 3)
+                }
+            }
+            let (ten, _) = try await planned(try employee(10), .object, .json())
+            #expect(ten == """
+                {"employeeNumber":10,"departmentNumber":"d001","echo":[{"n":10,"d":"d001","argument":"10"}],\
+                "titles":[{"title":"Staff","fromDate":631152000000},{"title":"Senior Staff","fromDate":801964800000}]}
+                """)
+            let name = try database.query("SELECT name, emp_no FROM emp ORDER BY emp_no")
+            #expect(try await planned(name, .scalar, .json()).0 == (try Self.output(name, on: database, shape: .scalar)))
+            #expect(try await planned(name, .scalar, .csv).0 == (try Self.output(name, on: database, format: .csv, shape: .scalar)))
+            // No row: the cursor path's error, after one statement.
+            await #expect(throws: RowStreamError.noRow) { _ = try await planned(try employee(99), .object, .json()) }
+
+            // What the plan leaves to the cursor path.
+            #expect(try SingleRowPlan(try employee(10), shape: .array, format: .json(), dialect: .postgres) == nil)
+            #expect(try SingleRowPlan(try employee(10), shape: .object, format: .csv, dialect: .postgres) == nil)
+            #expect(try SingleRowPlan(try employee(10), shape: .object, format: .json(), dialect: .sqlite) == nil)
+            #expect(try SingleRowPlan(try Self.departments(in: database), shape: .object, format: .json(), dialect: .postgres) == nil)
+            #expect(connection.canRunEventDriven(readOnly: true, statementTimeout: nil))
+        }
+    }
+
+    /// Once the parent statement has answered, its children are sent with it (tentatively,
+    /// for a parent row holding the request's arguments) and used only when the parent row
+    /// that arrives is that row.
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
+    func singleRowPlanSendsForeseenChildrenWithTheParent() async throws {
+        try await Self.withEventDrivenConnection { database, connection in
+            func employee(_ number: Int, parent: String = "emp_no = :employeeNumber") throws -> RowStream {
+                var stream = try database.query("""
+                    SELECT emp_no AS "employeeNumber", dept_no AS "departmentNumber" FROM emp WHERE \(parent)
+                    ORDER BY emp_no LIMIT 1
+                    """, ["employeeNumber": .integer(Int64(number))])
+                stream.attach("titles", "SELECT title FROM title WHERE emp_no = :employeeNumber ORDER BY from_date")
+                // Fails for employee 10 only.
+                stream.attach("ratio", "SELECT 10 / (:employeeNumber - 10) AS r")
+                return stream
+            }
+            func planned(_ stream: RowStream) async throws -> ForeseeingRun {
+                let plan = try #require(try SingleRowPlan(stream, shape: .object, format: .json(), dialect: .postgres))
+                let before = database.statistics.statementCount
+                let batches = try await connection.runEventDriven(plan.parent) { try plan.batch(after: $0) }
+                let sink = CollectingSink()
+                try plan.write(batches, as: .json(), shape: .object, dateFormat: .epochMilliseconds, to: sink)
+                return ForeseeingRun(
+                    text: sink.text, tentative: plan.parent.tentative.count, roundTrips: batches.count,
+                    statements: database.statistics.statementCount - before)
+            }
+
+            // The parent has not answered yet: two round trips.
+            let first = try await planned(try employee(12))
+            #expect(first.text == #"{"employeeNumber":12,"departmentNumber":"d002","titles":[{"title":"Engineer"}],"ratio":[{"r":5}]}"#)
+            #expect((first.tentative, first.roundTrips, first.statements) == (0, 2, 3))
+            // Then one, with the same bytes as the cursor path.
+            for number in [11, 12] {
+                let run = try await planned(try employee(number))
+                #expect(run.text == (try Self.output(try employee(number), on: database, shape: .object)))
+                #expect((run.tentative, run.roundTrips, run.statements) == (2, 1, 3))
+            }
+            // No parent row: the children ran for nothing, and the error is the cursor path's.
+            await #expect(throws: RowStreamError.noRow) { _ = try await planned(try employee(99)) }
+            #expect(connection.canRunEventDriven(readOnly: true, statementTimeout: nil))
+
+            // A parent row other than the one foreseen (employee 11 for argument 10): the children
+            // built for 10 (one of which fails) are dropped, and those of 11 run after it.
+            let other = "emp_no > :employeeNumber"
+            _ = try await planned(try employee(10, parent: other))
+            let run = try await planned(try employee(10, parent: other))
+            #expect(run.text == #"{"employeeNumber":11,"departmentNumber":"d001","titles":[],"ratio":[{"r":10}]}"#)
+            #expect(run.text == (try Self.output(try employee(10, parent: other), on: database, shape: .object)))
+            #expect((run.tentative, run.roundTrips, run.statements) == (2, 2, 5))
+            // Foreseen rightly, a child's own error is the response's, as on the cursor path.
+            await #expect(throws: DatabaseError.self) { _ = try await planned(try employee(10)) }
+            #expect(connection.canRunEventDriven(readOnly: true, statementTimeout: nil))
+        }
+    }
+
+    /// Runs `body` with a PostgreSQL database holding ``schema(_:)`` and an event-driven
+    /// connection leased from it read-only.
+    static func withEventDrivenConnection(
+        _ body: (Database, any EventDrivenConnection) async throws -> Void
+    ) async throws {
         let postgres = try TestDatabases.makePostgresDatabase()
         defer { postgres.drop() }
         let database = try postgres.open()
@@ -191,49 +296,15 @@ import Testing
         let lease = try database.leaseBlocking(readOnly: true)
         defer { lease.release() }
         try lease.withConnection { _ in }
-        let connection = try #require(lease.eventDrivenConnection())
+        try await body(database, try #require(lease.eventDrivenConnection()))
+    }
 
-        func employee(_ number: Int) throws -> RowStream {
-            var stream = try database.query("""
-                SELECT emp_no AS "employeeNumber", dept_no AS "departmentNumber" FROM emp WHERE emp_no = :n
-                """, ["n": .integer(Int64(number))])
-            stream.attach("echo", "SELECT :employeeNumber AS n, :departmentNumber AS d, :n AS argument")
-            stream.attach("titles", "SELECT title, from_date AS \"fromDate\" FROM title WHERE emp_no = :employeeNumber ORDER BY from_date")
-            return stream
-        }
-        func planned(_ stream: RowStream, _ shape: ResultShape, _ format: OutputFormat) async throws -> (String, Int) {
-            let plan = try #require(try SingleRowPlan(stream, shape: shape, format: format, dialect: .postgres))
-            let before = database.statistics.statementCount
-            let batches = try await connection.runEventDriven(plan.parent) { try plan.batch(after: $0) }
-            let sink = CollectingSink()
-            try plan.write(batches, as: format, shape: shape, dateFormat: .epochMilliseconds, to: sink)
-            return (sink.text, database.statistics.statementCount - before)
-        }
-
-        for number in [10, 11] {
-            for format in [OutputFormat.json(), .jsonLines] {
-                let (text, statements) = try await planned(try employee(number), .object, format)
-                #expect(text == (try Self.output(try employee(number), on: database, format: format, shape: .object)))
-                #expect(statements == 3)
-            }
-        }
-        let (ten, _) = try await planned(try employee(10), .object, .json())
-        #expect(ten == """
-            {"employeeNumber":10,"departmentNumber":"d001","echo":[{"n":10,"d":"d001","argument":"10"}],\
-            "titles":[{"title":"Staff","fromDate":631152000000},{"title":"Senior Staff","fromDate":801964800000}]}
-            """)
-        let name = try database.query("SELECT name, emp_no FROM emp ORDER BY emp_no")
-        #expect(try await planned(name, .scalar, .json()).0 == (try Self.output(name, on: database, shape: .scalar)))
-        #expect(try await planned(name, .scalar, .csv).0 == (try Self.output(name, on: database, format: .csv, shape: .scalar)))
-        // No row: the cursor path's error, after one statement.
-        await #expect(throws: RowStreamError.noRow) { _ = try await planned(try employee(99), .object, .json()) }
-
-        // What the plan leaves to the cursor path.
-        #expect(try SingleRowPlan(try employee(10), shape: .array, format: .json(), dialect: .postgres) == nil)
-        #expect(try SingleRowPlan(try employee(10), shape: .object, format: .csv, dialect: .postgres) == nil)
-        #expect(try SingleRowPlan(try employee(10), shape: .object, format: .json(), dialect: .sqlite) == nil)
-        #expect(try SingleRowPlan(try Self.departments(in: database), shape: .object, format: .json(), dialect: .postgres) == nil)
-        #expect(connection.canRunEventDriven(readOnly: true, statementTimeout: nil))
+    /// What ``singleRowPlanSendsForeseenChildrenWithTheParent()`` observes of one run.
+    struct ForeseeingRun {
+        var text: String
+        var tentative: Int
+        var roundTrips: Int
+        var statements: Int
     }
 
     @Test func sqliteAttachmentsUseOneCachedStatement() throws {
