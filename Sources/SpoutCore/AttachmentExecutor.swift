@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Fetches attached child rows for a window of parent rows: one query per window and
 /// attachment on PostgreSQL, one cached prepared statement run per parent on SQLite.
 ///
@@ -128,7 +130,7 @@ struct AttachmentExecutor {
     ) throws -> BoundStatement {
         let keyed = parsed.parameterNames.filter { labelIndex[$0] != nil }
         guard !keyed.isEmpty else { return BoundStatement(parsed, try parsed.bind(arguments)) }
-        let typed = ParentKeyCast(child: parsed, keyNames: keyed, keyColumns: keyed.map { parentColumns[labelIndex[$0]!] })
+        let typed = ParentKeyCast.cached(child: parsed, keyNames: keyed, keyColumns: keyed.map { parentColumns[labelIndex[$0]!] })
         var bound = arguments
         for name in keyed { bound[name] = parent.values[labelIndex[name]!] }
         return BoundStatement(typed.sql, try typed.sql.bind(bound))
@@ -244,7 +246,7 @@ struct LateralBatch {
 /// A PostgreSQL child query run for a single parent: each parent-bound parameter becomes
 /// `CAST(:name AS type)` with the parent column's type, the type the batched form
 /// (``LateralBatch``) gives it through its array, so both forms plan and type alike.
-struct ParentKeyCast {
+struct ParentKeyCast: Sendable {
     let sql: ParsedSQL
 
     init(child: ParsedSQL, keyNames: [String], keyColumns: [Column]) {
@@ -263,6 +265,29 @@ struct ParentKeyCast {
         }
         self.sql = ParsedSQL(rewrittenPostgres: segments)
     }
+
+    /// The cast built once per child, key names and key types in a process: the same few
+    /// children are bound for every single-row request.
+    static func cached(child: ParsedSQL, keyNames: [String], keyColumns: [Column]) -> ParentKeyCast {
+        let key = CacheKey(child: child.text, keyNames: keyNames, keyTypes: keyColumns.map(Self.typeName(of:)))
+        if let hit = Self.cache.withLock({ $0[key] }) {
+            return hit
+        }
+        let cast = ParentKeyCast(child: child, keyNames: keyNames, keyColumns: keyColumns)
+        Self.cache.withLock { cache in
+            if cache.count >= 4096 { cache.removeAll(keepingCapacity: true) }
+            cache[key] = cast
+        }
+        return cast
+    }
+
+    private struct CacheKey: Hashable {
+        let child: String
+        let keyNames: [String]
+        let keyTypes: [String]
+    }
+
+    private static let cache = Mutex<[CacheKey: ParentKeyCast]>([:])
 
     /// The PostgreSQL type of a parent column's values: its own type when it has a plain
     /// name (`int4`, `varchar`, ...), else one that holds every value of its ``ColumnType``.

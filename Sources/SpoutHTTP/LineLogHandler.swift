@@ -65,7 +65,8 @@ public struct LineLogHandler: LogHandler {
             metadata.merge(provided) { _, provided in provided }
         }
         if let explicit = event.metadata, !explicit.isEmpty {
-            metadata.merge(explicit) { _, explicit in explicit }
+            // The access log's case (no handler metadata) without a merged copy.
+            metadata = metadata.isEmpty ? explicit : metadata.merging(explicit) { _, explicit in explicit }
         }
         if let error = event.error {
             metadata["error.message"] = "\(error)"
@@ -89,7 +90,7 @@ public struct LineLogHandler: LogHandler {
         text += "] "
         text += event.message.description
         text += "\n"
-        return Array(text.utf8)
+        return text.utf8.withContiguousStorageIfAvailable(Array.init) ?? Array(text.utf8)
     }
 
     /// The local time to the second, `2026-11-23T12:24:37+0000`, formatted once per second.

@@ -19,6 +19,8 @@ public struct Route: Sendable {
     /// a `GET` route needs that route's keys, and CORS preflights never need any.
     public let apiKeys: APIKeySet?
     public let handler: RouteHandler
+    /// The names of the template's `{keys}`, in order.
+    public let keys: [String]
 
     public init(
         _ method: RequestMethod, _ template: String, parameters: [Parameter] = [], summary: String? = nil,
@@ -30,11 +32,7 @@ public struct Route: Sendable {
         self.summary = summary
         self.apiKeys = apiKeys
         self.handler = handler
-    }
-
-    /// The names of the template's `{keys}`, in order.
-    public var keys: [String] {
-        PathTemplate.segments(of: self.template).compactMap {
+        self.keys = PathTemplate.segments(of: template).compactMap {
             if case .key(let name) = $0 { return name }
             return nil
         }
