@@ -116,9 +116,10 @@ struct AttachmentExecutor {
     ) throws -> [BoundStatement] {
         let labels = Self.labelIndex(parentColumns)
         return try attachments.map { attachment in
-            try Self.statement(
+            let own = attachment.stream.arguments
+            return try Self.statement(
                 try attachment.stream.statement(for: .postgres), parent: parent, parentColumns: parentColumns,
-                labelIndex: labels, arguments: inherited.merging(attachment.stream.arguments) { _, own in own })
+                labelIndex: labels, arguments: own.isEmpty ? inherited : inherited.merging(own) { _, own in own })
         }
     }
 
@@ -131,9 +132,7 @@ struct AttachmentExecutor {
         let keyed = parsed.parameterNames.filter { labelIndex[$0] != nil }
         guard !keyed.isEmpty else { return BoundStatement(parsed, try parsed.bind(arguments)) }
         let typed = ParentKeyCast.cached(child: parsed, keyNames: keyed, keyColumns: keyed.map { parentColumns[labelIndex[$0]!] })
-        var bound = arguments
-        for name in keyed { bound[name] = parent.values[labelIndex[name]!] }
-        return BoundStatement(typed.sql, try typed.sql.bind(bound))
+        return BoundStatement(typed.sql, try typed.sql.bind { name in labelIndex[name].map { parent.values[$0] } ?? arguments[name] })
     }
 
     /// Runs child `sql` for every parent; returns the child columns and one group per parent.

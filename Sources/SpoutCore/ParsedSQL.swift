@@ -87,8 +87,14 @@ public struct ParsedSQL: Sendable, Hashable {
 
     /// Binds arguments by name, in placeholder order. Throws when one is missing.
     public func bind(_ arguments: [String: SQLValue]) throws -> [SQLValue] {
+        try self.bind { arguments[$0] }
+    }
+
+    /// Binds the value `argument` gives each name, in placeholder order. Throws when it gives
+    /// none.
+    public func bind(_ argument: (String) -> SQLValue?) throws -> [SQLValue] {
         try self.parameterNames.map { name in
-            guard let value = arguments[name] else { throw MissingParameterError(name: name) }
+            guard let value = argument(name) else { throw MissingParameterError(name: name) }
             return value
         }
     }

@@ -254,8 +254,10 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
 
     // MARK: Responses (called on the event loop, by the runner through the hop)
 
-    func sendResponse(_ number: Int, status: Int, headers: HeaderFields, body: [UInt8], contentType: String?) {
+    /// Sends a whole response; `rows` is what a row stream wrote (for the access log).
+    func sendResponse(_ number: Int, status: Int, headers: HeaderFields, body: [UInt8], contentType: String?, rows: Int? = nil) {
         guard let exchange = self.currentExchange(number), let context = self.context else { return }
+        exchange.rows = rows
         var headers = headers
         if let contentType { headers.replaceOrAdd("Content-Type", contentType) }
         self.sendWhole(exchange, status: status, headers: headers, body: body, context: context)
@@ -368,10 +370,11 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         // Set the state first: writing `.end` may deliver the next pipelined request at once.
         let keepAlive = exchange.keepAlive
         self.state = keepAlive ? .idle : .closing
-        let written = context.writeAndFlush(self.wrapOutboundOut(.end(nil)))
-        if !keepAlive {
+        if keepAlive {
+            context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
+        } else {
             let channel = context.channel
-            written.whenComplete { _ in channel.close(promise: nil) }
+            context.writeAndFlush(self.wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
         }
     }
 

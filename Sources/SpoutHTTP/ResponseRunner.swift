@@ -43,56 +43,56 @@ struct ResponseRunner: Sendable {
         guard let format = ContentNegotiation.format(accept: self.acceptHeader) else {
             throw HTTPError(status: 406, message: "not acceptable: ask for application/json, application/x-ndjson or text/csv")
         }
-        let handler = self.handler
+        var headers = headers
+        headers.replaceOrAdd("Content-Type", format.contentType)
         let exchange = self.exchange
+        let lease = try await rows.database.lease(readOnly: rows.readOnly)
+        if let result = await self.runEventDriven(rows, format: format, lease: lease) {
+            let (body, count) = try result.get()
+            self.onLoop { [headers] in
+                $0.sendResponse(exchange, status: status, headers: headers, body: body, contentType: nil, rows: count)
+            }
+            return
+        }
+        let handler = self.handler
         let sink = StreamingResponseSink(allocator: self.allocator, hop: self.hop, maximumChunksInFlight: self.chunksInFlight) {
             chunk, isFirst in
             handler.value.streamChunk(exchange, chunk, isFirst: isFirst)
         }
-        var headers = headers
-        headers.replaceOrAdd("Content-Type", format.contentType)
         self.onLoop { [headers] in $0.attachSink(exchange, sink: sink, status: status, headers: headers) }
-
-        let result: Result<Int, any Error>
-        do {
-            let lease = try await rows.database.lease(readOnly: rows.readOnly)
-            // A client that goes away cancels the statement, so the connection comes back soon.
-            sink.onClose { lease.cancel() }
-            if let eventDriven = await self.runEventDriven(rows, format: format, lease: lease, sink: sink) {
-                result = eventDriven
-            } else {
-                result = await self.runOnThreadPool(rows, format: format, lease: lease, sink: sink)
-            }
-        } catch {
-            result = .failure(error)
-        }
+        // A client that goes away cancels the statement, so the connection comes back soon.
+        sink.onClose { lease.cancel() }
+        let result = await self.runOnThreadPool(rows, format: format, lease: lease, sink: sink)
         self.onLoop { [exchange] in $0.streamDone(exchange, sink: sink, result: result) }
     }
 
     /// Runs a single-row stream without a thread of its own when the lease's connection can
     /// (``EventDrivenConnection``: PostgreSQL, already open with the timeout the endpoint wants):
     /// the database is waited on by the driver's I/O thread, and the rows, held in memory, are
-    /// encoded on this task's executor (the event loop). Nil when the stream cannot run so
-    /// (including SQL that cannot be bound: the thread-pool path reports that error); the
-    /// lease is then untouched.
+    /// encoded on this task's executor (the event loop) into the whole body and its row count.
+    /// A client that goes away cancels the task, which cancels the statement. Nil when the
+    /// stream cannot run so (including SQL that cannot be bound: the thread-pool path reports
+    /// that error); the lease is then untouched.
     private func runEventDriven(
-        _ rows: RowResult, format: OutputFormat, lease: ConnectionLease, sink: StreamingResponseSink
-    ) async -> Result<Int, any Error>? {
+        _ rows: RowResult, format: OutputFormat, lease: ConnectionLease
+    ) async -> Result<([UInt8], Int), any Error>? {
         let timeout = rows.statementTimeout?.statementTimeoutMilliseconds
         guard let connection = lease.eventDrivenConnection(statementTimeout: timeout),
             let plan = try? SingleRowPlan(rows.stream, shape: rows.shape, format: format, dialect: connection.dialect)
         else { return nil }
-        let result: Result<Int, any Error>
+        let result: Result<([UInt8], Int), any Error>
         do {
-            let batches = try await connection.runEventDriven(plan.parent) { try plan.batch(after: $0) }
+            let batches = try await withTaskCancellationHandler {
+                try await connection.runEventDriven(plan.parent) { try plan.batch(after: $0) }
+            } onCancel: {
+                lease.cancel()
+            }
             let body = CollectingSink()
             let count = try plan.write(batches, as: format, shape: rows.shape, dateFormat: rows.database.configuration.dateFormat, to: body)
-            try sink.finish(body.bytes)
-            result = .success(count)
+            result = .success((body.bytes, count))
         } catch {
             result = .failure(error)
         }
-        sink.clearOnClose()
         if connection.canRunEventDriven(readOnly: lease.readOnly, statementTimeout: nil) {
             lease.release()
         } else {

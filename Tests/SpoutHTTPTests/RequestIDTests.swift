@@ -1,0 +1,27 @@
+import Testing
+
+@testable import SpoutHTTP
+
+/// Request ids: the client's when reasonable, else 16 hex digits unique within the process.
+@Suite struct RequestIDTests {
+    @Test func generatedIdsAreDistinctHexDigits() {
+        let ids = (0..<20_000).map { _ in RequestID.make(from: nil) }
+        #expect(Set(ids).count == ids.count)
+        #expect(ids.allSatisfy { $0.utf8.count == 16 && $0.utf8.allSatisfy { "0123456789abcdef".utf8.contains($0) } })
+    }
+
+    @Test func mixIsABijectionOnConsecutiveValues() {
+        // Consecutive counters spread over the whole range, and never collide.
+        let mixed = (0..<UInt64(50_000)).map(RequestID.mix)
+        #expect(Set(mixed).count == mixed.count)
+        #expect(mixed.filter { $0 >> 63 == 1 }.count > 20_000)
+        #expect(RequestID.hex(0x00ab_cdef_0123_4567) == "00abcdef01234567")
+    }
+
+    @Test func aReasonableClientIdIsKept() {
+        #expect(RequestID.make(from: "req-42") == "req-42")
+        #expect(RequestID.make(from: "") != "")
+        #expect(RequestID.make(from: "has space").utf8.count == 16)
+        #expect(RequestID.make(from: String(repeating: "x", count: 129)).utf8.count == 16)
+    }
+}
