@@ -78,6 +78,9 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private var exchangeCount = 0
     private var hop: LoopHop?
     private var context: ChannelHandlerContext?
+    /// When the connection last became idle (no request in progress).
+    private var idleSince = NIODeadline.now()
+    private var idleCheck: Scheduled<Void>?
 
     init(environment: ConnectionEnvironment) {
         self.environment = environment
@@ -88,10 +91,14 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         self.hop = self.environment.makeHop(context.eventLoop)
+        self.idleSince = .now()
+        self.scheduleIdleCheck(in: self.idleTimeout, context: context)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
+        self.idleCheck?.cancel()
+        self.idleCheck = nil
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -143,12 +150,31 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         context.fireChannelInactive()
     }
 
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is IdleStateHandler.IdleStateEvent {
-            if case .idle = self.state { context.close(promise: nil) }
-            return
+    // MARK: Idle timeout
+
+    private var idleTimeout: TimeAmount {
+        let timeout = self.environment.configuration.idleTimeout.components
+        return .nanoseconds(timeout.seconds * 1_000_000_000 + timeout.attoseconds / 1_000_000_000)
+    }
+
+    /// One timer per connection, not per request: when it fires, a connection idle for the
+    /// whole timeout is closed, and otherwise the check moves to when it could be (swift-nio's
+    /// `IdleStateHandler` would also track every write of every response with a promise).
+    private func scheduleIdleCheck(in delay: TimeAmount, context: ChannelHandlerContext) {
+        self.idleCheck = context.eventLoop.assumeIsolated().scheduleTask(in: delay) {
+            guard context.channel.isActive else { return }
+            let timeout = self.idleTimeout
+            guard case .idle = self.state else {
+                self.scheduleIdleCheck(in: timeout, context: context)
+                return
+            }
+            let idle = NIODeadline.now() - self.idleSince
+            if idle >= timeout {
+                context.close(promise: nil)
+            } else {
+                self.scheduleIdleCheck(in: timeout - idle, context: context)
+            }
         }
-        context.fireUserInboundEventTriggered(event)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -370,6 +396,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         // Set the state first: writing `.end` may deliver the next pipelined request at once.
         let keepAlive = exchange.keepAlive
         self.state = keepAlive ? .idle : .closing
+        self.idleSince = .now()
         if keepAlive {
             context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
         } else {

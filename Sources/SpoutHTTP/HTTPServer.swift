@@ -187,9 +187,6 @@ public final class HTTPServer: Sendable {
         if environment.configuration.compression {
             try sync.addHandler(HTTPResponseCompressor(responseCompressionPredicate: Self.compressionPredicate))
         }
-        let idle = environment.configuration.idleTimeout
-        try sync.addHandler(IdleStateHandler(allTimeout: .nanoseconds(Int64(idle.components.seconds) * 1_000_000_000
-            + idle.components.attoseconds / 1_000_000_000)))
         try sync.addHandler(HTTPConnectionHandler(environment: environment))
     }
 

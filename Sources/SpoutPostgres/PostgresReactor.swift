@@ -22,7 +22,10 @@ protocol PostgresReactorTask: AnyObject {
 /// The thread that starts a task sends its first statements itself and then hands the socket
 /// over with ``watch(_:socket:events:)``: an `epoll_ctl`, no wake-up of the reactor, which
 /// only runs when an answer arrives. Sockets are watched one-shot, so a task is handled by one
-/// callback at a time.
+/// callback at a time, and stay registered, disarmed, once their task is over: the next task
+/// on the connection re-arms the socket (`EPOLL_CTL_MOD`) instead of adding and deleting it
+/// again. Closing a socket removes it from epoll, so a descriptor number reused by a new
+/// connection is added afresh.
 ///
 /// The reactor lives as long as the process (like NIO's singleton event loops) and is started
 /// on first use.
@@ -46,7 +49,8 @@ final class PostgresReactor: Sendable {
     /// on `socket`. The caller must not touch the task afterwards.
     func watch(_ task: any PostgresReactorTask, socket: Int32, events: UInt32) {
         self.tasks.withLock { $0.value[socket] = task }
-        if !self.control(EPOLL_CTL_ADD, socket, events) {
+        let watched = self.control(EPOLL_CTL_MOD, socket, events) || (errno == ENOENT && self.control(EPOLL_CTL_ADD, socket, events))
+        if !watched {
             // Not watchable (closed meanwhile): end it here.
             self.forget(task, socket: socket)
             task.complete()
@@ -82,13 +86,13 @@ final class PostgresReactor: Sendable {
             for index in 0..<Int(count) {
                 let socket = events[index].data.fd
                 guard let task = self.tasks.withLock({ $0.value[socket] }) else { continue }
-                if let next = task.handle(events: events[index].events), task.socketIsOpen,
-                    self.control(EPOLL_CTL_MOD, socket, next)
-                {
-                    continue
+                let next = task.handle(events: events[index].events)
+                if let next, task.socketIsOpen {
+                    if self.control(EPOLL_CTL_MOD, socket, next) { continue }
+                    _ = epoll_ctl(self.epoll, EPOLL_CTL_DEL, socket, nil)
                 }
+                // Over: the socket stays registered, disarmed, for the connection's next task.
                 self.forget(task, socket: socket)
-                if task.socketIsOpen { _ = epoll_ctl(self.epoll, EPOLL_CTL_DEL, socket, nil) }
                 task.complete()
             }
         }

@@ -396,6 +396,24 @@ struct SQLiteServerTests {
         }
     }
 
+    /// The idle timeout counts from the end of the last response: requests more often than
+    /// that keep a connection open for longer than the timeout, and it closes once they stop.
+    @Test func requestsKeepAConnectionOpenPastTheIdleTimeout() async throws {
+        var configuration = ServerConfiguration(host: "127.0.0.1", port: 0)
+        configuration.idleTimeout = .seconds(1)
+        try await self.withServer(configuration) { fixture in
+            let client = try await TestHTTPClient.connect(port: fixture.port)
+            let start = ContinuousClock.now
+            for _ in 0..<7 {
+                try await Task.sleep(for: .milliseconds(250))
+                #expect(try await client.request("GET", "/health").status == 200)
+            }
+            #expect(ContinuousClock.now - start > .seconds(1.5))
+            #expect(try await client.run { try $0.readUntilClosed() }.isEmpty)
+            #expect(client.isClosedByPeer)
+        }
+    }
+
     @Test func gracefulShutdownLetsInFlightResponsesFinish() async throws {
         let temporary = TestDatabases.makeSQLiteDatabase()
         defer { temporary.drop() }
