@@ -257,30 +257,32 @@ public final class ConnectionLease: Sendable {
     /// Cancels the statement running on the leased connection, if any; later
     /// ``withConnection(_:)`` calls throw ``DatabaseError/Code/cancelled``.
     ///
+    /// Never blocks, so an event loop may call it: the cancel request (for PostgreSQL a
+    /// connection of its own to the server) is sent from a background thread, and only while
+    /// the lease still holds the connection (a released one may already serve another lease).
     /// The request is repeated (after 50 ms, then backing off to every 500 ms) until the lease
     /// is released: PostgreSQL drops a cancel request that arrives while a statement is just
     /// starting, and a statement the holder starts after this call must be stopped too. The
     /// holder is expected to stop issuing statements once one fails as cancelled.
     public func cancel() {
-        // Cancelling under the lock: a released connection may already serve another lease.
         let connection = self.state.withLock { state -> (any DatabaseConnection)? in
             state.cancelled = true
-            guard !state.released, let connection = state.connection else { return nil }
-            connection.cancel()
-            return connection
+            return state.released ? nil : state.connection
         }
         guard let connection else { return }
-        self.repeatCancel(on: connection, afterMilliseconds: 50)
+        self.cancel(connection, afterMilliseconds: 0, thenEvery: 50)
     }
 
-    private func repeatCancel(on connection: any DatabaseConnection, afterMilliseconds delay: Int) {
+    private func cancel(_ connection: any DatabaseConnection, afterMilliseconds delay: Int, thenEvery next: Int) {
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(delay)) {
+            // Under the lock, so the lease cannot be released (and the connection handed on)
+            // while the request is being sent.
             let stillHeld = self.state.withLock { state -> Bool in
                 guard !state.released, state.connection === connection else { return false }
                 connection.cancel()
                 return true
             }
-            if stillHeld { self.repeatCancel(on: connection, afterMilliseconds: min(delay * 2, 500)) }
+            if stillHeld { self.cancel(connection, afterMilliseconds: next, thenEvery: min(next * 2, 500)) }
         }
     }
 

@@ -168,8 +168,8 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
 
     // MARK: Sending
 
-    /// Queues the batch's commands, each part followed by a sync, and flushes what the socket
-    /// takes. False when the run is over (the connection failed).
+    /// Queues the batch's commands and sync points, and flushes what the socket takes. False
+    /// when the run is over (the connection failed).
     private func send() -> Bool {
         self.commands = []
         self.current = 0

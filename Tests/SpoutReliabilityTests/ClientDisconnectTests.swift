@@ -31,6 +31,41 @@ struct ClientDisconnectTests {
         try await self.disconnectRepeatedly(url: database.url, dialect: .sqlite, times: 100) { 0 }
     }
 
+    /// A single-row response on PostgreSQL runs event-driven (no thread of its own): a client
+    /// that leaves cancels the request's task, which cancels the statement.
+    @Test("a disconnect during an event-driven response on PostgreSQL cancels its statement",
+          .enabled(if: TestDatabases.postgresEnabled))
+    func postgresEventDriven() async throws {
+        let database = try TestDatabases.makePostgresDatabase(prefix: "spout_rel_disconnect")
+        defer { database.drop() }
+        let directory = try ServiceDirectory(
+            databaseURL: database.url, extraEndpoints: ["slow.yaml": TestEndpoints.slow(.postgres, timeoutMs: 60_000)],
+            shipped: false, poolSize: 1, acquireTimeoutMs: 5_000)
+        defer { directory.remove() }
+        let service = try await InProcessService.start(directory)
+        // Opens the pool's one connection, so the next request can run event-driven.
+        #expect(try await service.get("/hold?seconds=0").status == 200)
+        let runs = service.database.statistics.eventDrivenRunCount
+        let sleeping: @Sendable () throws -> Int = {
+            Int(try SampleData.column(database.url, """
+                SELECT count(*) FROM pg_stat_activity
+                WHERE datname = current_database() AND state = 'active' AND query LIKE '%pg_sleep%' AND pid <> pg_backend_pid()
+                """).first ?? "") ?? -1
+        }
+        let socket = try RawSocket(port: service.port, timeout: 30)
+        try socket.send(RawHTTP.request("GET", "/hold?seconds=60"))
+        #expect(try await eventually { try sleeping() == 1 }, "the statement never started")
+        let left = ContinuousClock.now
+        socket.close(reset: true)
+
+        #expect(try await eventually { try sleeping() == 0 }, "the statement still runs after the client left")
+        #expect(ContinuousClock.now - left < .seconds(15))
+        #expect(service.database.statistics.eventDrivenRunCount == runs + 1)
+        // The pool's one connection serves again.
+        #expect(try await service.get("/hold?seconds=0").status == 200)
+        await service.stop()
+    }
+
     private func disconnectRepeatedly(
         url: String, dialect: SQLDialect, times: Int, runningStatements: @escaping @Sendable () throws -> Int
     ) async throws {
