@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Fetches attached child rows for a window of parent rows: one query per window and
 /// attachment on PostgreSQL, one cached prepared statement run per parent on SQLite.
 ///
@@ -60,7 +58,7 @@ struct AttachmentExecutor {
                 try Self.singleParentStatements(attachments, parent: parents[0], parentColumns: parentColumns, inherited: inherited))
         }
         for (position, attachment) in attachments.enumerated() {
-            let arguments = inherited.merging(attachment.stream.arguments) { _, own in own }
+            let arguments = Self.arguments(of: attachment, inherited: inherited)
             let columns: [Column]
             var groups: [[BufferedRow]]
             if let together {
@@ -101,7 +99,7 @@ struct AttachmentExecutor {
     }
 
     /// The first column index of each parent label (children bind parameters by label).
-    private static func labelIndex(_ columns: [Column]) -> [String: Int] {
+    static func labelIndex(_ columns: [Column]) -> [String: Int] {
         var index: [String: Int] = [:]
         for (position, column) in columns.enumerated() where index[column.label] == nil {
             index[column.label] = position
@@ -116,11 +114,16 @@ struct AttachmentExecutor {
     ) throws -> [BoundStatement] {
         let labels = Self.labelIndex(parentColumns)
         return try attachments.map { attachment in
-            let own = attachment.stream.arguments
-            return try Self.statement(
+            try Self.statement(
                 try attachment.stream.statement(for: .postgres), parent: parent, parentColumns: parentColumns,
-                labelIndex: labels, arguments: own.isEmpty ? inherited : inherited.merging(own) { _, own in own })
+                labelIndex: labels, arguments: Self.arguments(of: attachment, inherited: inherited))
         }
+    }
+
+    /// The arguments of `attachment`'s statement: its parent's, overridden by its own.
+    private static func arguments(of attachment: RowStream.Attachment, inherited: [String: SQLValue]) -> [String: SQLValue] {
+        let own = attachment.stream.arguments
+        return own.isEmpty ? inherited : inherited.merging(own) { _, own in own }
     }
 
     /// Child `parsed` bound for one PostgreSQL parent: parent-bound parameters cast to the
@@ -268,16 +271,9 @@ struct ParentKeyCast: Sendable {
     /// The cast built once per child, key names and key types in a process: the same few
     /// children are bound for every single-row request.
     static func cached(child: ParsedSQL, keyNames: [String], keyColumns: [Column]) -> ParentKeyCast {
-        let key = CacheKey(child: child.text, keyNames: keyNames, keyTypes: keyColumns.map(Self.typeName(of:)))
-        if let hit = Self.cache.withLock({ $0[key] }) {
-            return hit
+        Self.cache.value(for: CacheKey(child: child.text, keyNames: keyNames, keyTypes: keyColumns.map(Self.typeName(of:)))) {
+            ParentKeyCast(child: child, keyNames: keyNames, keyColumns: keyColumns)
         }
-        let cast = ParentKeyCast(child: child, keyNames: keyNames, keyColumns: keyColumns)
-        Self.cache.withLock { cache in
-            if cache.count >= 4096 { cache.removeAll(keepingCapacity: true) }
-            cache[key] = cast
-        }
-        return cast
     }
 
     private struct CacheKey: Hashable {
@@ -286,7 +282,7 @@ struct ParentKeyCast: Sendable {
         let keyTypes: [String]
     }
 
-    private static let cache = Mutex<[CacheKey: ParentKeyCast]>([:])
+    private static let cache = BoundedCache<CacheKey, ParentKeyCast>(capacity: 4096)
 
     /// The PostgreSQL type of a parent column's values: its own type when it has a plain
     /// name (`int4`, `varchar`, ...), else one that holds every value of its ``ColumnType``.

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// SQL text with `:name` parameters, parsed once and rendered for one dialect.
 ///
 /// `SELECT * FROM employees WHERE emp_no = :employeeNumber` becomes
@@ -61,16 +59,9 @@ public struct ParsedSQL: Sendable, Hashable {
 
     /// Parses `source` once per dialect and process; later calls return the cached result.
     public static func cached(_ source: String, dialect: SQLDialect) throws -> ParsedSQL {
-        let key = CacheKey(source: source, dialect: dialect)
-        if let hit = parseCache.withLock({ $0[key] }) {
-            return hit
+        try Self.parseCache.value(for: CacheKey(source: source, dialect: dialect)) {
+            try ParsedSQL(source, dialect: dialect)
         }
-        let parsed = try ParsedSQL(source, dialect: dialect)
-        parseCache.withLock { cache in
-            if cache.count >= 4096 { cache.removeAll(keepingCapacity: true) }
-            cache[key] = parsed
-        }
-        return parsed
     }
 
     /// SQL text in which every parameter is replaced by `replacement(name)`.
@@ -126,7 +117,7 @@ public struct ParsedSQL: Sendable, Hashable {
         }
     }
 
-    private static let parseCache = Mutex<[CacheKey: ParsedSQL]>([:])
+    private static let parseCache = BoundedCache<CacheKey, ParsedSQL>(capacity: 4096)
 }
 
 /// A named parameter of a statement had no value.

@@ -45,7 +45,7 @@ public struct SingleRowPlan: Sendable {
         let statement = BoundStatement(parsed, try parsed.bind(stream.arguments))
         self.stream = stream
         self.parentText = parsed.text
-        if !stream.attachments.isEmpty, let columns = stream.database?.resultColumns.columns(of: parsed.text),
+        if !stream.attachments.isEmpty, let columns = stream.database?.resultColumns[parsed.text],
             let (foreseen, children) = Self.foresee(stream, columns: columns)
         {
             self.foreseen = foreseen
@@ -60,14 +60,13 @@ public struct SingleRowPlan: Sendable {
     /// arguments under the labels the children bind from; nil when an argument is missing or
     /// the statements cannot be built.
     private static func foresee(_ stream: RowStream, columns: [Column]) -> (ForeseenParent, [BoundStatement])? {
+        let labels = AttachmentExecutor.labelIndex(columns)
         var keys: [(index: Int, value: SQLValue)] = []
         var values = [SQLValue](repeating: .null, count: columns.count)
         for attachment in stream.attachments {
             guard let child = try? attachment.stream.statement(for: .postgres) else { return nil }
             for name in child.parameterNames {
-                // Children bind by label, from the first column of that label.
-                guard let index = columns.firstIndex(where: { $0.label == name }), !keys.contains(where: { $0.index == index })
-                else { continue }
+                guard let index = labels[name], !keys.contains(where: { $0.index == index }) else { continue }
                 guard let value = stream.arguments[name] else { return nil }
                 keys.append((index, value))
                 values[index] = value
@@ -87,7 +86,9 @@ public struct SingleRowPlan: Sendable {
         guard results.count == 1, !self.stream.attachments.isEmpty, let parent = results[0].first else {
             return StatementBatch([])
         }
-        self.stream.database?.resultColumns.record(parent.columns, of: self.parentText)
+        if let known = self.stream.database?.resultColumns, known[self.parentText] != parent.columns {
+            known.store(parent.columns, for: self.parentText)
+        }
         guard let row = parent.rows.first, self.foreseenChildren(results[0]) == nil else {
             return StatementBatch([])
         }

@@ -91,7 +91,6 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         self.hop = self.environment.makeHop(context.eventLoop)
-        self.idleSince = .now()
         self.scheduleIdleCheck(in: self.idleTimeout, context: context)
     }
 
@@ -153,8 +152,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     // MARK: Idle timeout
 
     private var idleTimeout: TimeAmount {
-        let timeout = self.environment.configuration.idleTimeout.components
-        return .nanoseconds(timeout.seconds * 1_000_000_000 + timeout.attoseconds / 1_000_000_000)
+        TimeAmount(self.environment.configuration.idleTimeout)
     }
 
     /// One timer per connection, not per request: when it fires, a connection idle for the

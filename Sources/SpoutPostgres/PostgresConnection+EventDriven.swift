@@ -284,6 +284,11 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
         }
     }
 
+    /// Whether the batch's statements, or its tentative ones, have failed already.
+    private func hasFailed(tentative: Bool) -> Bool {
+        (tentative ? self.tentativeFailure : self.failure) != nil
+    }
+
     /// A result of the current command.
     private func read(_ result: OpaquePointer) {
         let status = PQresultStatus(result)
@@ -292,7 +297,7 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
         case (.prepare(let name, let text, _), PGRES_COMMAND_OK):
             self.connection.preparedStatements[text] = name
         case (.query, PGRES_TUPLES_OK), (.query, PGRES_SINGLE_TUPLE), (.query, PGRES_COMMAND_OK):
-            if tentative ? self.tentativeFailure == nil : self.failure == nil {
+            if !self.hasFailed(tentative: tentative) {
                 PostgresConnection.decode(result, into: &self.collected, rowLimit: tentative ? nil : self.batch.rowLimit)
             }
         case (_, PGRES_PIPELINE_ABORTED):
@@ -304,9 +309,7 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
 
     /// The current command (not a sync) has no more results.
     private func endCommand() {
-        if case .query(let tentative) = self.commands[self.current],
-            tentative ? self.tentativeFailure == nil : self.failure == nil
-        {
+        if case .query(let tentative) = self.commands[self.current], !self.hasFailed(tentative: tentative) {
             if let collected = self.collected {
                 if tentative {
                     self.tentativeResults.append(collected)
