@@ -196,6 +196,8 @@ final class ConnectionPool: Sendable {
     /// Connections open or leased right now (for tests and metrics).
     var slotsInUse: Int { self.state.withLock { $0.slotsInUse } }
     var idleCount: Int { self.state.withLock { $0.idle.count } }
+    /// Lease requests waiting for a connection.
+    var waiterCount: Int { self.state.withLock { $0.waiters.count } }
 }
 
 /// The right to use one pooled connection until ``release()``.

@@ -85,6 +85,11 @@ public final class Database: Sendable {
         (self.readPool.slotsInUse, self.readPool === self.writePool ? 0 : self.writePool.slotsInUse)
     }
 
+    /// Lease requests waiting for a free connection, over both pools (for tests and metrics).
+    public var leasesWaiting: Int {
+        self.readPool.waiterCount + (self.readPool === self.writePool ? 0 : self.writePool.waiterCount)
+    }
+
     /// Closes idle connections now and leased ones as they are released.
     public func close() {
         self.readPool.close()

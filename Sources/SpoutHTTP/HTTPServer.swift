@@ -30,6 +30,7 @@ public final class HTTPServer: Sendable {
     private let threadPool: NIOThreadPool
     private let state = Mutex(ServerState())
     private let stopped = ConditionLockedFlag()
+    private let connectionFailures: ConnectionFailureLog
 
     private struct ServerState {
         var serverChannel: (any Channel)?
@@ -51,6 +52,7 @@ public final class HTTPServer: Sendable {
     ) {
         self.configuration = configuration
         self.logger = logger
+        self.connectionFailures = ConnectionFailureLog(logger: logger)
         var router = router
         Self.addBuiltInRoutes(to: &router, databases: databases)
         self.router = router
@@ -84,10 +86,20 @@ public final class HTTPServer: Sendable {
             logger: self.logger, statistics: self.statistics
         )
         let configuration = self.configuration
+        let failures = self.connectionFailures
+        // Socket options of accepted connections are set in `initialize`, where a failure is
+        // logged, not here: NIO closes a connection whose child option fails and reports it
+        // only past the end of the listening channel's pipeline, so nobody would hear of it.
+        // TCP_NODELAY needs nothing: NIO sets it on the listening socket, and Linux hands it
+        // down to every accepted one.
         let bootstrap = ServerBootstrap(group: self.group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(AcceptErrorHandler(failures: failures))
+                }
+            }
             .childChannelOption(.maxMessagesPerRead, value: 16)
             .childChannelOption(
                 .writeBufferWaterMark,
@@ -96,7 +108,12 @@ public final class HTTPServer: Sendable {
             .childChannelInitializer { [weak self] channel in
                 guard let self else { return channel.close() }
                 return channel.eventLoop.makeCompletedFuture {
-                    try self.initialize(channel, environment: environment)
+                    do {
+                        try self.initialize(channel, environment: environment)
+                    } catch {
+                        self.connectionFailures.record(error, stage: "setup")
+                        throw error
+                    }
                 }
             }
         let channel = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
@@ -149,8 +166,16 @@ public final class HTTPServer: Sendable {
     }
 
     private func initialize(_ channel: any Channel, environment: ConnectionEnvironment) throws {
+        // Only options an unprivileged process may set (SOL_SOCKET's SO_SNDBUF is one; a
+        // TCP-level option must be `.tcpOption`, never `.socketOption`).
         if let size = self.configuration.socketSendBufferSize {
             try channel.syncOptions?.setOption(.socketOption(.so_sndbuf), value: SocketOptionValue(size))
+        }
+        for option in self.configuration.additionalSocketOptions {
+            try channel.syncOptions?.setOption(
+                ChannelOptions.Types.SocketOption(
+                    level: NIOBSDSocket.OptionLevel(rawValue: option.level), name: NIOBSDSocket.Option(rawValue: option.name)),
+                value: SocketOptionValue(option.value))
         }
         let open = self.statistics.connectionOpened()
         let identifier = ObjectIdentifier(channel)

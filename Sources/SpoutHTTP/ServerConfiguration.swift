@@ -33,6 +33,17 @@ public struct ServerConfiguration: Sendable, Hashable {
     public var socketSendBufferSize: Int?
     /// Cross-origin access for browsers; off by default (see ``CORSPolicy``).
     public var cors: CORSPolicy
+    /// Raw `setsockopt` calls made on every accepted connection after ``socketSendBufferSize``.
+    /// Not configurable by users: the tests use it to make connection setup fail and check that
+    /// the failure is logged.
+    var additionalSocketOptions: [RawSocketOption] = []
+
+    /// A `setsockopt(level, name, value)` call, for ``additionalSocketOptions``.
+    struct RawSocketOption: Sendable, Hashable {
+        var level: Int32
+        var name: Int32
+        var value: Int32
+    }
 
     public init(
         host: String = "127.0.0.1",

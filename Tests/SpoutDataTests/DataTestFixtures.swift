@@ -12,30 +12,15 @@ enum DataTestFixtures {
             .deletingLastPathComponent().appendingPathComponent("sql").path
     }()
 
-    static let sampleDirectory = "/work/shared/data/employees-10k"
-    static let petsTSV = "/work/shared/data/pets/pet.tsv"
+    /// The hand-written test_db subset in `Tests/Fixtures/test_db`.
+    static var sampleDirectory: String { TestFixtures.testDB }
+    static var petsTSV: String { TestFixtures.petsTSV }
 
     /// A new empty directory, removed by the returned closure.
     static func makeTemporaryDirectory() throws -> (path: String, remove: @Sendable () -> Void) {
         let path = (NSTemporaryDirectory() as NSString).appendingPathComponent("spout-data-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         return (path, { try? FileManager.default.removeItem(atPath: path) })
-    }
-
-    /// Decompresses the 10k sample into `directory` and checks it against SHA256SUMS.
-    static func decompressSample(into directory: String) throws {
-        let files = try FileManager.default.contentsOfDirectory(atPath: self.sampleDirectory)
-        for file in files {
-            let source = (self.sampleDirectory as NSString).appendingPathComponent(file)
-            if file.hasSuffix(".xz") {
-                let target = (directory as NSString).appendingPathComponent(String(file.dropLast(3)))
-                try self.run("/bin/sh", ["-c", "xz -dc \"$0\" > \"$1\"", source, target])
-            } else {
-                try FileManager.default.copyItem(
-                    atPath: source, toPath: (directory as NSString).appendingPathComponent(file))
-            }
-        }
-        try self.run("/bin/sh", ["-c", "cd \"$0\" && sha256sum --quiet -c SHA256SUMS", directory])
     }
 
     struct CommandFailed: Error, CustomStringConvertible {

@@ -10,58 +10,66 @@ import Testing
 struct EmployeesLoaderTests {
     private let loader = EmployeesLoader(sqlDirectory: DataTestFixtures.sqlDirectory)
 
-    // MARK: The 10k sample
+    // MARK: The test_db fixture
 
-    @Test(.enabled(if: TestDatabases.postgresEnabled)) func loadsTheSampleIntoPostgres() throws {
-        try self.loadsTheSample(.postgres)
+    @Test(.enabled(if: TestDatabases.postgresEnabled)) func loadsTheFixtureIntoPostgres() throws {
+        try self.loadsTheFixture(.postgres)
     }
 
-    @Test func loadsTheSampleIntoSQLite() throws {
-        try self.loadsTheSample(.sqlite)
+    @Test func loadsTheFixtureIntoSQLite() throws {
+        try self.loadsTheFixture(.sqlite)
     }
 
-    private func loadsTheSample(_ kind: TestDatabaseKind) throws {
-        let directory = try DataTestFixtures.makeTemporaryDirectory()
-        defer { directory.remove() }
-        try DataTestFixtures.decompressSample(into: directory.path)
+    /// Loads `Tests/Fixtures/test_db` (test_db's format, with its corners) and checks every
+    /// table, the corners' values and the indexes.
+    private func loadsTheFixture(_ kind: TestDatabaseKind) throws {
         try withTestDatabase(kind) { connection throws in
             var finished: [String] = []
             var lastProgress: [String: (rows: Int, bytesDone: Int64, bytesTotal: Int64)] = [:]
             let progress = ClosureProgressReporter(
                 progress: { file, rows, done, total in lastProgress[file] = (rows, done, total) },
                 finished: { file, _, _ in finished.append(file) })
-            let summary = try self.loader.load(directory: directory.path, into: connection, progress: progress)
+            let summary = try self.loader.load(directory: DataTestFixtures.sampleDirectory, into: connection, progress: progress)
 
-            let expected: [String: Int64] = [
-                "employees": 10_000, "departments": 9, "dept_manager": 24, "dept_emp": 11_051, "titles": 14_782,
-                "salaries": 94_917,
-            ]
+            let expected = TestFixtures.TestDB.rowCounts
             #expect(try employeesCounts(connection) == expected)
             for (table, count) in expected {
                 #expect(summary.rows(in: table) == Int(count))
             }
+            // The order of employees.sql's `source` lines (one in capitals, one indented).
+            #expect(finished == [
+                "load_departments.dump", "load_employees.dump", "load_dept_emp.dump", "load_dept_manager.dump",
+                "load_titles.dump", "load_salaries1.dump", "load_salaries2.dump", "load_salaries3.dump",
+            ])
             #expect(summary.files.map(\.name) == finished)
-            #expect(finished.count == 8)
             #expect(summary.files.first { $0.name == "load_salaries2.dump" }?.table == "salaries")
             for file in finished {
                 let last = try #require(lastProgress[file])
                 #expect(last.bytesDone == last.bytesTotal && last.bytesTotal > 0)
+                #expect(last.rows == TestFixtures.TestDB.fileRowCounts[file], "\(file)")
             }
-            #expect(lastProgress["load_employees.dump"]?.rows == 10_000)
             #expect(connection.isInTransaction == false)
 
             #expect(try fetchRows(connection, "SELECT * FROM employees WHERE emp_no = 10001") == [
                 [10001, date("1953-09-02"), "Georgi", "Facello", "M", date("1986-06-26")]
             ])
             let salaries = try fetchRows(
-                connection, "SELECT salary, from_date, to_date FROM salaries WHERE emp_no = 10001 ORDER BY from_date")
-            #expect(salaries.count == 17)
-            #expect(salaries.first == [60117, date("1986-06-26"), date("1987-06-26")])
-            #expect(salaries.last == [88958, date("2002-06-22"), date("9999-01-01")])
-            #expect(try fetchRows(connection, "SELECT dept_name FROM departments WHERE dept_no = 'd009'") == [["Customer Service"]])
-            #expect(try fetchRows(connection, "SELECT title FROM titles WHERE emp_no = 10001") == [["Senior Engineer"]])
-            #expect(try fetchRows(connection, "SELECT count(*) FROM salaries WHERE to_date = '9999-01-01'").first?.first
-                != 0)
+                connection, "SELECT salary, from_date, to_date FROM salaries WHERE emp_no = 10004 ORDER BY from_date")
+            #expect(salaries.count == 4)
+            #expect(salaries.first == [40054, date("1986-12-01"), date("1987-12-01")])
+            #expect(salaries.last == [46065, date("1989-11-30"), date("9999-01-01")])
+            // Escapes: a backslash, escaped double quotes, an escaped and a doubled single quote.
+            #expect(try fetchRows(connection, "SELECT dept_name FROM departments WHERE dept_no IN ('d010', 'd011', 'd012') ORDER BY dept_no") == [
+                [#"Q\A & "Audit""#], ["Partners' Desk"], ["Vendors' Desk"],
+            ])
+            #expect(try fetchRows(connection, "SELECT last_name FROM employees WHERE emp_no = 10013") == [["O'Brien"]])
+            // UTF-8 names, within VARCHAR(14)/(16) counted in characters.
+            #expect(try fetchRows(connection, "SELECT first_name, last_name FROM employees WHERE emp_no IN (10012, 10014) ORDER BY emp_no") == [
+                ["Jürgen", "Müller"], ["Zoë", "Ångström"],
+            ])
+            // NULL, in the one nullable column.
+            #expect(try fetchRows(connection, "SELECT title, to_date FROM titles WHERE emp_no = 10014") == [["Technique Leader", .null]])
+            #expect(try fetchRows(connection, "SELECT count(*) FROM titles WHERE to_date IS NULL") == [[1]])
 
             // Secondary indexes exist after the load.
             let indexSQL = kind == .postgres

@@ -1,5 +1,6 @@
 import Foundation
 import SpoutCore
+import SpoutTestSupport
 import Testing
 
 @testable import SpoutData
@@ -277,33 +278,31 @@ struct MySQLDumpParserTests {
         }
     }
 
-    @Test func parsesTheEmployeesSample() throws {
-        let directory = try DataTestFixtures.makeTemporaryDirectory()
-        defer { directory.remove() }
-        try DataTestFixtures.decompressSample(into: directory.path)
-        let expected = [
-            "load_departments.dump": 9, "load_employees.dump": 10_000, "load_dept_emp.dump": 11_051,
-            "load_dept_manager.dump": 24, "load_titles.dump": 14_782, "load_salaries1.dump": 0,
-        ]
-        var salaries = 0
-        for file in try EmployeesLoader.dumpFiles(in: directory.path) {
-            let parser = try MySQLDumpParser(contentsOfFile: file, blockSize: 4096)
-            var rows = 0
-            var first: DumpRow?
-            while try parser.nextRow() {
-                if first == nil { first = parser.currentRow }
-                rows += 1
-            }
+    @Test func parsesTheTestDBFixture() throws {
+        var seen: [String: Int] = [:]
+        var rowsByFile: [String: [DumpRow]] = [:]
+        for file in try EmployeesLoader.dumpFiles(in: DataTestFixtures.sampleDirectory) {
             let name = (file as NSString).lastPathComponent
-            if name.hasPrefix("load_salaries") {
-                salaries += rows
-            } else {
-                #expect(rows == expected[name], "\(name)")
-            }
-            if name == "load_employees.dump" {
-                #expect(first?.values == [10001, "1953-09-02", "Georgi", "Facello", "M", "1986-06-26"])
+            // A small block size puts block boundaries inside strings and escapes.
+            for blockSize in [7, 4096] {
+                let parser = try MySQLDumpParser(contentsOfFile: file, blockSize: blockSize)
+                var rows: [DumpRow] = []
+                while try parser.nextRow() {
+                    rows.append(parser.currentRow)
+                }
+                #expect(parser.bytesRead == parser.bytesTotal, "\(name)")
+                if let earlier = rowsByFile[name] {
+                    #expect(rows.map(\.values) == earlier.map(\.values), "\(name), block size \(blockSize)")
+                }
+                rowsByFile[name] = rows
+                seen[name] = rows.count
             }
         }
-        #expect(salaries == 94_917)
+        #expect(seen == TestFixtures.TestDB.fileRowCounts)
+        #expect(rowsByFile["load_employees.dump"]?.first?.values == [10001, "1953-09-02", "Georgi", "Facello", "M", "1986-06-26"])
+        let departments = rowsByFile["load_departments.dump"]?.map(\.values) ?? []
+        #expect(departments.suffix(3) == [["d010", #"Q\A & "Audit""#], ["d011", "Partners' Desk"], ["d012", "Vendors' Desk"]])
+        #expect(rowsByFile["load_employees.dump"]?.last?.values == [10014, "1961-08-30", "Zoë", "Ångström", "F", "2000-01-28"])
+        #expect(rowsByFile["load_titles.dump"]?.last?.values == [10014, "Technique Leader", "2000-01-28", .null])
     }
 }

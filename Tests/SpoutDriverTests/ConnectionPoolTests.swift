@@ -78,8 +78,16 @@ import Testing
         let database = try temporary.open(DatabaseConfiguration(maximumConnections: 1, acquireTimeout: .seconds(30)))
         defer { database.close() }
         let held = try await database.lease(readOnly: false)
+        #expect(database.leasesWaiting == 0)
         async let waiter = database.lease(readOnly: false)
-        try await Task.sleep(for: .milliseconds(50))
+        // Release only once the second lease is really waiting: otherwise it would simply find
+        // the connection free and the test would prove nothing.
+        var waited = false
+        for _ in 0..<1_000 where !waited {
+            waited = database.leasesWaiting == 1
+            if !waited { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        #expect(waited, "the second lease never waited for the held connection")
         held.release()
         let lease = try await waiter
         try lease.withConnection { try $0.executeScript("CREATE TABLE t (x INTEGER)") }

@@ -203,17 +203,29 @@ struct PostgresEventDrivenTests {
     @Test func cancelStopsARunningStatement() async throws {
         let connection = try Self.readOnlyConnection()
         defer { connection.close() }
+        let pid = try connection.scalar("SELECT pg_backend_pid()")
+        let observer = try PostgresTestEnvironment.connect()
+        defer { observer.close() }
         let started = ContinuousClock.now
-        let canceller = Task {
-            try await Task.sleep(for: .milliseconds(300))
+        // Cancel once the server shows the statement running, not after a guessed delay.
+        let canceller = Task.detached {
+            var running = false
+            for _ in 0..<2_000 where !running {
+                let active = try observer.rows(
+                    "SELECT count(*) FROM pg_stat_activity WHERE pid = :pid::int4 AND state = 'active' AND query LIKE '%pg_sleep(20)%'",
+                    ["pid": pid])
+                running = active.first?.first == .integer(1)
+                if !running { try await Task.sleep(for: .milliseconds(5)) }
+            }
             connection.cancel()
+            return running
         }
         let error = await #expect(throws: DatabaseError.self) {
             try await connection.runEventDriven(StatementBatch([try Self.bound("SELECT pg_sleep(20) AS slept")])) { _ in
                 StatementBatch([])
             }
         }
-        _ = try await canceller.value
+        #expect(try await canceller.value, "the statement never showed as active in pg_stat_activity")
         #expect(error?.code == .cancelled)
         #expect(ContinuousClock.now - started < .seconds(15))
         #expect(connection.isBroken == false)

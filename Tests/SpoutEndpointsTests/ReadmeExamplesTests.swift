@@ -4,7 +4,9 @@ import Testing
 
 /// Runs every `curl` example of README.md against a freshly seeded `spout serve` (the Quick
 /// start's embedded SQLite default, in a temporary directory) and compares the output, so the
-/// README cannot drift from what Spout does.
+/// README cannot drift from what Spout does. When the tests run as root, the server runs as
+/// `nobody` with no capabilities (``ServedSpout``): the examples must work for a user, not
+/// only for root.
 @Suite struct ReadmeExamplesTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
@@ -47,6 +49,10 @@ import Testing
         }
         let server = try ServedSpout(root: self.root)
         defer { server.stop() }
+        if server.isUnprivileged {
+            #expect(try server.runningUserIDs().allSatisfy { $0 != 0 }, "the server must not run as root")
+            #expect(try server.effectiveCapabilities() == "0000000000000000")
+        }
         for example in examples {
             let command = example.command.replacingOccurrences(of: "localhost:8080", with: "127.0.0.1:\(server.port)")
             let output = try self.shell(command)
@@ -68,59 +74,5 @@ import Testing
         var text = String(decoding: data, as: UTF8.self).replacingOccurrences(of: "\r\n", with: "\n")
         while text.hasSuffix("\n") { text.removeLast() }
         return text
-    }
-}
-
-/// `spout serve` in a child process on a new SQLite database in a temporary directory.
-final class ServedSpout {
-    let process = Process()
-    let port: Int
-    let directory: URL
-
-    init(root: URL, extraArguments: [String] = []) throws {
-        self.directory = FileManager.default.temporaryDirectory.appendingPathComponent("spout-readme-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
-        self.process.executableURL = URL(fileURLWithPath: try ChildProcess.spoutExecutable())
-        self.process.currentDirectoryURL = root
-        self.process.arguments = [
-            "serve", "--port", "0", "--database", "sqlite:" + self.directory.appendingPathComponent("spout.sqlite").path,
-        ] + extraArguments
-        var environment = ProcessInfo.processInfo.environment
-        environment = environment.filter { !$0.key.hasPrefix("SPOUT_") }
-        self.process.environment = environment
-        let errors = Pipe()
-        self.process.standardError = errors
-        self.process.standardOutput = FileHandle.nullDevice
-        try self.process.run()
-
-        // Read the log until the "listening on http://HOST:PORT" line.
-        var log = ""
-        var found: Int?
-        let handle = errors.fileHandleForReading
-        while found == nil {
-            let data = handle.availableData
-            if data.isEmpty { break }
-            log += String(decoding: data, as: UTF8.self)
-            if let range = log.range(of: "listening on http://127.0.0.1:") {
-                let digits = log[range.upperBound...].prefix { $0.isNumber }
-                if !digits.isEmpty, log[range.upperBound...].dropFirst(digits.count).first != nil { found = Int(digits) }
-            }
-        }
-        guard let port = found else {
-            self.process.terminate()
-            struct DidNotStart: Error, CustomStringConvertible { var description: String }
-            throw DidNotStart(description: "spout serve did not start:\n\(log)")
-        }
-        self.port = port
-        // Keep draining the log so the child never blocks on a full pipe.
-        handle.readabilityHandler = { handle in _ = handle.availableData }
-    }
-
-    func stop() {
-        if self.process.isRunning {
-            self.process.terminate()
-            self.process.waitUntilExit()
-        }
-        try? FileManager.default.removeItem(at: self.directory)
     }
 }

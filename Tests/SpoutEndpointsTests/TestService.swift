@@ -6,6 +6,7 @@ import SpoutDrivers
 import SpoutEndpoints
 import SpoutHTTP
 import SpoutTestSupport
+import Testing
 
 /// Paths of the repository, for the shipped configuration and SQL.
 enum Repository {
@@ -57,47 +58,44 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thr
     }
 }
 
-/// The 10,000-employee sample of test_db (`/work/shared/data/employees-10k`, xz-compressed),
-/// decompressed once per process into a temporary directory.
-enum SampleData {
-    static let sourceDirectory = "/work/shared/data/employees-10k"
+/// The employees data the endpoint tests serve, always from inside the repository or generated
+/// at run time: the hand-written test_db fixture (`Tests/Fixtures/test_db`, 14 employees with
+/// the format's corners), or a generated data set for volume.
+enum SampleData: Sendable, CustomTestStringConvertible {
+    case fixture
+    case generated(employees: Int, seed: UInt64)
 
-    static var isAvailable: Bool { FileManager.default.fileExists(atPath: self.sourceDirectory) }
-
-    static let decompressed: Result<String, any Error> = Result {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spout-employees-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        for name in try FileManager.default.contentsOfDirectory(atPath: sourceDirectory) {
-            let source = (sourceDirectory as NSString).appendingPathComponent(name)
-            if name.hasSuffix(".xz") {
-                let target = directory.appendingPathComponent(String(name.dropLast(3)))
-                _ = FileManager.default.createFile(atPath: target.path, contents: nil)
-                let output = try FileHandle(forWritingTo: target)
-                defer { try? output.close() }
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                process.arguments = ["xz", "-dc", source]
-                process.standardOutput = output
-                try process.run()
-                process.waitUntilExit()
-                guard process.terminationStatus == 0 else {
-                    throw HTTPTestClient.Failure(description: "xz -dc \(source) failed")
-                }
-            } else {
-                try FileManager.default.copyItem(atPath: source, toPath: directory.appendingPathComponent(name).path)
-            }
+    var testDescription: String {
+        switch self {
+        case .fixture: "the test_db fixture"
+        case .generated(let employees, let seed): "\(employees) generated employees (seed \(seed))"
         }
-        return directory.path
     }
 
-    /// Loads the sample and the pets into the database at `url`.
-    static func load(into database: TemporaryDatabase) throws {
-        let directory = try self.decompressed.get()
-        let driver = try Drivers.driver(for: database.url)
-        let connection = try driver.connect(readOnly: false, statistics: QueryStatistics())
+    /// Loads this data set and the pets into the database at `database.url`; returns the rows
+    /// loaded per table.
+    @discardableResult
+    func load(into database: TemporaryDatabase) throws -> [String: Int] {
+        let connection = try Drivers.driver(for: database.url).connect(readOnly: false, statistics: QueryStatistics())
         defer { connection.close() }
-        _ = try EmployeesLoader(sqlDirectory: Repository.sqlDirectory).load(directory: directory, into: connection)
+        let loader = EmployeesLoader(sqlDirectory: Repository.sqlDirectory)
+        let summary: LoadSummary
+        switch self {
+        case .fixture:
+            summary = try loader.load(directory: TestFixtures.testDB, into: connection)
+        case .generated(let employees, let seed):
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spout-generated-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            _ = try EmployeesGenerator.generate(directory: directory.path, employees: employees, seed: seed)
+            summary = try loader.load(directory: directory.path, into: connection)
+        }
         try PetsLoader(sqlDirectory: Repository.sqlDirectory).load(into: connection)
+        var rows: [String: Int] = [:]
+        for table in EmployeesLoader.tableNames {
+            rows[table] = summary.rows(in: table)
+        }
+        return rows
     }
 
     /// Creates the pet table with the manual's 9 pets.

@@ -221,12 +221,6 @@ struct PostgresServerTests {
                 try waitUntil("the early query runs") { try activeCount("generate_series(1, $1)") == 1 }
             }
             early.closeNow()
-            try await Task.sleep(for: .seconds(2))
-            do {
-                let cursor = try monitor.query(try ParsedSQL("SELECT pid::text || ' ' || state || ' ' || query || ' ' || coalesce(wait_event_type,'') || ' ' || coalesce(wait_event, '') FROM pg_stat_activity WHERE datname = current_database()", dialect: .postgres), [], options: QueryOptions())
-                while try cursor.next() { print("DBG", cursor.value(at: 0)) }
-                cursor.close()
-            }
             try await NIOThreadPool.singleton.runIfActive {
                 try waitUntil("the early query is gone") { try activeCount("generate_series(1, $1)") == 0 }
                 try waitUntil("both connections can be leased", leasesAvailable)
