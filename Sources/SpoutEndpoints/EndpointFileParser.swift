@@ -187,11 +187,11 @@ struct EndpointFileParser {
         // Parameters
         let pathKeys = EndpointPath.keys(of: path)
         var parameters: [Parameter] = []
-        if let list = fields.value("parameters") {
-            for item in try list.sequence("'parameters'") {
-                let parameter = try self.parameter(item, pathKeys: pathKeys)
+        if let declared = fields.value("parameters") {
+            for declaration in try self.parameterDeclarations(declared) {
+                let parameter = try self.parameter(declaration, pathKeys: pathKeys)
                 if parameters.contains(where: { $0.name == parameter.name }) {
-                    throw item.error("parameter '\(parameter.name)' is declared twice")
+                    throw declaration.node.error("parameter '\(parameter.name)' is declared twice")
                 }
                 parameters.append(parameter)
             }
@@ -281,10 +281,56 @@ struct EndpointFileParser {
 
     // MARK: Parameters
 
-    private func parameter(_ value: YAMLValue, pathKeys: [String]) throws(ConfigurationError) -> Parameter {
-        let fields = try value.mapping("a parameter", allowed: Self.parameterKeys)
-        guard let nameValue = fields.value("name") else { throw value.error("a parameter needs a 'name'") }
-        let name = try nameValue.nonEmptyString("a parameter's 'name'")
+    /// One parameter as written in either form of `parameters`: its name, the node that holds
+    /// the name (for errors about it), its fields and the node errors about the whole
+    /// declaration point at.
+    struct ParameterDeclaration {
+        var name: String
+        var nameNode: YAMLValue
+        var fields: YAMLMapping
+        var node: YAMLValue
+    }
+
+    /// The declarations of `parameters` in file order. Two forms are accepted: a list of
+    /// mappings that each hold a `name` (`- {name: id, type: integer}`), and a mapping from
+    /// names to the same mappings without `name` (`id: {type: integer}`; an empty value takes
+    /// every default). Anything else is an error naming both forms.
+    private func parameterDeclarations(_ value: YAMLValue) throws(ConfigurationError) -> [ParameterDeclaration] {
+        var declarations: [ParameterDeclaration] = []
+        switch value.node {
+        case .sequence:
+            for item in try value.sequence("'parameters'") {
+                let fields = try item.mapping("a parameter", allowed: Self.parameterKeys)
+                guard let nameValue = fields.value("name") else { throw item.error("a parameter needs a 'name'") }
+                let name = try nameValue.nonEmptyString("a parameter's 'name'")
+                declarations.append(ParameterDeclaration(name: name, nameNode: nameValue, fields: fields, node: item))
+            }
+        case .mapping:
+            for entry in try value.mapping("'parameters'").entries {
+                let what = "parameter '\(entry.name)'"
+                if case .mapping = entry.value.node,
+                    let nameKey = try entry.value.mapping(what).entries.first(where: { $0.name == "name" })?.key
+                {
+                    throw nameKey.error("\(what) is named by its key in the mapping form of 'parameters'; remove 'name'")
+                }
+                let fields = entry.value.isNull
+                    ? YAMLMapping(owner: entry.value, entries: [])
+                    : try entry.value.mapping(what, allowed: Self.parameterKeys.filter { $0 != "name" })
+                declarations.append(ParameterDeclaration(name: entry.name, nameNode: entry.key, fields: fields, node: entry.key))
+            }
+        default:
+            throw value.error(
+                "'parameters' must be a list of parameters (- {name: id, type: integer}) "
+                    + "or a mapping from parameter names to their keys (id: {type: integer})")
+        }
+        return declarations
+    }
+
+    private func parameter(_ declaration: ParameterDeclaration, pathKeys: [String]) throws(ConfigurationError) -> Parameter {
+        let fields = declaration.fields
+        let value = declaration.node
+        let nameValue = declaration.nameNode
+        let name = declaration.name
         guard Self.isIdentifier(name) else {
             throw nameValue.error("parameter name '\(name)' must be letters, digits and underscores (it is used as :\(name) in SQL)")
         }
