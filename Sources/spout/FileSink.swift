@@ -3,7 +3,6 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import ArgumentParser
 import SpoutCore
 
 /// A sink that writes each chunk to a file descriptor as it comes (blocking writes are the
@@ -16,7 +15,7 @@ final class FileSink: ByteSink {
     init(path: String?) throws {
         if let path {
             let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-            guard descriptor >= 0 else { throw ValidationError("cannot open \(path) for writing") }
+            guard descriptor >= 0 else { throw FileSinkError(message: "cannot open \(path) for writing: \(FileSinkError.reason(errno))") }
             self.descriptor = descriptor
             self.ownsDescriptor = true
         } else {
@@ -36,7 +35,7 @@ final class FileSink: ByteSink {
                 let written = Glibc.write(self.descriptor, bytes.baseAddress! + offset, bytes.count - offset)
                 if written < 0 {
                     if errno == EINTR { continue }
-                    throw ValidationError("write failed: errno \(errno)")
+                    throw FileSinkError(message: "writing the output failed: \(FileSinkError.reason(errno))")
                 }
                 offset += written
             }
@@ -46,4 +45,14 @@ final class FileSink: ByteSink {
     func finish(_ last: [UInt8]) throws {
         try self.write(last)
     }
+}
+
+/// A failure to open or write the output: a runtime error, printed without the usage.
+struct FileSinkError: Error, CustomStringConvertible {
+    var message: String
+
+    var description: String { self.message }
+
+    /// The system's text for an `errno` value.
+    static func reason(_ code: Int32) -> String { String(cString: strerror(code)) }
 }

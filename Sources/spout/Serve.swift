@@ -47,17 +47,12 @@ struct Serve: AsyncParsableCommand {
         }
         let logger = Logger(label: "spout")
 
-        let settings: SpoutConfiguration
-        let endpoints: EndpointSet
-        do {
-            settings = try SpoutConfiguration.load(
-                file: self.config,
-                overrides: .init(host: self.host, port: self.port, databaseURL: self.database)
-            )
-            endpoints = try EndpointSet.load(configuration: settings)
-        } catch {
-            throw ValidationError("\(error)")
-        }
+        // A ConfigurationError is printed alone (no usage) with status 78 by Spout.main.
+        let settings = try SpoutConfiguration.load(
+            file: self.config,
+            overrides: .init(host: self.host, port: self.port, databaseURL: self.database)
+        )
+        let endpoints = try EndpointSet.load(configuration: settings)
 
         let url = settings.database.url
         if settings.database.seed.enabled && !self.noSeed {

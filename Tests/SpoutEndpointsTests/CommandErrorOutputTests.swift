@@ -1,0 +1,80 @@
+import Foundation
+import SpoutTestSupport
+import Testing
+
+/// What the built `spout` executable prints and returns when it cannot run: a configuration
+/// error prints `file:line:column: problem` alone and exits 78 (`EX_CONFIG`), a runtime
+/// failure prints `Error: problem` alone and exits 1, and only a command-line mistake prints
+/// the usage (exit 64). The statuses are documented in docs/configuration.md, "Exit status".
+@Suite struct CommandErrorOutputTests {
+    /// Runs `spout ARGUMENTS` without the test process's `SPOUT_*` variables, plus `environment`.
+    static func spout(_ arguments: [String], environment extra: [String: String] = [:]) async throws -> ChildProcess.Result {
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SPOUT_") }
+        environment.merge(extra) { _, new in new }
+        return try await ChildProcess.run(executable: try ChildProcess.spoutExecutable(), arguments: arguments, environment: environment)
+    }
+
+    /// A service directory with `spout.yaml` and the given endpoint files under `endpoints/`;
+    /// removed when the value is released (keep it alive while `spout` runs).
+    static func serviceDirectory(configuration: String, endpoints: [String: String] = [:]) throws -> TemporaryDirectory {
+        let directory = try TemporaryDirectory()
+        try directory.write("spout.yaml", configuration)
+        for (name, text) in endpoints { try directory.write("endpoints/" + name, text) }
+        return directory
+    }
+
+    @Test func anUnknownKeyInTheConfigurationFilePrintsTheProblemAlone() async throws {
+        let directory = try Self.serviceDirectory(configuration: "server:\n  port: 80\n  hots: x\n")
+        defer { withExtendedLifetime(directory) {} }
+        let file = (directory.path as NSString).appendingPathComponent("spout.yaml")
+        let result = try await Self.spout(["serve", "--config", file])
+        #expect(result.status == 78)
+        #expect(result.standardError == "\(file):3:3: unknown key 'hots' in 'server' (known keys: host, port, limits, cors)\n")
+        #expect(!result.standardError.contains("Usage:"))
+        #expect(result.standardOutput.isEmpty)
+    }
+
+    /// The README's first version of its own endpoint: no `paths`.
+    @Test func anEndpointFileErrorPrintsTheProblemAlone() async throws {
+        let endpoint = """
+            /departments/{departmentNumber}/managers:
+              get:
+                sqlFile: managers/by-department.sql
+            """
+        let directory = try Self.serviceDirectory(configuration: "", endpoints: ["managers.yaml": endpoint])
+        defer { withExtendedLifetime(directory) {} }
+        let result = try await Self.spout(["serve", "--config", (directory.path as NSString).appendingPathComponent("spout.yaml")])
+        let file = (directory.path as NSString).appendingPathComponent("endpoints/managers.yaml")
+        #expect(result.status == 78)
+        #expect(
+            result.standardError
+                == "\(file):1:1: unknown key '/departments/{departmentNumber}/managers' in an endpoint file "
+                + "(known keys: description, auth, paths)\n")
+    }
+
+    @Test func aBadEnvironmentVariablePrintsTheProblemAlone() async throws {
+        let directory = try Self.serviceDirectory(configuration: "")
+        defer { withExtendedLifetime(directory) {} }
+        let result = try await Self.spout(
+            ["serve", "--config", (directory.path as NSString).appendingPathComponent("spout.yaml")],
+            environment: ["SPOUT_PORT": "eighty"])
+        #expect(result.status == 78)
+        #expect(result.standardError == "environment: SPOUT_PORT: must be an integer, not 'eighty'\n")
+    }
+
+    @Test func aRuntimeFailurePrintsTheErrorWithoutUsage() async throws {
+        let directory = try TemporaryDirectory()
+        defer { withExtendedLifetime(directory) {} }
+        let output = (directory.path as NSString).appendingPathComponent("missing/rows.json")
+        let result = try await Self.spout(["export", "--database", "sqlite::memory:", "--output", output, "SELECT 1 AS one"])
+        #expect(result.status == 1)
+        #expect(result.standardError == "Error: cannot open \(output) for writing: No such file or directory\n")
+    }
+
+    @Test func aCommandLineMistakePrintsTheUsage() async throws {
+        let result = try await Self.spout(["serve", "--port", "eighty"])
+        #expect(result.status == 64)
+        #expect(result.standardError.contains("eighty"))
+        #expect(result.standardError.contains("Usage:"))
+    }
+}
