@@ -2,6 +2,14 @@ import CSQLite3
 import SpoutCore
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A connection to an SQLite database, opened by ``SQLiteDriver``.
 ///
 /// Contract, beyond ``DatabaseConnection``:
@@ -66,22 +74,34 @@ public final class SQLiteConnection: DatabaseConnection, @unchecked Sendable {
     ///   - filename: a path, or a `file:` URI when `flags` include `SQLITE_OPEN_URI`.
     ///   - flags: `sqlite3_open_v2` flags without the read/write mode.
     /// - Throws: ``DatabaseError/Code/connectionFailed`` when the database cannot be opened
-    ///   or configured (a missing file for a read-only connection, a file that is not a database).
+    ///   or configured (a missing file for a read-only connection, a file that is not a database,
+    ///   a directory this process cannot write); its message names the file and the reason
+    ///   (see ``openFailureMessage(filename:isURI:readOnly:code:reason:systemErrno:)``).
     init(
         filename: String, flags: Int32, readOnly: Bool, busyTimeoutMilliseconds: Int, statistics: QueryStatistics
     ) throws {
         let mode = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        let isURI = flags & SQLITE_OPEN_URI != 0
         var opened: OpaquePointer?
         let result = sqlite3_open_v2(filename, &opened, mode | flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, nil)
         guard result == SQLITE_OK, let handle = opened else {
-            let message = SQLiteErrorMapping.message(opened, code: result)
+            let message = Self.openFailureMessage(
+                filename: filename, isURI: isURI, readOnly: readOnly, code: result,
+                reason: SQLiteErrorMapping.message(opened, code: result),
+                systemErrno: opened.map { sqlite3_system_errno($0) } ?? 0)
             sqlite3_close_v2(opened)
-            throw DatabaseError(
-                .connectionFailed, message: "cannot open SQLite database \(filename): \(message)",
-                sqlState: String(result))
+            throw DatabaseError(.connectionFailed, message: message, sqlState: String(result))
         }
         do {
             try Self.configure(handle, readOnly: readOnly, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        } catch var error as DatabaseError {
+            // The WAL pragma is the first write: a read-only file or directory shows up here.
+            error.message = Self.openFailureMessage(
+                filename: filename, isURI: isURI, readOnly: readOnly,
+                code: sqlite3_extended_errcode(handle), reason: error.message,
+                systemErrno: sqlite3_system_errno(handle))
+            sqlite3_close_v2(handle)
+            throw error
         } catch {
             sqlite3_close_v2(handle)
             throw error
@@ -93,6 +113,52 @@ public final class SQLiteConnection: DatabaseConnection, @unchecked Sendable {
 
     deinit {
         self.close()
+    }
+
+    /// The message of a failure to open or configure `filename`, for the operator (it goes to
+    /// the log or standard error, never to an HTTP client): the database as its URL, SQLite's
+    /// reason, then the system error behind it, or, when permissions refuse a read-write
+    /// connection, which file or directory this process may not write; for example
+    /// `cannot open sqlite:/app/data/spout.sqlite: unable to open database file: permission
+    /// denied (the directory /app/data is not writable by uid 10001)`.
+    static func openFailureMessage(
+        filename: String, isURI: Bool, readOnly: Bool, code: Int32, reason: String, systemErrno: Int32
+    ) -> String {
+        let text = "cannot open \(isURI ? filename : "sqlite:" + filename): \(reason)"
+        let permissionCodes = [SQLITE_CANTOPEN, SQLITE_READONLY, SQLITE_PERM, SQLITE_IOERR]
+        if !isURI, !readOnly, permissionCodes.contains(code & 0xff), let problem = Self.permissionProblem(filename) {
+            // The errno is not the cause here: after EACCES, SQLite retries read-only, and that
+            // attempt's ENOENT is what it keeps.
+            return text + ": permission denied (\(problem))"
+        }
+        guard systemErrno != 0, let description = strerror(systemErrno) else { return text }
+        let systemText = String(cString: description)
+        return text + ": " + systemText.prefix(1).lowercased() + systemText.dropFirst()
+    }
+
+    /// What permissions (or a read-only file system) keep this process from doing with the
+    /// database file `path` in read-write mode, or nil: reading and writing the file, or
+    /// creating files in its directory (the file itself, and in WAL mode its -wal and -shm).
+    static func permissionProblem(_ path: String) -> String? {
+        func refused(_ path: String, _ mode: Int32) -> Bool {
+            access(path, mode) != 0 && (errno == EACCES || errno == EROFS)
+        }
+        if refused(path, R_OK | W_OK) {
+            return "the file is not readable and writable by uid \(geteuid())"
+        }
+        let directory = Self.directory(of: path)
+        var information = stat()
+        let isDirectory = stat(directory, &information) == 0 && information.st_mode & S_IFMT == S_IFDIR
+        if isDirectory && refused(directory, W_OK | X_OK) {
+            return "the directory \(directory) is not writable by uid \(geteuid())"
+        }
+        return nil
+    }
+
+    /// The directory part of a path: `.` for a bare file name, `/` for a file at the root.
+    static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
     private static func configure(_ handle: OpaquePointer, readOnly: Bool, busyTimeoutMilliseconds: Int) throws {

@@ -109,6 +109,9 @@ struct Serve: AsyncParsableCommand {
             try? FileManager.default.removeItem(atPath: path)
             try? FileManager.default.removeItem(atPath: path + "-wal")
             try? FileManager.default.removeItem(atPath: path + "-shm")
+            // A DatabaseError's description leaves its message out (it is safe for HTTP
+            // clients); on standard error at startup the operator needs the path and the reason.
+            if let error = error as? DatabaseError { throw StartupError(description: String(reflecting: error)) }
             throw error
         }
     }
@@ -142,6 +145,11 @@ struct Serve: AsyncParsableCommand {
             return source
         }
     }
+}
+
+/// A failure to start, printed whole on standard error.
+struct StartupError: Error, CustomStringConvertible {
+    let description: String
 }
 
 /// True for the first caller of ``claim()`` only.
