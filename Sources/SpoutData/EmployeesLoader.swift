@@ -165,7 +165,7 @@ public struct EmployeesLoader: Sendable {
             throw DataLoadError(
                 .tablesExist,
                 "the database already has \(existing.count == 1 ? "table" : "tables") \(existing.joined(separator: ", ")); "
-                    + "load with replace to drop and recreate \(existing.count == 1 ? "it" : "them")")
+                    + "load with --replace to drop and recreate \(existing.count == 1 ? "it" : "them")")
         }
         for table in tables.reversed() where existing.contains(table) {
             try withDatabaseContext("dropping table \(table) failed") {

@@ -51,7 +51,7 @@ public enum SQLiteSeeder {
             throw DataLoadError(
                 .tablesExist,
                 "the database has only some of the employees tables (\(existingEmployees.joined(separator: ", "))); "
-                    + "drop them or load the employees data with replace")
+                    + "drop them or load the employees data with spout load --replace")
         }
         let needsPets = existingPets.isEmpty
         guard needsEmployees || needsPets else {
