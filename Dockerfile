@@ -37,12 +37,13 @@ RUN swift build -c release --static-swift-stdlib -Xlinker -s --product spout \
 # ---- runtime -----------------------------------------------------------------------------
 # Only the libraries the binary needs (scripts/check-static-binary), a user and group 10001, and
 # no setuid or setgid programs (su, mount, passwd...): nothing in the container can gain privileges.
+# (useradd without --system: with it, a uid above SYS_UID_MAX, 999, draws a warning.)
 FROM ${RUNTIME_IMAGE}
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libpq5 libsqlite3-0 ca-certificates tzdata \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 spout \
-    && useradd --system --uid 10001 --gid 10001 --home-dir /app --no-create-home --shell /usr/sbin/nologin spout \
+    && useradd --uid 10001 --gid 10001 --home-dir /app --no-create-home --no-log-init --shell /usr/sbin/nologin spout \
     && find / -xdev -type f -perm /6000 -exec chmod ug-s {} +
 WORKDIR /app
 COPY --from=builder /staging/usr/local/bin/spout /usr/local/bin/spout
