@@ -50,8 +50,8 @@ COPY --from=builder /staging/usr/local/bin/spout /usr/local/bin/spout
 COPY config ./config
 COPY sql ./sql
 # SQLite's folder. Not a VOLUME, so that containers on PostgreSQL get no unused anonymous
-# volumes: mount one to keep the data (`-v spout-data:/app/data`; a new named volume takes this
-# folder's owner, a bind-mounted host folder must be writable by uid 10001).
+# volumes: mount one to keep the data (`-v spout-data:/app/data`; a bind-mounted host folder
+# must be writable by uid 10001).
 RUN mkdir -p /app/data && chown spout:spout /app/data
 
 # Configuration is by environment variable (docs/configuration.md); these are the container's defaults.
