@@ -8,6 +8,12 @@ public struct DatabaseConfiguration: Sendable, Hashable {
     public var acquireTimeout: Duration
     /// Parent rows per batched child query for attached arrays (PostgreSQL).
     public var attachmentBatchSize: Int
+    /// Rows per batch when a result is streamed. On PostgreSQL a streamed result is read through
+    /// a server-side cursor, `FETCH fetchSize` at a time, each FETCH a statement of its own
+    /// under the statement timeout; on SQLite the statement timeout starts again after each
+    /// batch of this many rows. Either way the time a stream waits for its client is never
+    /// counted against the timeout (see docs/configuration.md).
+    public var fetchSize: Int
     /// How dates and timestamps are written.
     public var dateFormat: DateFormat
     /// The statement timeout every pooled connection has between leases (nil: none). A lease
@@ -19,12 +25,14 @@ public struct DatabaseConfiguration: Sendable, Hashable {
         maximumConnections: Int = 8,
         acquireTimeout: Duration = .seconds(5),
         attachmentBatchSize: Int = 500,
+        fetchSize: Int = 1_000,
         dateFormat: DateFormat = .epochMilliseconds,
         statementTimeout: Duration? = nil
     ) {
         self.maximumConnections = max(1, maximumConnections)
         self.acquireTimeout = acquireTimeout
         self.attachmentBatchSize = max(1, attachmentBatchSize)
+        self.fetchSize = max(1, fetchSize)
         self.dateFormat = dateFormat
         self.statementTimeout = statementTimeout
     }

@@ -1,14 +1,17 @@
 /// Options for ``DatabaseConnection/query(_:_:options:)``.
 public struct QueryOptions: Sendable, Hashable {
-    /// Whether other statements will run on the same connection while this cursor is open
-    /// (attached child queries between batches of parent rows).
+    /// Whether the result is read in batches, with pauses between them that belong to the
+    /// caller (a slow client's backpressure) and other statements allowed in between (attached
+    /// child queries between windows of parent rows).
     ///
     /// PostgreSQL then reads through a server-side cursor (`DECLARE` + `FETCH batchSize`), which
-    /// requires an open transaction (``DatabaseConnection/begin(readOnly:)``). Without it,
-    /// PostgreSQL reads in single-row mode and the connection is busy until the cursor ends or
-    /// is closed. SQLite ignores the flag: its statements interleave freely.
+    /// requires an open transaction (``DatabaseConnection/begin(readOnly:)``); each `FETCH` is a
+    /// statement of its own under the statement timeout. Without it, PostgreSQL reads in
+    /// single-row mode and the connection is busy until the cursor ends or is closed. SQLite's
+    /// statements interleave freely; with the flag its statement timeout counts only the time
+    /// spent stepping, renewed after every `batchSize` rows, instead of running from the query.
     public var interleaved: Bool
-    /// Rows per round trip when reading through a server-side cursor.
+    /// Rows per batch: per `FETCH` of a PostgreSQL cursor, per timeout renewal on SQLite.
     public var batchSize: Int
 
     public init(interleaved: Bool = false, batchSize: Int = 500) {

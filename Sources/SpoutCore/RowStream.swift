@@ -95,8 +95,14 @@ public struct RowStream: Sendable {
     /// Blocks while it reads from the database and while the sink applies backpressure. Calls
     /// `sink.finish` exactly once on success. Throws ``RowStreamError`` before writing any
     /// byte when the shape needs a row and there is none, or when CSV meets attachments.
-    /// On PostgreSQL, attachments need a transaction; one is opened (read-only) and committed
-    /// here if the caller has not opened one.
+    ///
+    /// Rows are read in batches of `fetchSize` (``DatabaseConfiguration/fetchSize``), and the
+    /// statement timeout bounds the database's work for each batch, never the time the sink
+    /// makes the stream wait: on PostgreSQL an `.array` result is read through a server-side
+    /// cursor whose every `FETCH` is a statement under the timeout (the cursor needs a
+    /// transaction: one is opened, read-only, and committed here if the caller has not opened
+    /// one); on SQLite the cursor renews its deadline after each batch. Parents with attachments
+    /// are read in windows of `attachmentBatchSize` rows instead.
     /// - Returns: the number of top-level rows written.
     @discardableResult
     public func write(
@@ -105,18 +111,22 @@ public struct RowStream: Sendable {
         to sink: any ByteSink,
         on connection: any DatabaseConnection,
         dateFormat: DateFormat? = nil,
-        attachmentBatchSize: Int? = nil
+        attachmentBatchSize: Int? = nil,
+        fetchSize: Int? = nil
     ) throws -> Int {
         if format == .csv && !self.attachments.isEmpty { throw RowStreamError.attachmentsNotAllowedInCSV }
         let dateFormat = dateFormat ?? self.database?.configuration.dateFormat ?? .epochMilliseconds
         let window = shape == .array ? (attachmentBatchSize ?? self.database?.configuration.attachmentBatchSize ?? 500) : 1
         let executor = AttachmentExecutor(connection: connection, batchSize: window)
 
-        // Children are fetched between batches of parent rows, so a parent with attachments is
-        // read through a cursor that lets other statements interleave (on PostgreSQL a
-        // server-side cursor, which lives in a transaction). A single-row shape needs none: its
-        // one parent row is read, the statement closed, and then the children fetched.
-        let interleaved = !self.attachments.isEmpty && shape == .array
+        // An array is read in batches through a cursor that lets other statements interleave
+        // (on PostgreSQL a server-side cursor, which lives in a transaction): children are
+        // fetched between windows of parent rows, and each batch is a statement of its own
+        // under the statement timeout, so waiting for a slow client never counts against it. A
+        // single-row shape needs none: its one row is read, the statement closed, and then the
+        // children fetched.
+        let interleaved = shape == .array
+        let batch = self.attachments.isEmpty ? (fetchSize ?? self.database?.configuration.fetchSize ?? 1_000) : window
         let ownsTransaction = interleaved && connection.dialect == .postgres && !connection.isInTransaction
         if ownsTransaction { try connection.begin(readOnly: true) }
         do {
@@ -124,7 +134,7 @@ public struct RowStream: Sendable {
             let cursor = try connection.query(
                 parsed,
                 try parsed.bind(self.arguments),
-                options: QueryOptions(interleaved: interleaved, batchSize: window)
+                options: QueryOptions(interleaved: interleaved, batchSize: batch)
             )
             defer { cursor.close() }
             let count = try self.encode(cursor, executor: executor, format: format, shape: shape, dateFormat: dateFormat, sink: sink)

@@ -48,7 +48,12 @@ extension SpoutConfiguration {
             Setting(path: "server.limits.maxHeaderBytes", kind: .integer(\.server.limits.maxHeaderBytes, 1_024...Int(Int32.max))),
             Setting(path: "server.limits.maxBodyBytes", kind: .integer(\.server.limits.maxBodyBytes, 0...Int(Int32.max))),
             Setting(path: "server.limits.idleTimeoutSeconds", kind: .integer(\.server.limits.idleTimeoutSeconds, 1...86_400)),
-            Setting(path: "server.limits.maxConnections", kind: .integer(\.server.limits.maxConnections, 1...1_000_000)),
+            Setting(path: "server.limits.maxConnections", kind: .integer(\.server.limits.maxConnections, 0...1_000_000)),
+            Setting(
+                path: "server.limits.maxConnectionsPerAddress", kind: .integer(\.server.limits.maxConnectionsPerAddress, 0...1_000_000)),
+            Setting(path: "server.limits.headTimeoutSeconds", kind: .integer(\.server.limits.headTimeoutSeconds, 1...3_600)),
+            Setting(path: "server.limits.bodyTimeoutSeconds", kind: .integer(\.server.limits.bodyTimeoutSeconds, 1...3_600)),
+            Setting(path: "server.limits.trustedProxies", kind: .strings(\.server.limits.trustedProxies, check: Self.addressProblem)),
             Setting(path: "server.limits.drainTimeoutSeconds", kind: .integer(\.server.limits.drainTimeoutSeconds, 0...3_600)),
             Setting(path: "server.limits.socketSendBufferBytes", kind: .integer(\.server.limits.socketSendBufferBytes, 0...Int(Int32.max))),
             Setting(path: "server.cors.allowedOrigins", kind: .strings(\.server.cors.allowedOrigins, check: Self.originProblem)),
@@ -58,6 +63,7 @@ extension SpoutConfiguration {
             Setting(path: "database.poolSize", kind: .integer(\.database.poolSize, 1...1_000)),
             Setting(path: "database.acquireTimeoutMs", kind: .integer(\.database.acquireTimeoutMs, 0...3_600_000)),
             Setting(path: "database.statementTimeoutMs", kind: .integer(\.database.statementTimeoutMs, 0...86_400_000)),
+            Setting(path: "database.fetchSize", kind: .integer(\.database.fetchSize, 1...1_000_000)),
             Setting(path: "database.seed.enabled", kind: .boolean(\.database.seed.enabled)),
             Setting(path: "database.seed.employees", kind: .integer(\.database.seed.employees, 0...100_000_000)),
             Setting(path: "dateFormat", kind: .dateFormat),
@@ -79,6 +85,14 @@ extension SpoutConfiguration {
             !authority.isEmpty, !authority.contains(where: { "/?#*@ \t".contains($0) })
         else { return problem }
         return nil
+    }
+
+    /// Nil when `text` is an IPv4 or IPv6 address as a socket reports a peer (no port, no name).
+    static func addressProblem(_ text: String) -> String? {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1 { return nil }
+        return "'\(text)' is not an IP address (write 10.0.0.5 or ::1, without a port or host name)"
     }
 
     /// Nil when `text` is a header field name (an HTTP token).

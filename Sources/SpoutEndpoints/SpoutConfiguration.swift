@@ -19,8 +19,16 @@ public struct SpoutConfiguration: Sendable, Hashable {
         public var maxBodyBytes = 1024 * 1024
         /// A connection with no request in progress is closed after this many seconds.
         public var idleTimeoutSeconds = 60
-        /// Connections beyond this many are refused with 503.
-        public var maxConnections = 1024
+        /// Connections beyond this many are refused with 503; 0 sizes it from the open-file limit.
+        public var maxConnections = 0
+        /// Connections one client address may hold open; 0 for no cap.
+        public var maxConnectionsPerAddress = 32
+        /// Seconds a request head may take to arrive, from its first byte.
+        public var headTimeoutSeconds = 10
+        /// Seconds a request body may take to arrive, from the end of its head.
+        public var bodyTimeoutSeconds = 30
+        /// Peer addresses of reverse proxies, exempt from the per-address cap.
+        public var trustedProxies: [String] = []
         /// How long a shutdown lets in-flight responses finish, in seconds.
         public var drainTimeoutSeconds = 10
         /// `SO_SNDBUF` of client connections in bytes; 0 keeps the kernel's default.
@@ -71,6 +79,9 @@ public struct SpoutConfiguration: Sendable, Hashable {
         public var acquireTimeoutMs = 5_000
         /// The statement timeout of endpoints that set none, in milliseconds; 0 for none.
         public var statementTimeoutMs = 30_000
+        /// Rows per batch when a result is streamed (a PostgreSQL `FETCH`; on SQLite the rows a
+        /// statement timeout is renewed after).
+        public var fetchSize = 1_000
         public var seed = Seed()
 
         public init() {}
@@ -273,6 +284,7 @@ public struct SpoutConfiguration: Sendable, Hashable {
         DatabaseConfiguration(
             maximumConnections: self.database.poolSize,
             acquireTimeout: .milliseconds(self.database.acquireTimeoutMs),
+            fetchSize: self.database.fetchSize,
             dateFormat: self.dateFormat,
             statementTimeout: self.defaultStatementTimeout
         )
@@ -292,7 +304,11 @@ public struct SpoutConfiguration: Sendable, Hashable {
             drainTimeout: .seconds(limits.drainTimeoutSeconds),
             socketSendBufferSize: limits.socketSendBufferBytes > 0 ? limits.socketSendBufferBytes : nil,
             cors: CORSPolicy(
-                allowedOrigins: cors.allowedOrigins, allowedHeaders: cors.allowedHeaders, maxAgeSeconds: cors.maxAgeSeconds)
+                allowedOrigins: cors.allowedOrigins, allowedHeaders: cors.allowedHeaders, maxAgeSeconds: cors.maxAgeSeconds),
+            requestHeadTimeout: .seconds(limits.headTimeoutSeconds),
+            requestBodyTimeout: .seconds(limits.bodyTimeoutSeconds),
+            maximumConnectionsPerAddress: limits.maxConnectionsPerAddress,
+            trustedProxies: limits.trustedProxies
         )
     }
 

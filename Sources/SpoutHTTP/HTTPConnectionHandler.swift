@@ -74,16 +74,19 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     }
 
     private let environment: ConnectionEnvironment
+    /// When the request being received started to arrive (see ``RequestArrivalObserver``).
+    private let arrival: RequestArrivalClock
     private var state = State.idle
     private var exchangeCount = 0
     private var hop: LoopHop?
     private var context: ChannelHandlerContext?
     /// When the connection last became idle (no request in progress).
     private var idleSince = NIODeadline.now()
-    private var idleCheck: Scheduled<Void>?
+    private var deadlineCheck: Scheduled<Void>?
 
-    init(environment: ConnectionEnvironment) {
+    init(environment: ConnectionEnvironment, arrival: RequestArrivalClock) {
         self.environment = environment
+        self.arrival = arrival
     }
 
     // MARK: Channel events
@@ -91,19 +94,20 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         self.hop = self.environment.makeHop(context.eventLoop)
-        self.scheduleIdleCheck(in: self.idleTimeout, context: context)
+        self.scheduleDeadlineCheck(at: .now() + min(self.idleTimeout, self.headTimeout), context: context)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
-        self.idleCheck?.cancel()
-        self.idleCheck = nil
+        self.deadlineCheck?.cancel()
+        self.deadlineCheck = nil
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch self.unwrapInboundIn(data) {
         case .head(let head):
             guard case .idle = self.state else { return }
+            self.arrival.reset()
             self.exchangeCount += 1
             let exchange = Exchange(number: self.exchangeCount, head: head, cors: self.environment.configuration.cors)
             if let length = head.headers.first(name: "content-length").flatMap(Int.init),
@@ -149,29 +153,74 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         context.fireChannelInactive()
     }
 
-    // MARK: Idle timeout
+    // MARK: Timeouts
 
     private var idleTimeout: TimeAmount {
         TimeAmount(self.environment.configuration.idleTimeout)
     }
 
-    /// One timer per connection, not per request: when it fires, a connection idle for the
-    /// whole timeout is closed, and otherwise the check moves to when it could be (swift-nio's
-    /// `IdleStateHandler` would also track every write of every response with a promise).
-    private func scheduleIdleCheck(in delay: TimeAmount, context: ChannelHandlerContext) {
-        self.idleCheck = context.eventLoop.assumeIsolated().scheduleTask(in: delay) {
-            guard context.channel.isActive else { return }
-            let timeout = self.idleTimeout
-            guard case .idle = self.state else {
-                self.scheduleIdleCheck(in: timeout, context: context)
+    private var headTimeout: TimeAmount {
+        TimeAmount(self.environment.configuration.requestHeadTimeout)
+    }
+
+    private var bodyTimeout: TimeAmount {
+        TimeAmount(self.environment.configuration.requestBodyTimeout)
+    }
+
+    /// One timer per connection, not per request, enforcing three deadlines:
+    /// - idle keep-alive: no request in progress and no byte of one for ``idleTimeout``: close;
+    /// - request head: the head must be complete within ``headTimeout`` of its first byte (of
+    ///   the accept, for a connection's first request): close, as nginx does (there is no
+    ///   request to answer yet, and a slowloris client would not read the answer);
+    /// - request body: the body must be complete within ``bodyTimeout`` of its head: 408 and
+    ///   close.
+    /// The timer never sleeps longer than the head timeout, so a head that starts arriving
+    /// after it was scheduled is still caught on time; when it fires early it moves to the
+    /// nearest deadline. Nothing is scheduled or cancelled per request.
+    private func scheduleDeadlineCheck(at deadline: NIODeadline, context: ChannelHandlerContext) {
+        self.deadlineCheck = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) {
+            self.checkDeadlines(context: context)
+        }
+    }
+
+    private func checkDeadlines(context: ChannelHandlerContext) {
+        guard context.channel.isActive else { return }
+        let now = NIODeadline.now()
+        let poll = now + self.headTimeout
+        switch self.state {
+        case .idle:
+            if let started = self.arrival.requestBytesSince {
+                let due = started + self.headTimeout
+                guard now < due else {
+                    self.environment.statistics.requestHeadTimedOut()
+                    self.environment.logger.info(
+                        "request head timeout; connection closed",
+                        metadata: ["client.address": .string(context.channel.remoteAddress?.ipAddress ?? "-")])
+                    self.state = .closing
+                    context.close(promise: nil)
+                    return
+                }
+                self.scheduleDeadlineCheck(at: due, context: context)
+            } else {
+                let due = self.idleSince + self.idleTimeout
+                guard now < due else {
+                    context.close(promise: nil)
+                    return
+                }
+                self.scheduleDeadlineCheck(at: min(due, poll), context: context)
+            }
+        case .receiving(_, _, let exchange):
+            let due = exchange.start + self.bodyTimeout
+            guard now < due else {
+                self.environment.statistics.requestBodyTimedOut()
+                exchange.keepAlive = false
+                self.state = .responding(exchange)
+                self.sendError(ErrorResponse(status: 408, message: "request body timeout"), exchange: exchange, context: context)
                 return
             }
-            let idle = NIODeadline.now() - self.idleSince
-            if idle >= timeout {
-                context.close(promise: nil)
-            } else {
-                self.scheduleIdleCheck(in: timeout - idle, context: context)
-            }
+            self.scheduleDeadlineCheck(at: min(due, poll), context: context)
+        case .responding, .closing:
+            self.scheduleDeadlineCheck(at: poll, context: context)
         }
     }
 
@@ -395,6 +444,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         let keepAlive = exchange.keepAlive
         self.state = keepAlive ? .idle : .closing
         self.idleSince = .now()
+        self.arrival.reset()
         if keepAlive {
             context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
         } else {

@@ -31,10 +31,14 @@ public final class HTTPServer: Sendable {
     private let state = Mutex(ServerState())
     private let stopped = ConditionLockedFlag()
     private let connectionFailures: ConnectionFailureLog
+    /// ``ServerConfiguration/maximumConnections``, or the automatic limit when that is 0.
+    public let maximumConnections: Int
 
     private struct ServerState {
         var serverChannel: (any Channel)?
         var connections: [ObjectIdentifier: any Channel] = [:]
+        /// Open connections per client address (for the per-address cap).
+        var connectionsByAddress: [String: Int] = [:]
         var isShuttingDown = false
         var isStarted = false
     }
@@ -66,6 +70,15 @@ public final class HTTPServer: Sendable {
         let threads = configuration.blockingThreads
             ?? max(2, databases.reduce(0) { $0 + $1.configuration.maximumConnections + 1 })
         self.threadPool = NIOThreadPool(numberOfThreads: threads)
+        if configuration.maximumConnections > 0 {
+            self.maximumConnections = configuration.maximumConnections
+        } else {
+            // Automatic: as many as the descriptors allow once the soft limit is raised, less
+            // those the database connections, the threads and the files need.
+            OpenFileLimit.raiseSoftLimitToHardLimit()
+            let databaseConnections = databases.reduce(0) { $0 + $1.configuration.maximumConnections * 2 }
+            self.maximumConnections = OpenFileLimit.automaticConnectionLimit(reserved: 128 + databaseConnections)
+        }
     }
 
     /// The port the server listens on, once started (the real one when configured with 0).
@@ -120,7 +133,11 @@ public final class HTTPServer: Sendable {
         self.state.withLock { $0.serverChannel = channel }
         self.logger.info(
             "listening",
-            metadata: ["http.host": .string(configuration.host), "http.port": .stringConvertible(channel.localAddress?.port ?? 0)]
+            metadata: [
+                "http.host": .string(configuration.host), "http.port": .stringConvertible(channel.localAddress?.port ?? 0),
+                "limits.connections": .stringConvertible(self.maximumConnections),
+                "limits.connections_per_address": .stringConvertible(configuration.maximumConnectionsPerAddress),
+            ]
         )
     }
 
@@ -179,18 +196,36 @@ public final class HTTPServer: Sendable {
         }
         let open = self.statistics.connectionOpened()
         let identifier = ObjectIdentifier(channel)
-        let accepted = self.state.withLock { state in
-            guard !state.isShuttingDown else { return false }
+        let perAddressCap = self.configuration.maximumConnectionsPerAddress
+        let address = channel.remoteAddress?.ipAddress ?? ""
+        let capped = perAddressCap > 0 && !self.configuration.trustedProxies.contains(address)
+        enum Admission { case accepted, shuttingDown, addressFull }
+        let admission = self.state.withLock { state -> Admission in
+            guard !state.isShuttingDown else { return .shuttingDown }
+            if capped {
+                let count = state.connectionsByAddress[address, default: 0]
+                guard count < perAddressCap else { return .addressFull }
+                state.connectionsByAddress[address] = count + 1
+            }
             state.connections[identifier] = channel
-            return true
+            return .accepted
         }
         channel.closeFuture.whenComplete { [weak self] _ in
             self?.statistics.connectionClosed()
-            _ = self?.state.withLock { $0.connections.removeValue(forKey: identifier) }
+            self?.state.withLock { state in
+                guard state.connections.removeValue(forKey: identifier) != nil, capped else { return }
+                let remaining = state.connectionsByAddress[address, default: 1] - 1
+                state.connectionsByAddress[address] = remaining > 0 ? remaining : nil
+            }
         }
-        guard accepted, open <= self.configuration.maximumConnections else {
-            self.statistics.connectionRejected()
-            let body = ErrorResponse(status: 503, message: "too many connections").body
+        guard admission == .accepted, open <= self.maximumConnections else {
+            if admission == .addressFull {
+                self.statistics.connectionRejectedForAddress()
+            } else {
+                self.statistics.connectionRejected()
+            }
+            let message = admission == .addressFull ? "too many connections from this address" : "too many connections"
+            let body = ErrorResponse(status: 503, message: message).body
             var buffer = channel.allocator.buffer(capacity: 160 + body.count)
             buffer.writeString(
                 "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n"
@@ -204,6 +239,8 @@ public final class HTTPServer: Sendable {
         limits.maxHeaderListSize = environment.configuration.maximumHeadSize
         limits.maxHeaderFieldSize = environment.configuration.maximumHeadSize
         let sync = channel.pipeline.syncOperations
+        let arrival = RequestArrivalClock()
+        try sync.addHandler(RequestArrivalObserver(clock: arrival))
         try sync.configureHTTPServerPipeline(
             withPipeliningAssistance: true, withErrorHandling: false, withEncoderConfiguration: .init(),
             withDecoderLimitConfiguration: limits
@@ -212,7 +249,7 @@ public final class HTTPServer: Sendable {
         if environment.configuration.compression {
             try sync.addHandler(HTTPResponseCompressor(responseCompressionPredicate: Self.compressionPredicate))
         }
-        try sync.addHandler(HTTPConnectionHandler(environment: environment))
+        try sync.addHandler(HTTPConnectionHandler(environment: environment, arrival: arrival))
     }
 
     /// Leaves bodiless responses (HEAD, 204) alone and removes the marker saying so.

@@ -125,7 +125,8 @@ struct ResponseRunner: Sendable {
                     if transaction { try connection.begin(readOnly: true) }
                     let count = try rows.stream.write(
                         as: format, shape: rows.shape, to: sink, on: connection,
-                        dateFormat: configuration.dateFormat, attachmentBatchSize: configuration.attachmentBatchSize
+                        dateFormat: configuration.dateFormat, attachmentBatchSize: configuration.attachmentBatchSize,
+                        fetchSize: configuration.fetchSize
                     )
                     if transaction { try connection.commit() }
                     return count

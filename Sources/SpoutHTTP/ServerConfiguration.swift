@@ -16,7 +16,9 @@ public struct ServerConfiguration: Sendable, Hashable {
     public var maximumBodySize: Int
     /// A connection with no request in progress is closed after this long.
     public var idleTimeout: Duration
-    /// Connections beyond this many are answered 503 and closed right after accept.
+    /// Connections beyond this many are answered 503 and closed right after accept. 0: automatic
+    /// (``HTTPServer`` raises the open-file soft limit to the hard limit and allows what the
+    /// descriptors allow, at most ``OpenFileLimit/automaticCeiling``).
     public var maximumConnections: Int
     /// How long ``HTTPServer/shutdown(drainTimeout:)`` lets in-flight responses finish by default.
     public var drainTimeout: Duration
@@ -33,6 +35,19 @@ public struct ServerConfiguration: Sendable, Hashable {
     public var socketSendBufferSize: Int?
     /// Cross-origin access for browsers; off by default (see ``CORSPolicy``).
     public var cors: CORSPolicy
+    /// A request head must be complete within this time of its first byte (a connection's
+    /// first head: of the accept); otherwise the connection is closed (slowloris).
+    public var requestHeadTimeout: Duration
+    /// A request body must be complete within this time of its head; otherwise 408 and close.
+    public var requestBodyTimeout: Duration
+    /// Connections one client address may hold open at once; more are answered 503 and closed
+    /// (0: no cap). Counted by the socket's peer address: `X-Forwarded-For` is never trusted
+    /// for it. Addresses in ``trustedProxies`` are exempt.
+    public var maximumConnectionsPerAddress: Int
+    /// Peer addresses (`10.0.0.5`, `::1`) of reverse proxies in front of the server: many
+    /// clients share their connections, so the per-address cap does not apply to them (the
+    /// proxy must enforce its own per-client limits).
+    public var trustedProxies: [String]
     /// Raw `setsockopt` calls made on every accepted connection after ``socketSendBufferSize``.
     /// Not configurable by users: the tests use it to make connection setup fail and check that
     /// the failure is logged.
@@ -60,7 +75,11 @@ public struct ServerConfiguration: Sendable, Hashable {
         writeBufferHighWatermark: Int = 64 * 1024,
         compression: Bool = true,
         socketSendBufferSize: Int? = nil,
-        cors: CORSPolicy = CORSPolicy()
+        cors: CORSPolicy = CORSPolicy(),
+        requestHeadTimeout: Duration = .seconds(10),
+        requestBodyTimeout: Duration = .seconds(30),
+        maximumConnectionsPerAddress: Int = 32,
+        trustedProxies: [String] = []
     ) {
         self.host = host
         self.port = port
@@ -69,7 +88,7 @@ public struct ServerConfiguration: Sendable, Hashable {
         self.maximumHeadSize = maximumHeadSize
         self.maximumBodySize = maximumBodySize
         self.idleTimeout = idleTimeout
-        self.maximumConnections = max(1, maximumConnections)
+        self.maximumConnections = max(0, maximumConnections)
         self.drainTimeout = drainTimeout
         self.chunksInFlight = max(1, chunksInFlight)
         self.writeBufferLowWatermark = writeBufferLowWatermark
@@ -77,5 +96,9 @@ public struct ServerConfiguration: Sendable, Hashable {
         self.compression = compression
         self.socketSendBufferSize = socketSendBufferSize
         self.cors = cors
+        self.requestHeadTimeout = requestHeadTimeout
+        self.requestBodyTimeout = requestBodyTimeout
+        self.maximumConnectionsPerAddress = max(0, maximumConnectionsPerAddress)
+        self.trustedProxies = trustedProxies
     }
 }

@@ -8,6 +8,9 @@ public final class ServerStatistics: Sendable {
     private let requests = Atomic<Int>(0)
     private let maxBuffered = Atomic<Int>(0)
     private let pauses = Atomic<Int>(0)
+    private let rejectedPerAddress = Atomic<Int>(0)
+    private let headTimeouts = Atomic<Int>(0)
+    private let bodyTimeouts = Atomic<Int>(0)
 
     public init() {}
 
@@ -17,6 +20,14 @@ public final class ServerStatistics: Sendable {
     public var acceptedConnections: Int { self.accepted.load(ordering: .relaxed) }
     /// Connections closed right after accept because of ``ServerConfiguration/maximumConnections``.
     public var rejectedConnections: Int { self.rejected.load(ordering: .relaxed) }
+    /// Connections closed right after accept because their client address already had
+    /// ``ServerConfiguration/maximumConnectionsPerAddress`` open (also counted in
+    /// ``rejectedConnections``).
+    public var rejectedConnectionsPerAddress: Int { self.rejectedPerAddress.load(ordering: .relaxed) }
+    /// Connections closed because a request head did not arrive within the head timeout.
+    public var requestHeadTimeouts: Int { self.headTimeouts.load(ordering: .relaxed) }
+    /// Requests answered 408 because their body did not arrive within the body timeout.
+    public var requestBodyTimeouts: Int { self.bodyTimeouts.load(ordering: .relaxed) }
     /// Responses completed or aborted.
     public var requestCount: Int { self.requests.load(ordering: .relaxed) }
     /// The most bytes any connection had buffered for writing (not yet accepted by the
@@ -36,6 +47,19 @@ public final class ServerStatistics: Sendable {
 
     func connectionRejected() {
         self.rejected.add(1, ordering: .relaxed)
+    }
+
+    func connectionRejectedForAddress() {
+        self.rejected.add(1, ordering: .relaxed)
+        self.rejectedPerAddress.add(1, ordering: .relaxed)
+    }
+
+    func requestHeadTimedOut() {
+        self.headTimeouts.add(1, ordering: .relaxed)
+    }
+
+    func requestBodyTimedOut() {
+        self.bodyTimeouts.add(1, ordering: .relaxed)
     }
 
     func requestCompleted() {

@@ -199,9 +199,16 @@ public final class SQLiteConnection: DatabaseConnection, @unchecked Sendable {
             throw error
         }
         let (columns, types) = statement.columns()
+        // A streamed result (read in batches, others may interleave) counts only its stepping
+        // time against the timeout, as a PostgreSQL cursor counts only its FETCHes.
+        var budget: SQLiteCursor.StepBudget?
+        if options.interleaved, let timeout = self.statementTimeout, let deadline {
+            budget = SQLiteCursor.StepBudget(
+                timeout: timeout, batchRows: options.batchSize, spent: timeout - (deadline - ContinuousClock.now))
+        }
         return SQLiteCursor(
-            connection: self, statement: statement, lease: lease, deadline: deadline, columns: columns, types: types,
-            firstStepFoundRow: first == SQLITE_ROW)
+            connection: self, statement: statement, lease: lease, deadline: deadline, budget: budget, columns: columns,
+            types: types, firstStepFoundRow: first == SQLITE_ROW)
     }
 
     @discardableResult

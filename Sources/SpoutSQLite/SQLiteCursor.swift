@@ -15,7 +15,10 @@ final class SQLiteCursor: RowCursor {
     private let connection: SQLiteConnection
     private let statement: SQLiteStatement
     private let lease: UInt64
-    private let deadline: ContinuousClock.Instant?
+    private var deadline: ContinuousClock.Instant?
+    /// For a streamed result: the statement timeout counts database time only (see
+    /// ``init(connection:statement:lease:deadline:timeout:columns:types:firstStepFoundRow:)``).
+    private var budget: StepBudget?
     private let types: [ColumnType]
     private var position: Position
 
@@ -26,17 +29,37 @@ final class SQLiteCursor: RowCursor {
         case ended
     }
 
+    /// The statement timeout of a streamed result, counted as PostgreSQL counts a cursor's
+    /// FETCHes: only the time spent stepping, renewed after every `batchRows` rows. The time
+    /// between two ``next()`` calls (encoding, and a slow client's backpressure) is not counted.
+    struct StepBudget {
+        var timeout: Duration
+        var batchRows: Int
+        var remaining: Duration
+        var rowsInBatch = 0
+
+        init(timeout: Duration, batchRows: Int, spent: Duration) {
+            self.timeout = timeout
+            self.batchRows = max(1, batchRows)
+            self.remaining = timeout - spent
+        }
+    }
+
     /// - Parameters:
+    ///   - deadline: when the statement times out, for a cursor read at once.
+    ///   - budget: for a streamed result, the statement timeout counted in stepping time
+    ///     (``StepBudget``); `deadline` is then ignored after the first step.
     ///   - firstStepFoundRow: the result of the first `sqlite3_step`, which the connection ran
     ///     (true: a row is ready; false: the statement is done).
     init(
         connection: SQLiteConnection, statement: SQLiteStatement, lease: UInt64, deadline: ContinuousClock.Instant?,
-        columns: [Column], types: [ColumnType], firstStepFoundRow: Bool
+        budget: StepBudget? = nil, columns: [Column], types: [ColumnType], firstStepFoundRow: Bool
     ) {
         self.connection = connection
         self.statement = statement
         self.lease = lease
         self.deadline = deadline
+        self.budget = budget
         self.columns = columns
         self.types = types
         self.position = .beforeFirst(foundRow: firstStepFoundRow)
@@ -64,7 +87,20 @@ final class SQLiteCursor: RowCursor {
         case .onRow:
             break
         }
-        let result = self.connection.step(handle, deadline: self.deadline)
+        let result: Int32
+        if var budget = self.budget {
+            budget.rowsInBatch += 1
+            if budget.rowsInBatch >= budget.batchRows {
+                budget.rowsInBatch = 0
+                budget.remaining = budget.timeout
+            }
+            let start = ContinuousClock.now
+            result = self.connection.step(handle, deadline: start + budget.remaining)
+            budget.remaining -= ContinuousClock.now - start
+            self.budget = budget
+        } else {
+            result = self.connection.step(handle, deadline: self.deadline)
+        }
         if result == SQLITE_ROW {
             return true
         }

@@ -480,9 +480,7 @@ import Testing
             let connection = try database.connect()
             defer { connection.close() }
             try connection.setStatementTimeout(milliseconds: 50)
-            let cursor = try connection.query(
-                sqliteSQL(Self.counting(to: 1_000_000_000, select: "x")),
-                [], options: QueryOptions(interleaved: true))
+            let cursor = try connection.query(sqliteSQL(Self.counting(to: 1_000_000_000, select: "x")), [], options: QueryOptions())
             defer { cursor.close() }
             #expect(try cursor.next())
             Thread.sleep(forTimeInterval: 0.2)
@@ -494,6 +492,38 @@ import Testing
             }
             #expect(code == .statementTimeout)
             #expect(try cursor.next() == false)
+        }
+    }
+
+    /// A streamed (interleaved) cursor counts only the time spent stepping, renewed after each
+    /// batch: waiting for a slow client between rows never times it out, a slow step still does.
+    @Test func interleavedCursorCountsOnlyItsStepping() throws {
+        try SQLiteTestDatabase.with { database in
+            let connection = try database.connect()
+            defer { connection.close() }
+            try connection.setStatementTimeout(milliseconds: 50)
+            let quick = try connection.query(
+                sqliteSQL(Self.counting(to: 1_000, select: "x")), [], options: QueryOptions(interleaved: true, batchSize: 10))
+            defer { quick.close() }
+            var rows = 0
+            while try quick.next() {
+                rows += 1
+                // 40 pauses of 10 ms: far more waiting than the timeout, none of it counted.
+                if rows % 25 == 0 { Thread.sleep(forTimeInterval: 0.01) }
+            }
+            #expect(rows == 1_000)
+
+            // One row at once, then a step that counts to a billion before the next: stopped.
+            let slow = try connection.query(
+                sqliteSQL(
+                    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) "
+                        + "SELECT x FROM c WHERE x = 1 OR x = 1000000000"),
+                [], options: QueryOptions(interleaved: true, batchSize: 10))
+            defer { slow.close() }
+            #expect(try slow.next())
+            Thread.sleep(forTimeInterval: 0.2)
+            #expect(sqliteErrorCode { _ = try slow.next() } == .statementTimeout)
+            #expect(!connection.isBroken)
         }
     }
 

@@ -190,12 +190,16 @@ struct PostgresServerTests {
         try await self.withServer { fixture, temporary in
             let monitor = try Drivers.driver(for: temporary.url).connect(readOnly: false, statistics: QueryStatistics())
             defer { monitor.close() }
+            // A stream reads through a server-side cursor: while it runs, its backend shows the
+            // statement or the cursor's FETCH, active or (between batches, waiting for the
+            // client) idle in its transaction.
             let activeCount: @Sendable (String) throws -> Int64 = { fragment in
                 let sql = try ParsedSQL(
                     """
                     SELECT count(*) FROM pg_stat_activity
-                    WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active'
-                      AND query LIKE :pattern
+                    WHERE datname = current_database() AND pid <> pg_backend_pid()
+                      AND state IN ('active', 'idle in transaction')
+                      AND (query LIKE :pattern OR query LIKE 'FETCH % FROM spout_c%')
                     """,
                     dialect: .postgres
                 )

@@ -90,7 +90,7 @@ struct StreamingHandlerTests {
                 logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), statistics: ServerStatistics(),
                 makeHop: { _ in queue.hop }
             )
-            self.handler = HTTPConnectionHandler(environment: environment)
+            self.handler = HTTPConnectionHandler(environment: environment, arrival: RequestArrivalClock())
             self.channel = EmbeddedChannel(handler: self.handler)
         }
 

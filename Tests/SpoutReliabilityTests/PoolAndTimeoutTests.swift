@@ -59,30 +59,9 @@ struct PoolAndTimeoutTests {
     private func withService(
         _ dialect: SQLDialect, poolSize: Int, acquireTimeoutMs: Int, _ body: (ServerProcess) async throws -> Void
     ) async throws {
-        let database: TemporaryDatabase
-        switch dialect {
-        case .postgres:
-            guard TestDatabases.postgresEnabled else { return }
-            database = try TestDatabases.makePostgresDatabase(prefix: "spout_rel_pool")
-        case .sqlite:
-            database = TestDatabases.makeSQLiteDatabase()
-            try await onThread { _ = try SampleData.column(database.url, "SELECT 1") }
-        }
-        defer { database.drop() }
-        let directory = try ServiceDirectory(
-            databaseURL: database.url,
-            extraEndpoints: ["streams.yaml": TestEndpoints.streams(dialect), "slow.yaml": TestEndpoints.slow(dialect, timeoutMs: 300)],
-            shipped: false, poolSize: poolSize, acquireTimeoutMs: acquireTimeoutMs, statementTimeoutMs: 0)
-        defer { directory.remove() }
-        let service = try await ServerProcess.start(arguments: ["--config", directory.configFile, "--no-seed"])
-        do {
-            try await body(service)
-        } catch {
-            await service.stop()
-            throw error
-        }
-        #expect(service.isRunning)
-        await service.stop()
+        try await StreamsService.with(
+            dialect, prefix: "spout_rel_pool", extraEndpoints: ["slow.yaml": TestEndpoints.slow(dialect, timeoutMs: 300)],
+            poolSize: poolSize, acquireTimeoutMs: acquireTimeoutMs, statementTimeoutMs: 0, body)
     }
 }
 

@@ -14,7 +14,11 @@ public enum LoopbackSocket {
     ///     instead of hanging it.
     ///   - receiveBuffer: `SO_RCVBUF`, set before connecting so the TCP window stays small and
     ///     a slow reader is felt by the server; nil keeps the kernel's default.
-    public static func connect(port: Int, timeout: Double = 60, receiveBuffer: Int? = nil) throws -> Int32 {
+    ///   - sourceAddress: the local address to connect from (another loopback address such as
+    ///     `127.0.0.2` plays a second client host); nil lets the kernel choose.
+    public static func connect(
+        port: Int, timeout: Double = 60, receiveBuffer: Int? = nil, sourceAddress: String? = nil
+    ) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket() failed: errno \(errno)") }
         var time = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1_000_000))
@@ -22,6 +26,19 @@ public enum LoopbackSocket {
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
         if var size = receiveBuffer.map(Int32.init) {
             setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
+        if let sourceAddress {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(sourceAddress)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else {
+                let code = errno
+                Glibc.close(fd)
+                throw Failure(description: "bind() to \(sourceAddress) failed: errno \(code)")
+            }
         }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
