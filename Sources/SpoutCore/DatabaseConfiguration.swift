@@ -14,6 +14,13 @@ public struct DatabaseConfiguration: Sendable, Hashable {
     /// batch of this many rows. Either way the time a stream waits for its client is never
     /// counted against the timeout (see docs/configuration.md).
     public var fetchSize: Int
+    /// Whether PostgreSQL connections may keep state beyond a transaction: named prepared
+    /// statements and session settings. False behind a transaction pooler (PgBouncer in
+    /// `pool_mode = transaction`): statements are sent unnamed, and the read-only setting, the
+    /// statement timeout and the session settings are applied per transaction (`SET LOCAL`).
+    /// Costs round trips (single-row responses no longer run event-driven); see
+    /// docs/scaling.md. SQLite ignores it.
+    public var preparedStatements: Bool
     /// How dates and timestamps are written.
     public var dateFormat: DateFormat
     /// The statement timeout every pooled connection has between leases (nil: none). A lease
@@ -26,9 +33,11 @@ public struct DatabaseConfiguration: Sendable, Hashable {
         acquireTimeout: Duration = .seconds(5),
         attachmentBatchSize: Int = 500,
         fetchSize: Int = 1_000,
+        preparedStatements: Bool = true,
         dateFormat: DateFormat = .epochMilliseconds,
         statementTimeout: Duration? = nil
     ) {
+        self.preparedStatements = preparedStatements
         self.maximumConnections = max(1, maximumConnections)
         self.acquireTimeout = acquireTimeout
         self.attachmentBatchSize = max(1, attachmentBatchSize)

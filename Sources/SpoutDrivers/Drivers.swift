@@ -7,9 +7,13 @@ public enum Drivers {
     /// `postgresql://…` or `postgres://…` → PostgreSQL (libpq); `sqlite:PATH` or
     /// `sqlite::memory:` → SQLite. Anything else throws ``DatabaseError/Code/invalidURL``
     /// (the message never repeats the URL, which may hold a password).
-    public static func driver(for url: String, sqliteBusyTimeoutMilliseconds: Int = 5000) throws -> any DatabaseDriver {
+    /// `preparedStatements: false` is for PostgreSQL behind a transaction pooler (see
+    /// ``DatabaseConfiguration/preparedStatements``); SQLite ignores it.
+    public static func driver(
+        for url: String, sqliteBusyTimeoutMilliseconds: Int = 5000, preparedStatements: Bool = true
+    ) throws -> any DatabaseDriver {
         if url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") {
-            return try PostgresDriver(url: url)
+            return try PostgresDriver(url: url, preparedStatements: preparedStatements)
         }
         if url.hasPrefix("sqlite:") {
             return try SQLiteDriver(url: url, busyTimeoutMilliseconds: sqliteBusyTimeoutMilliseconds)
@@ -19,6 +23,6 @@ public enum Drivers {
 
     /// Opens a pooled database for `url`.
     public static func open(_ url: String, configuration: DatabaseConfiguration = DatabaseConfiguration()) throws -> Database {
-        Database(driver: try self.driver(for: url), configuration: configuration)
+        Database(driver: try self.driver(for: url, preparedStatements: configuration.preparedStatements), configuration: configuration)
     }
 }

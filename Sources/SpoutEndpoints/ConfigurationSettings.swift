@@ -64,6 +64,7 @@ extension SpoutConfiguration {
             Setting(path: "database.acquireTimeoutMs", kind: .integer(\.database.acquireTimeoutMs, 0...3_600_000)),
             Setting(path: "database.statementTimeoutMs", kind: .integer(\.database.statementTimeoutMs, 0...86_400_000)),
             Setting(path: "database.fetchSize", kind: .integer(\.database.fetchSize, 1...1_000_000)),
+            Setting(path: "database.preparedStatements", kind: .boolean(\.database.preparedStatements)),
             Setting(path: "database.seed.enabled", kind: .boolean(\.database.seed.enabled)),
             Setting(path: "database.seed.employees", kind: .integer(\.database.seed.employees, 0...100_000_000)),
             Setting(path: "dateFormat", kind: .dateFormat),

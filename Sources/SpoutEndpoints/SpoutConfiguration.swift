@@ -82,6 +82,9 @@ public struct SpoutConfiguration: Sendable, Hashable {
         /// Rows per batch when a result is streamed (a PostgreSQL `FETCH`; on SQLite the rows a
         /// statement timeout is renewed after).
         public var fetchSize = 1_000
+        /// False behind a transaction pooler (PgBouncer in transaction mode): no named prepared
+        /// statements, no session state (see ``DatabaseConfiguration/preparedStatements``).
+        public var preparedStatements = true
         public var seed = Seed()
 
         public init() {}
@@ -285,6 +288,7 @@ public struct SpoutConfiguration: Sendable, Hashable {
             maximumConnections: self.database.poolSize,
             acquireTimeout: .milliseconds(self.database.acquireTimeoutMs),
             fetchSize: self.database.fetchSize,
+            preparedStatements: self.database.preparedStatements,
             dateFormat: self.dateFormat,
             statementTimeout: self.defaultStatementTimeout
         )

@@ -4,7 +4,10 @@ import SpoutCore
 
 extension PostgresConnection: EventDrivenConnection {
     public func canRunEventDriven(readOnly: Bool, statementTimeout milliseconds: Int?) -> Bool {
-        guard let handle = self.handle, !self.isBroken, self.activity == .idle, self.sessionReadOnly == readOnly,
+        // Without session state every statement needs its transaction's settings first: the
+        // thread-pool path does that round trip.
+        guard self.keepsSessionState, let handle = self.handle, !self.isBroken, self.activity == .idle,
+            self.sessionReadOnly == readOnly,
             milliseconds == nil || milliseconds.map({ max(0, $0) }) == self.statementTimeout
         else {
             return false

@@ -13,6 +13,7 @@ extension PostgresConnection {
     public func queryAll(_ statements: [BoundStatement]) throws -> [QueryResult] {
         let handle = try self.idleHandle()
         let parameters = try statements.map { try PostgresTextParameters($0.parameters) }
+        try self.openImplicitTransactionIfNeeded()
         let names = try statements.map { try self.preparedStatementName(for: $0.sql.text, handle: handle) }
         let pipelined = statements.count > 1
         if pipelined {
@@ -20,12 +21,9 @@ extension PostgresConnection {
         }
         self.statementStarting()
         var sendError: DatabaseError?
-        for (name, values) in zip(names, parameters) {
+        for (statement, (name, values)) in zip(statements, zip(names, parameters)) {
             self.statistics.recordStatement()
-            let sent = values.withUnsafeCValues { count, pointers in
-                PQsendQueryPrepared(handle, name, count, pointers, nil, nil, 0)
-            }
-            if sent != 1 {
+            if self.send(statement.sql.text, prepared: name, values, handle: handle) != 1 {
                 sendError = self.makeError(nil)
                 break
             }

@@ -14,13 +14,11 @@ extension PostgresConnection {
         if options.interleaved {
             return try self.openServerCursor(sql, parameters, batchSize: max(1, options.batchSize), handle: handle)
         }
+        try self.openImplicitTransactionIfNeeded()
         self.statistics.recordStatement()
         self.statementStarting()
         let name = try self.preparedStatementName(for: sql.text, handle: handle)
-        let sent = parameters.withUnsafeCValues { count, values in
-            PQsendQueryPrepared(handle, name, count, values, nil, nil, 0)
-        }
-        guard sent == 1 else {
+        guard self.send(sql.text, prepared: name, parameters, handle: handle) == 1 else {
             let error = self.makeError(nil)
             self.drainResults(handle)
             throw error

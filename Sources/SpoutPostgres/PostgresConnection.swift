@@ -24,6 +24,15 @@ import Synchronization
 /// - ``setReadOnly(_:)`` sets `default_transaction_read_only` (only when it changes), so a
 ///   read-only lease reads without a transaction; ``begin(readOnly:)`` says `READ ONLY` or
 ///   `READ WRITE` explicitly.
+/// - Without session state (``keepsSessionState`` false, for a transaction pooler such as
+///   PgBouncer in `pool_mode = transaction`) nothing the connection relies on outlives a
+///   transaction: statements are sent unnamed (`PQsendQueryParams`), never prepared by name;
+///   the read-only setting, the statement timeout and the session settings Spout's decoding
+///   needs are applied per transaction (`BEGIN READ ONLY` + `SET LOCAL ...`, one round trip);
+///   and a statement outside a transaction opens one (*implicit*: committed by ``reset()``,
+///   or ended by the next ``begin(readOnly:)``). Session-level SETs are limited to the
+///   parameters poolers carry over between server connections (client_encoding, DateStyle,
+///   TimeZone).
 /// - ``SpoutCore/QueryStatistics/recordStatement()`` is called once per ``query(_:_:options:)``,
 ///   ``execute(_:_:)``, ``executeScript(_:)`` and ``bulkInsert(into:columns:)``; never for
 ///   FETCH, CLOSE, BEGIN, COMMIT, ROLLBACK or SET.
@@ -65,6 +74,13 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     weak var activeStream: PostgresSingleRowCursor?
     weak var activeCopy: PostgresBulkInserter?
 
+    /// Whether state may outlive a transaction (named prepared statements, session settings);
+    /// false behind a transaction pooler.
+    let keepsSessionState: Bool
+    /// Without session state: whether the open transaction was opened by a statement run
+    /// outside one (and not by ``begin(readOnly:)``).
+    private var inImplicitTransaction = false
+
     /// `sql.text` → prepared statement name.
     var preparedStatements: [String: String] = [:]
     var preparedStatementCount = 0
@@ -83,17 +99,27 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     private var settingsChangedInTransaction = false
 
     /// The statements run once on every new connection.
-    static let sessionSetup =
-        "SET client_encoding = 'UTF8'; SET DateStyle = 'ISO, YMD'; SET TimeZone = 'UTC'; "
-        + "SET extra_float_digits = 1; SET IntervalStyle = 'iso_8601'; SET bytea_output = 'hex'"
+    static let sessionSetup = PostgresConnection.pooledSessionSetup + "; " + PostgresConnection.unpooledSettings.map { "SET \($0)" }.joined(separator: "; ")
+
+    /// The session settings a transaction pooler tracks per client and restores on every
+    /// server connection it lends (PgBouncer: client_encoding, DateStyle, TimeZone).
+    static let pooledSessionSetup = "SET client_encoding = 'UTF8'; SET DateStyle = 'ISO, YMD'; SET TimeZone = 'UTC'"
+
+    /// Settings the decoding relies on that poolers do not carry over: without session state
+    /// each transaction sets them `LOCAL` (with DateStyle and TimeZone, in case the pooler
+    /// does not carry those either).
+    static let unpooledSettings = ["extra_float_digits = 1", "IntervalStyle = 'iso_8601'", "bytea_output = 'hex'"]
+    static let transactionSettings = (PostgresConnection.unpooledSettings + ["DateStyle = 'ISO, YMD'", "TimeZone = 'UTC'"])
+        .map { "SET LOCAL \($0)" }.joined(separator: "; ")
 
     /// Takes ownership of an open `PGconn` and configures its session. On failure the
     /// connection is finished and a ``SpoutCore/DatabaseError`` is thrown.
-    init(connection: OpaquePointer, statistics: QueryStatistics) throws {
+    /// - Parameter keepsSessionState: false behind a transaction pooler (see the type's contract).
+    init(connection: OpaquePointer, statistics: QueryStatistics, keepsSessionState: Bool = true) throws {
         // Notices (WARNING: there is no transaction in progress, ...) are not errors; libpq
         // would print them on stderr.
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
-        let result = PQexec(connection, Self.sessionSetup)
+        let result = PQexec(connection, keepsSessionState ? Self.sessionSetup : Self.pooledSessionSetup)
         let succeeded = result.map { PQresultStatus($0) == PGRES_COMMAND_OK } ?? false
         let message = PostgresErrorMapping.message(result.map { PQresultErrorMessage($0) } ?? PQerrorMessage(connection))
         PQclear(result)
@@ -103,6 +129,7 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         }
         self.handle = connection
         self.statistics = statistics
+        self.keepsSessionState = keepsSessionState
         self.cancelState = Mutex(CancelState(handle: cancel))
     }
 
@@ -162,6 +189,7 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         let inTransaction = status == PQTRANS_INTRANS || status == PQTRANS_INERROR
         if self.wasInTransaction && !inTransaction {
             self.transactionEpoch &+= 1
+            self.inImplicitTransaction = false
             if self.settingsChangedInTransaction {
                 self.statementTimeout = nil
                 self.sessionReadOnly = nil
@@ -208,8 +236,10 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
 
     // MARK: Statements
 
-    /// The name of the prepared statement for `text`, preparing it on first use.
-    func preparedStatementName(for text: String, handle: OpaquePointer) throws -> String {
+    /// The name of the prepared statement for `text`, preparing it on first use; nil without
+    /// session state (the statement is then sent unnamed, see ``send(_:prepared:_:handle:)``).
+    func preparedStatementName(for text: String, handle: OpaquePointer) throws -> String? {
+        guard self.keepsSessionState else { return nil }
         if let name = self.preparedStatements[text] {
             return name
         }
@@ -226,15 +256,32 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         return name
     }
 
+    /// Sends `text` (without waiting for its result): as the prepared statement `name`, or
+    /// unnamed with its text when `name` is nil. Returns libpq's 1 on success.
+    func send(_ text: String, prepared name: String?, _ parameters: PostgresTextParameters, handle: OpaquePointer) -> Int32 {
+        parameters.withUnsafeCValues { count, values in
+            if let name {
+                PQsendQueryPrepared(handle, name, count, values, nil, nil, 0)
+            } else {
+                PQsendQueryParams(handle, text, count, nil, values, nil, nil, 0)
+            }
+        }
+    }
+
     @discardableResult
     public func execute(_ sql: ParsedSQL, _ parameters: [SQLValue]) throws -> Int {
         let handle = try self.idleHandle()
         let parameters = try PostgresTextParameters(parameters)
+        try self.openImplicitTransactionIfNeeded()
         self.statistics.recordStatement()
         self.statementStarting()
         let name = try self.preparedStatementName(for: sql.text, handle: handle)
         let result = parameters.withUnsafeCValues { count, values in
-            PQexecPrepared(handle, name, count, values, nil, nil, 0)
+            if let name {
+                PQexecPrepared(handle, name, count, values, nil, nil, 0)
+            } else {
+                PQexecParams(handle, sql.text, count, nil, values, nil, nil, 0)
+            }
         }
         defer {
             PQclear(result)
@@ -324,9 +371,26 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     // MARK: Transactions and settings
 
     /// `BEGIN READ ONLY` or `BEGIN READ WRITE`: explicit either way, since the session's
-    /// default may be read-only (``setReadOnly(_:)``).
+    /// default may be read-only (``setReadOnly(_:)``). Without session state the settings
+    /// follow in the same round trip (`SET LOCAL`), after committing an implicit transaction.
     public func begin(readOnly: Bool) throws {
-        try self.runCommand(readOnly ? "BEGIN READ ONLY" : "BEGIN READ WRITE")
+        let begin = readOnly ? "BEGIN READ ONLY" : "BEGIN READ WRITE"
+        guard !self.keepsSessionState else {
+            try self.runCommand(begin)
+            return
+        }
+        let commitFirst = self.inImplicitTransaction && self.isInTransaction ? "COMMIT; " : ""
+        try self.runCommand(
+            commitFirst + begin + "; SET LOCAL statement_timeout = \(self.statementTimeout ?? 0); " + Self.transactionSettings)
+        self.inImplicitTransaction = false
+    }
+
+    /// Without session state, outside a transaction: opens one with the lease's read-only
+    /// setting and timeout, for the statement about to run (see the type's contract).
+    func openImplicitTransactionIfNeeded() throws {
+        guard !self.keepsSessionState, let handle = self.handle, PQtransactionStatus(handle) == PQTRANS_IDLE else { return }
+        try self.begin(readOnly: self.sessionReadOnly ?? false)
+        self.inImplicitTransaction = true
     }
 
     /// Commits. Throws ``SpoutCore/DatabaseError/Code/other`` when PostgreSQL rolled the
@@ -343,9 +407,16 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     }
 
     /// Sends `SET statement_timeout` only when the value differs from the one in effect.
+    /// Without session state only remembers it for the next transaction (or sets it `LOCAL`
+    /// in the open one).
     public func setStatementTimeout(milliseconds: Int?) throws {
         let value = max(0, milliseconds ?? 0)
         guard value != self.statementTimeout else { return }
+        guard self.keepsSessionState else {
+            if self.isInTransaction { try self.runCommand("SET LOCAL statement_timeout = \(value)") }
+            self.statementTimeout = value
+            return
+        }
         self.statementTimeout = nil
         try self.runCommand("SET statement_timeout = \(value)")
         self.statementTimeout = value
@@ -355,8 +426,13 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     }
 
     /// Sets `default_transaction_read_only` only when it differs from the value in effect.
+    /// Without session state only remembers it: transactions are opened with it.
     public func setReadOnly(_ readOnly: Bool) throws {
         guard readOnly != self.sessionReadOnly else { return }
+        guard self.keepsSessionState else {
+            self.sessionReadOnly = readOnly
+            return
+        }
         self.sessionReadOnly = nil
         try self.runCommand("SET default_transaction_read_only = \(readOnly ? "on" : "off")")
         self.sessionReadOnly = readOnly
@@ -410,7 +486,11 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
             return false
         }
         var succeeded = true
-        if PQtransactionStatus(handle) != PQTRANS_IDLE {
+        let status = PQtransactionStatus(handle)
+        if self.inImplicitTransaction && status == PQTRANS_INTRANS {
+            // The statements of a lease without session state ran in it as if in autocommit.
+            do { try self.commit() } catch { succeeded = false }
+        } else if status != PQTRANS_IDLE {
             do { try self.rollback() } catch { succeeded = false }
         }
         self.cancelState.withLock { $0.requested = false }

@@ -13,11 +13,15 @@ public final class PostgresDriver: DatabaseDriver {
 
     private let url: String
     private let secrets: [String]
+    /// Whether connections may keep state across transactions (see ``PostgresConnection``).
+    public let keepsSessionState: Bool
 
     /// Creates a driver for `url`. Nothing is opened yet.
+    /// - Parameter preparedStatements: false for a transaction pooler (PgBouncer in
+    ///   `pool_mode = transaction`): no named prepared statements and no session state.
     /// - Throws: ``DatabaseError/Code/invalidURL`` unless the URL starts with `postgresql://`
     ///   or `postgres://`.
-    public init(url: String) throws {
+    public init(url: String, preparedStatements: Bool = true) throws {
         guard url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") else {
             throw DatabaseError(.invalidURL, message: "expected a postgresql:// or postgres:// URL")
         }
@@ -25,6 +29,7 @@ public final class PostgresDriver: DatabaseDriver {
             throw DatabaseError(.invalidURL, message: "the URL contains a NUL character")
         }
         self.url = url
+        self.keepsSessionState = preparedStatements
         self.secrets = PostgresURLSecrets.passwords(in: url)
     }
 
@@ -41,7 +46,7 @@ public final class PostgresDriver: DatabaseDriver {
             throw DatabaseError(.connectionFailed, message: self.redacted(message))
         }
         do {
-            return try PostgresConnection(connection: connection, statistics: statistics)
+            return try PostgresConnection(connection: connection, statistics: statistics, keepsSessionState: self.keepsSessionState)
         } catch var error as DatabaseError {
             error.code = .connectionFailed
             error.message = self.redacted(error.message)

@@ -114,7 +114,8 @@ struct ConfigurationTests {
         #expect(table["server.limits.socketSendBufferBytes"] == "SPOUT_LIMITS_SOCKET_SEND_BUFFER_BYTES")
         #expect(table["server.limits.maxConnectionsPerAddress"] == "SPOUT_LIMITS_MAX_CONNECTIONS_PER_ADDRESS")
         #expect(table["database.fetchSize"] == "SPOUT_DATABASE_FETCH_SIZE")
-        #expect(table.count == 25)
+        #expect(table["database.preparedStatements"] == "SPOUT_DATABASE_PREPARED_STATEMENTS")
+        #expect(table.count == 26)
         #expect(Set(table.values).count == table.count)
     }
 
