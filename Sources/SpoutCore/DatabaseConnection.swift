@@ -14,9 +14,17 @@ public struct QueryOptions: Sendable, Hashable {
     /// Rows per batch: per `FETCH` of a PostgreSQL cursor, per timeout renewal on SQLite.
     public var batchSize: Int
 
-    public init(interleaved: Bool = false, batchSize: Int = 500) {
+    /// With `interleaved` on PostgreSQL: send each next `FETCH` as soon as a batch arrives, so
+    /// the server produces it while the caller handles the current one. No other statement
+    /// may run on the connection until the cursor is closed. (A batch waits for the caller in
+    /// the socket buffers; one bigger than those keeps its `FETCH`, and so the statement
+    /// timeout, running until the caller reads on.) SQLite ignores it.
+    public var prefetch: Bool
+
+    public init(interleaved: Bool = false, batchSize: Int = 500, prefetch: Bool = false) {
         self.interleaved = interleaved
         self.batchSize = batchSize
+        self.prefetch = prefetch
     }
 }
 

@@ -134,7 +134,8 @@ public struct RowStream: Sendable {
             let cursor = try connection.query(
                 parsed,
                 try parsed.bind(self.arguments),
-                options: QueryOptions(interleaved: interleaved, batchSize: batch)
+                // Without attachments nothing else runs on the connection meanwhile: read ahead.
+                options: QueryOptions(interleaved: interleaved, batchSize: batch, prefetch: self.attachments.isEmpty)
             )
             defer { cursor.close() }
             let count = try self.encode(cursor, executor: executor, format: format, shape: shape, dateFormat: dateFormat, sink: sink)

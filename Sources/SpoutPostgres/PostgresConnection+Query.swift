@@ -12,7 +12,8 @@ extension PostgresConnection {
         let handle = try self.idleHandle()
         let parameters = try PostgresTextParameters(parameters)
         if options.interleaved {
-            return try self.openServerCursor(sql, parameters, batchSize: max(1, options.batchSize), handle: handle)
+            return try self.openServerCursor(
+                sql, parameters, batchSize: max(1, options.batchSize), prefetch: options.prefetch, handle: handle)
         }
         try self.openImplicitTransactionIfNeeded()
         self.statistics.recordStatement()
@@ -87,6 +88,7 @@ extension PostgresConnection {
         _ sql: ParsedSQL,
         _ parameters: PostgresTextParameters,
         batchSize: Int,
+        prefetch: Bool,
         handle: OpaquePointer
     ) throws -> any RowCursor {
         guard PQtransactionStatus(handle) != PQTRANS_IDLE else {
@@ -112,7 +114,8 @@ extension PostgresConnection {
         guard let result, PQresultStatus(result) == PGRES_COMMAND_OK else {
             throw self.makeError(result)
         }
-        let cursor = PostgresServerCursor(connection: self, name: name, batchSize: batchSize, epoch: self.transactionEpoch)
+        let cursor = PostgresServerCursor(
+            connection: self, name: name, batchSize: batchSize, prefetch: prefetch, epoch: self.transactionEpoch)
         try cursor.fetchFirstBatch()
         return cursor
     }
@@ -133,6 +136,53 @@ extension PostgresConnection {
             throw error
         }
         return result
+    }
+
+    /// Sends `FETCH count FROM name` without waiting for its result: the server works on the
+    /// next batch while the caller handles the current one. Until ``receiveFetch()`` the
+    /// connection takes no other statement.
+    func sendFetch(from name: String, count: Int, epoch: Int) throws {
+        let handle = try self.idleHandle()
+        guard epoch == self.transactionEpoch else {
+            throw DatabaseError(.other, message: "the transaction of cursor \(name) has ended")
+        }
+        self.statementStarting()
+        guard PQsendQuery(handle, "FETCH \(count) FROM \(name)") == 1 else {
+            throw self.makeError(nil)
+        }
+        self.activity = .fetching
+    }
+
+    /// The result of the `FETCH` sent by ``sendFetch(from:count:epoch:)`` (owned by the
+    /// caller), waiting for it if needed.
+    /// - Throws: when the FETCH failed (statement timeout, cancel, lost connection).
+    func receiveFetch() throws -> OpaquePointer {
+        guard self.activity == .fetching, let handle = self.handle else {
+            throw DatabaseError(.unsupported, message: "no FETCH was sent ahead")
+        }
+        let result = PQgetResult(handle)
+        // A single statement has one result, then none.
+        while let extra = PQgetResult(handle) { PQclear(extra) }
+        self.activity = .idle
+        guard let result, PQresultStatus(result) == PGRES_TUPLES_OK else {
+            let error = self.makeError(result)
+            PQclear(result)
+            self.noteTransactionState()
+            throw error
+        }
+        return result
+    }
+
+    /// Drops a `FETCH` sent ahead whose rows are no longer wanted: cancels it if it still runs
+    /// and reads what was already sent.
+    func abandonFetch() {
+        guard self.activity == .fetching, let handle = self.handle else { return }
+        if !self.drainWithoutBlocking(handle) {
+            self.cancelForCleanup()
+        }
+        self.drainResults(handle)
+        self.activity = .idle
+        self.noteTransactionState()
     }
 
     /// Closes a server-side cursor, if its transaction is still open and usable (otherwise the

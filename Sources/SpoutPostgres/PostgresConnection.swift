@@ -50,6 +50,9 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         case copying
         /// The reactor thread is running statements on it (`runEventDriven`).
         case eventDriven
+        /// A server cursor's next `FETCH` was sent ahead (``QueryOptions/prefetch``); its result
+        /// has not been read yet.
+        case fetching
     }
 
     /// The state `cancel()` may touch from another thread.
@@ -172,6 +175,10 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
             throw DatabaseError(.unsupported, message: "the connection is busy with a bulk insert; finish it first")
         case .eventDriven:
             throw DatabaseError(.unsupported, message: "the connection is busy running statements event-driven; wait for their completion")
+        case .fetching:
+            throw DatabaseError(
+                .unsupported,
+                message: "the connection is busy reading ahead a cursor opened with QueryOptions(prefetch: true); close it first")
         }
     }
 
@@ -478,6 +485,8 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         case .eventDriven:
             // Only the reactor may touch it until the run completes: never reused.
             return false
+        case .fetching:
+            self.abandonFetch()
         case .idle:
             break
         }

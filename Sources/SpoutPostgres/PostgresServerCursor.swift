@@ -2,7 +2,10 @@ import CLibPQ
 import SpoutCore
 
 /// A cursor over a server-side cursor (`DECLARE spout_cN NO SCROLL CURSOR`), read `batchSize`
-/// rows per `FETCH`. Between batches the connection runs other statements.
+/// rows per `FETCH`. Between batches the connection runs other statements, unless the cursor
+/// reads ahead (`prefetch`): then each next `FETCH` is sent as soon as a batch arrives, so the
+/// server produces it while the caller encodes and writes the current one (as a single-row
+/// stream overlaps the two), and the connection is busy until the cursor is closed.
 ///
 /// The cursor lives in the transaction it was declared in. ``close()`` (also when the rows run
 /// out, or when the cursor is dropped) sends `CLOSE` only while that transaction is still open
@@ -13,7 +16,10 @@ final class PostgresServerCursor: RowCursor {
     private let connection: PostgresConnection
     private let name: String
     private let batchSize: Int
+    private let prefetch: Bool
     private let epoch: Int
+    /// A FETCH for the next batch was sent ahead and not read yet.
+    private var nextBatchSent = false
     /// The current FETCH result.
     private var batch: OpaquePointer?
     private var rowCount: Int32 = 0
@@ -22,10 +28,11 @@ final class PostgresServerCursor: RowCursor {
     private var isExhausted = false
     private var isFinished = false
 
-    init(connection: PostgresConnection, name: String, batchSize: Int, epoch: Int) {
+    init(connection: PostgresConnection, name: String, batchSize: Int, prefetch: Bool, epoch: Int) {
         self.connection = connection
         self.name = name
         self.batchSize = batchSize
+        self.prefetch = prefetch
         self.epoch = epoch
     }
 
@@ -49,11 +56,21 @@ final class PostgresServerCursor: RowCursor {
     private func fetchBatch() throws {
         PQclear(self.batch)
         self.batch = nil
-        let result = try self.connection.fetch(from: self.name, count: self.batchSize, epoch: self.epoch)
+        let result: OpaquePointer
+        if self.nextBatchSent {
+            self.nextBatchSent = false
+            result = try self.connection.receiveFetch()
+        } else {
+            result = try self.connection.fetch(from: self.name, count: self.batchSize, epoch: self.epoch)
+        }
         self.batch = result
         self.rowCount = PQntuples(result)
         self.row = -1
         self.isExhausted = Int(self.rowCount) < self.batchSize
+        if self.prefetch && !self.isExhausted {
+            try self.connection.sendFetch(from: self.name, count: self.batchSize, epoch: self.epoch)
+            self.nextBatchSent = true
+        }
     }
 
     func next() throws -> Bool {
@@ -90,6 +107,10 @@ final class PostgresServerCursor: RowCursor {
         self.isFinished = true
         PQclear(self.batch)
         self.batch = nil
+        if self.nextBatchSent {
+            self.nextBatchSent = false
+            self.connection.abandonFetch()
+        }
         self.connection.closeServerCursor(self.name, epoch: self.epoch)
     }
 }
