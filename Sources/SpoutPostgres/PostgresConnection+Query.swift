@@ -123,12 +123,22 @@ extension PostgresConnection {
     /// Runs `FETCH count FROM name` and returns its result (owned by the caller).
     /// - Throws: when the cursor's transaction has ended, or the FETCH fails.
     func fetch(from name: String, count: Int, epoch: Int) throws -> OpaquePointer {
+        let handle = try self.cursorHandle(name, epoch: epoch)
+        return try self.fetchedRows(PQexec(handle, "FETCH \(count) FROM \(name)"))
+    }
+
+    /// The connection for a statement on cursor `name`, once its transaction is known to last.
+    private func cursorHandle(_ name: String, epoch: Int) throws -> OpaquePointer {
         let handle = try self.idleHandle()
         guard epoch == self.transactionEpoch else {
             throw DatabaseError(.other, message: "the transaction of cursor \(name) has ended")
         }
         self.statementStarting()
-        let result = PQexec(handle, "FETCH \(count) FROM \(name)")
+        return handle
+    }
+
+    /// `result` when it holds a FETCH's rows; otherwise frees it and throws its error.
+    private func fetchedRows(_ result: OpaquePointer?) throws -> OpaquePointer {
         guard let result, PQresultStatus(result) == PGRES_TUPLES_OK else {
             let error = self.makeError(result)
             PQclear(result)
@@ -142,11 +152,7 @@ extension PostgresConnection {
     /// next batch while the caller handles the current one. Until ``receiveFetch()`` the
     /// connection takes no other statement.
     func sendFetch(from name: String, count: Int, epoch: Int) throws {
-        let handle = try self.idleHandle()
-        guard epoch == self.transactionEpoch else {
-            throw DatabaseError(.other, message: "the transaction of cursor \(name) has ended")
-        }
-        self.statementStarting()
+        let handle = try self.cursorHandle(name, epoch: epoch)
         guard PQsendQuery(handle, "FETCH \(count) FROM \(name)") == 1 else {
             throw self.makeError(nil)
         }
@@ -164,13 +170,7 @@ extension PostgresConnection {
         // A single statement has one result, then none.
         while let extra = PQgetResult(handle) { PQclear(extra) }
         self.activity = .idle
-        guard let result, PQresultStatus(result) == PGRES_TUPLES_OK else {
-            let error = self.makeError(result)
-            PQclear(result)
-            self.noteTransactionState()
-            throw error
-        }
-        return result
+        return try self.fetchedRows(result)
     }
 
     /// Drops a `FETCH` sent ahead whose rows are no longer wanted: cancels it if it still runs
