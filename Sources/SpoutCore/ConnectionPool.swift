@@ -243,6 +243,20 @@ public final class ConnectionLease: Sendable {
         return try body(connection)
     }
 
+    /// Whether the lease holds a connection already open (alive or not).
+    public var hasConnection: Bool {
+        self.state.withLock { !$0.released && $0.connection != nil }
+    }
+
+    /// Whether the lease holds a connection already open and, as far as can be told without a
+    /// round trip, alive (``DatabaseConnection/isAlive()``). Never blocks.
+    public var hasLiveConnection: Bool {
+        self.state.withLock { state in
+            guard !state.released, let connection = state.connection else { return false }
+            return connection.isAlive()
+        }
+    }
+
     /// The leased connection, when it is already open and can run event-driven now as the
     /// lease asked (read-only or writable), with the statement timeout `statementTimeout` (in
     /// ms, 0: none; nil: whatever it has), and no setup round trip; nil otherwise (then use

@@ -25,10 +25,16 @@ public final class Database: Sendable {
     let resultColumns = BoundedCache<String, [Column]>(capacity: 1024)
     private let readPool: ConnectionPool
     private let writePool: ConnectionPool
+    /// Replicas that may serve read-only work instead of this database (see
+    /// ``lease(readOnly:onReplica:)``); nil when there are none.
+    public let replicas: ReadReplicas?
 
-    public init(driver: any DatabaseDriver, configuration: DatabaseConfiguration = DatabaseConfiguration()) {
+    public init(
+        driver: any DatabaseDriver, configuration: DatabaseConfiguration = DatabaseConfiguration(), replicas: ReadReplicas? = nil
+    ) {
         self.driver = driver
         self.configuration = configuration
+        self.replicas = replicas.flatMap { $0.replicas.isEmpty ? nil : $0 }
         self.writePool = ConnectionPool(
             driver: driver,
             readOnly: false,
@@ -55,6 +61,17 @@ public final class Database: Sendable {
     /// timeout, then throwing ``DatabaseError/Code/poolExhausted``. Honors task cancellation.
     public func lease(readOnly: Bool) async throws -> ConnectionLease {
         try await (readOnly ? self.readPool : self.writePool).lease(readOnly: readOnly)
+    }
+
+    /// Like ``lease(readOnly:)``, but read-only work with `onReplica` goes to an available
+    /// replica when there are any (``ReadReplicas/lease()``), and to this database otherwise.
+    /// The caller sees no difference: the statements, their answers and the JSON bytes are
+    /// the same, only as fresh as the replica.
+    public func lease(readOnly: Bool, onReplica: Bool) async throws -> ConnectionLease {
+        if readOnly && onReplica, let replicas = self.replicas, let lease = await replicas.lease() {
+            return lease
+        }
+        return try await self.lease(readOnly: readOnly)
     }
 
     /// Leases a connection, blocking the calling thread. For tools and tests.
@@ -92,6 +109,7 @@ public final class Database: Sendable {
 
     /// Closes idle connections now and leased ones as they are released.
     public func close() {
+        self.replicas?.close()
         self.readPool.close()
         if self.readPool !== self.writePool { self.writePool.close() }
     }

@@ -129,6 +129,12 @@ public protocol DatabaseConnection: AnyObject, Sendable {
     /// True once the connection is lost or unusable; the pool discards such connections.
     var isBroken: Bool { get }
 
+    /// For an idle connection: whether the server is still there, checked without blocking
+    /// and without a round trip (PostgreSQL: a server that went away has closed the socket,
+    /// which reads as end of file). False also marks the connection broken. The default is
+    /// `!isBroken`.
+    func isAlive() -> Bool
+
     /// Brings the connection back to idle: closes open cursors, drains pending results, rolls
     /// back an open transaction. The statement timeout is not part of it: the pool sets its
     /// own default after every reset (a no-op when the lease kept that value), so a lease
@@ -144,6 +150,10 @@ public protocol DatabaseConnection: AnyObject, Sendable {
 }
 
 extension DatabaseConnection {
+    public func isAlive() -> Bool {
+        !self.isBroken
+    }
+
     /// One statement after the other, each read to its end through a cursor.
     public func queryAll(_ statements: [BoundStatement]) throws -> [QueryResult] {
         try statements.map { statement in

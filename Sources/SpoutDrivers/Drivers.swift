@@ -25,4 +25,19 @@ public enum Drivers {
     public static func open(_ url: String, configuration: DatabaseConfiguration = DatabaseConfiguration()) throws -> Database {
         Database(driver: try self.driver(for: url, preparedStatements: configuration.preparedStatements), configuration: configuration)
     }
+
+    /// Opens the database at `url` with the read replicas at `replicaURLs` (`replica 1`,
+    /// `replica 2`, ... in order), each with a pool like the primary's. Nothing connects yet.
+    public static func open(
+        _ url: String, replicaURLs: [String], maximumLag: Duration?, configuration: DatabaseConfiguration = DatabaseConfiguration()
+    ) throws -> Database {
+        if !replicaURLs.isEmpty && !(url.hasPrefix("postgresql://") || url.hasPrefix("postgres://")) {
+            throw DatabaseError(.invalidURL, message: "read replicas need a PostgreSQL primary (database.url)")
+        }
+        let replicas = try replicaURLs.enumerated().map { index, replicaURL in
+            ReadReplicas.Replica(name: "replica \(index + 1)", database: try self.open(replicaURL, configuration: configuration))
+        }
+        let driver = try self.driver(for: url, preparedStatements: configuration.preparedStatements)
+        return Database(driver: driver, configuration: configuration, replicas: ReadReplicas(replicas, maximumLag: maximumLag))
+    }
 }

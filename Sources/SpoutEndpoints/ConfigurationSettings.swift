@@ -60,6 +60,8 @@ extension SpoutConfiguration {
             Setting(path: "server.cors.allowedHeaders", kind: .strings(\.server.cors.allowedHeaders, check: Self.headerNameProblem)),
             Setting(path: "server.cors.maxAgeSeconds", kind: .integer(\.server.cors.maxAgeSeconds, 0...86_400)),
             Setting(path: "database.url", kind: .string(\.database.url)),
+            Setting(path: "database.replicaUrls", kind: .strings(\.database.replicaUrls, check: Self.replicaURLProblem)),
+            Setting(path: "database.replicaMaxLagMs", kind: .integer(\.database.replicaMaxLagMs, 0...86_400_000)),
             Setting(path: "database.poolSize", kind: .integer(\.database.poolSize, 1...1_000)),
             Setting(path: "database.acquireTimeoutMs", kind: .integer(\.database.acquireTimeoutMs, 0...3_600_000)),
             Setting(path: "database.statementTimeoutMs", kind: .integer(\.database.statementTimeoutMs, 0...86_400_000)),
@@ -85,6 +87,15 @@ extension SpoutConfiguration {
         guard !scheme.isEmpty, scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }),
             !authority.isEmpty, !authority.contains(where: { "/?#*@ \t".contains($0) })
         else { return problem }
+        return nil
+    }
+
+    /// Nil when `text` is a PostgreSQL URL (replicas are PostgreSQL's streaming replicas). The
+    /// message never repeats the URL, which may hold a password.
+    static func replicaURLProblem(_ text: String) -> String? {
+        guard text.hasPrefix("postgresql://") || text.hasPrefix("postgres://") else {
+            return "a replica URL starts with postgresql:// or postgres://"
+        }
         return nil
     }
 

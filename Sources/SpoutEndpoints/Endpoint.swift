@@ -95,6 +95,10 @@ public struct Endpoint: Sendable {
     public var rowLimit: Int?
     /// Whether the statements run in a read-only transaction on a read-only connection.
     public var readOnly: Bool
+    /// Where a read-only endpoint may read: ``Consistency/replica`` (the default) lets a read
+    /// replica answer when `database.replicaUrls` has any; ``Consistency/primary`` always
+    /// reads on the primary (read-your-writes).
+    public var consistency: Consistency = .replica
     /// The `Location` of a ``EndpointResult/created`` result: a path with `{parameter}`
     /// placeholders (`/pets/{name}`).
     public var location: String?
@@ -123,6 +127,14 @@ public struct Endpoint: Sendable {
 
     /// `GET /employees` (for messages and logs).
     public var title: String { "\(self.method) \(self.path)" }
+}
+
+/// Which database a read-only endpoint reads from (endpoint files: `consistency:`).
+public enum Consistency: String, Sendable, Hashable, CaseIterable {
+    /// Any available read replica, else the primary: fresh as the replica's replay.
+    case replica
+    /// Always the primary: sees every committed write at once.
+    case primary
 }
 
 /// Path-template helpers.

@@ -26,7 +26,7 @@ struct EndpointFileParser {
     static let authKeys = ["keysFromEnvironment", "methods"]
     static let endpointKeys = [
         "description", "sql", "sqlFile", "parameters", "result", "details", "detailsParameter", "timeoutMs",
-        "rowLimit", "readOnly", "location",
+        "rowLimit", "readOnly", "location", "consistency",
     ]
     static let parameterKeys = ["name", "type", "required", "default", "allowedValues", "description"]
     static let detailKeys = ["name", "sql", "sqlFile", "description"]
@@ -247,6 +247,19 @@ struct EndpointFileParser {
             rowLimit = try limitValue.integer("'rowLimit'", in: 1...Int.max)
         }
 
+        // Consistency
+        var consistency = Consistency.replica
+        if let consistencyValue = fields.value("consistency") {
+            let text = try consistencyValue.string("'consistency'")
+            guard let parsed = Consistency(rawValue: text) else {
+                throw consistencyValue.error("unknown consistency '\(text)' (known: replica, primary)")
+            }
+            guard readOnly else {
+                throw consistencyValue.error("'consistency' is for read-only endpoints; writes always run on the primary")
+            }
+            consistency = parsed
+        }
+
         // Location
         var location: String?
         if let locationValue = fields.value("location") {
@@ -272,11 +285,13 @@ struct EndpointFileParser {
 
         var detailLabels: [String: [String]] = [:]
         for detail in details { detailLabels[detail.name] = SQLLabels.labels(of: detail.sql.text(for: .postgres)).labels }
-        return Endpoint(
+        var endpoint = Endpoint(
             method: method, path: path, summary: summary, sql: sql, parameters: parameters, result: result,
             details: details, detailsParameter: detailsParameter, timeout: timeout, rowLimit: rowLimit,
             readOnly: readOnly, location: location, tag: tag, file: value.file, line: key.line,
             labels: labels.labels, labelsComplete: labels.complete, detailLabels: detailLabels)
+        endpoint.consistency = consistency
+        return endpoint
     }
 
     // MARK: Parameters

@@ -55,7 +55,9 @@ struct EndpointHandler: Sendable {
         try self.checkRequired(request.arguments)
         let stream = try self.stream(arguments: request.arguments)
         if self.endpoint.readOnly, let shape = self.endpoint.result.shape, self.endpoint.result != .created {
-            return .rows(stream, database: self.database, shape: shape, readOnly: true, statementTimeout: self.timeout)
+            return .rows(
+                stream, database: self.database, shape: shape, readOnly: true, statementTimeout: self.timeout,
+                onReplica: self.endpoint.consistency == .replica)
         }
         return try await self.runInTransaction(stream, request: request)
     }

@@ -73,6 +73,11 @@ public struct SpoutConfiguration: Sendable, Hashable {
     public struct DatabaseSettings: Sendable, Hashable {
         /// `postgresql://user@host:port/name` or `sqlite:path` (see `Drivers`).
         public var url = "sqlite:data/spout.sqlite"
+        /// PostgreSQL read replicas of `url`: read-only endpoints are spread across them (each
+        /// with a pool of `poolSize`), falling back to the primary (see `ReadReplicas`).
+        public var replicaUrls: [String] = []
+        /// A replica whose replay is further behind than this is skipped; 0 does not check.
+        public var replicaMaxLagMs = 0
         /// The most connections open at once.
         public var poolSize = 8
         /// How long a request waits for a free connection before a 503, in milliseconds.

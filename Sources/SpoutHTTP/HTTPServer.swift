@@ -68,7 +68,7 @@ public final class HTTPServer: Sendable {
             self.ownsGroup = true
         }
         let threads = configuration.blockingThreads
-            ?? max(2, databases.reduce(0) { $0 + $1.configuration.maximumConnections + 1 })
+            ?? max(2, databases.reduce(0) { $0 + Self.connectionCount($1) + 1 })
         self.threadPool = NIOThreadPool(numberOfThreads: threads)
         if configuration.maximumConnections > 0 {
             self.maximumConnections = configuration.maximumConnections
@@ -76,9 +76,16 @@ public final class HTTPServer: Sendable {
             // Automatic: as many as the descriptors allow once the soft limit is raised, less
             // those the database connections, the threads and the files need.
             OpenFileLimit.raiseSoftLimitToHardLimit()
-            let databaseConnections = databases.reduce(0) { $0 + $1.configuration.maximumConnections * 2 }
+            let databaseConnections = databases.reduce(0) { $0 + Self.connectionCount($1) * 2 }
             self.maximumConnections = OpenFileLimit.automaticConnectionLimit(reserved: 128 + databaseConnections)
         }
+    }
+
+    /// The most connections `database` and its read replicas may have open at once: streams
+    /// on any of them hold a blocking thread each.
+    private static func connectionCount(_ database: Database) -> Int {
+        database.configuration.maximumConnections
+            + (database.replicas?.replicas.reduce(0) { $0 + $1.database.configuration.maximumConnections } ?? 0)
     }
 
     /// The port the server listens on, once started (the real one when configured with 0).
@@ -261,6 +268,26 @@ public final class HTTPServer: Sendable {
         return .compressIfPossible
     }
 
+    /// Whether `database` answers `SELECT 1` now.
+    private static func answers(_ database: Database, request: Request) async -> Bool {
+        do {
+            let lease = try await database.lease(readOnly: true)
+            try await request.runBlocking {
+                defer { lease.release() }
+                try lease.withConnection { connection in
+                    let cursor = try connection.query(
+                        try ParsedSQL.cached("SELECT 1", dialect: connection.dialect), [], options: QueryOptions()
+                    )
+                    defer { cursor.close() }
+                    _ = try cursor.next()
+                }
+            }
+            return true
+        } catch {
+            return false
+        }
+    }
+
     private static func addBuiltInRoutes(to router: inout Router, databases: [Database]) {
         if case .notFound = router.match(.get, path: "/health") {
             router.add(.get, "/health", summary: "Liveness: 200 while the process serves requests.") { _ in
@@ -268,25 +295,30 @@ public final class HTTPServer: Sendable {
             }
         }
         if case .notFound = router.match(.get, path: "/ready") {
-            router.add(.get, "/ready", summary: "Readiness: 200 when every database answers SELECT 1, else 503.") { request in
+            router.add(
+                .get, "/ready",
+                summary: "Readiness: 200 when every database answers SELECT 1, else 503; the body lists each read replica and whether it answers."
+            ) { request in
+                var replicas: [String] = []
                 for database in databases {
-                    do {
-                        let lease = try await database.lease(readOnly: true)
-                        try await request.runBlocking {
-                            defer { lease.release() }
-                            try lease.withConnection { connection in
-                                let cursor = try connection.query(
-                                    try ParsedSQL.cached("SELECT 1", dialect: connection.dialect), [], options: QueryOptions()
-                                )
-                                defer { cursor.close() }
-                                _ = try cursor.next()
-                            }
-                        }
-                    } catch {
+                    guard await Self.answers(database, request: request) else {
                         throw HTTPError(status: 503, message: "not ready")
                     }
+                    // Replicas do not decide readiness (reads fall back to the primary): reported.
+                    for replica in database.replicas?.replicas ?? [] {
+                        let up = await Self.answers(replica.database, request: request)
+                        let status = replica.status
+                        var entry = #"{"name":"\#(replica.name)","status":"\#(up ? "up" : "down")""#
+                        entry += #","inUse":\#(up && status.isAvailable)"#
+                        if let lag = status.lagMilliseconds { entry += #","lagMs":\#(lag)"# }
+                        if let problem = status.problem { entry += #","problem":"\#(problem)""# }
+                        replicas.append(entry + "}")
+                    }
                 }
-                return Response.bytes(Array(#"{"status":"ready"}"#.utf8), contentType: "application/json")
+                let body = replicas.isEmpty
+                    ? #"{"status":"ready"}"#
+                    : #"{"status":"ready","replicas":["# + replicas.joined(separator: ",") + "]}"
+                return Response.bytes(Array(body.utf8), contentType: "application/json")
             }
         }
     }

@@ -30,13 +30,17 @@ public struct Response: Sendable {
     ///   - shape: `.array` for every row, `.object`/`.scalar` for the first row (404 when none).
     ///   - readOnly: run inside `BEGIN READ ONLY` on a read-only connection.
     ///   - statementTimeout: the statement timeout to set on the connection, if any.
+    ///   - onReplica: a read replica of `database` may answer (read-only work only).
     public static func rows(
         _ stream: RowStream, database: Database, shape: ResultShape = .array, readOnly: Bool = true,
-        statementTimeout: Duration? = nil, status: Int = 200, headers: HeaderFields = HeaderFields()
+        statementTimeout: Duration? = nil, onReplica: Bool = false, status: Int = 200, headers: HeaderFields = HeaderFields()
     ) -> Response {
         Response(
             status: status, headers: headers,
-            body: .rows(RowResult(stream: stream, database: database, shape: shape, readOnly: readOnly, statementTimeout: statementTimeout))
+            body: .rows(
+                RowResult(
+                    stream: stream, database: database, shape: shape, readOnly: readOnly, statementTimeout: statementTimeout,
+                    onReplica: onReplica))
         )
     }
 
@@ -72,13 +76,19 @@ public struct RowResult: Sendable {
     public var shape: ResultShape
     public var readOnly: Bool
     public var statementTimeout: Duration?
+    /// Whether a read replica of `database` may answer (``Database/lease(readOnly:onReplica:)``).
+    public var onReplica: Bool
 
-    public init(stream: RowStream, database: Database, shape: ResultShape, readOnly: Bool, statementTimeout: Duration?) {
+    public init(
+        stream: RowStream, database: Database, shape: ResultShape, readOnly: Bool, statementTimeout: Duration?,
+        onReplica: Bool = false
+    ) {
         self.stream = stream
         self.database = database
         self.shape = shape
         self.readOnly = readOnly
         self.statementTimeout = statementTimeout
+        self.onReplica = onReplica
     }
 }
 

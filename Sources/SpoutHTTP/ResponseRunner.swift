@@ -46,7 +46,7 @@ struct ResponseRunner: Sendable {
         var headers = headers
         headers.replaceOrAdd("Content-Type", format.contentType)
         let exchange = self.exchange
-        let lease = try await rows.database.lease(readOnly: rows.readOnly)
+        let lease = try await rows.database.lease(readOnly: rows.readOnly, onReplica: rows.onReplica)
         if let result = await self.runEventDriven(rows, format: format, lease: lease) {
             let (body, count) = try result.get()
             self.onLoop { [headers] in

@@ -2,6 +2,10 @@ import CLibPQ
 import SpoutCore
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// One libpq connection, configured for Spout (UTF-8, ISO dates, UTC, exact floats).
 ///
 /// Contract (beyond ``DatabaseConnection``):
@@ -144,6 +148,24 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
 
     public var isBroken: Bool {
         self.broken || self.handle == nil
+    }
+
+    public func isAlive() -> Bool {
+        guard let handle = self.handle, !self.broken else { return false }
+        guard self.activity == .idle else { return true }
+        // Readable while idle: the server sent something unasked. A server that terminates the
+        // session sends its FATAL message, then closes; PQconsumeInput reads the message
+        // without blocking, and reading again meets the end of file (it then returns 0). A
+        // notice or parameter status leaves the socket quiet after one read.
+        for _ in 0..<4 {
+            var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, 0) > 0 else { return true }
+            if PQconsumeInput(handle) == 0 || PQstatus(handle) == CONNECTION_BAD {
+                self.broken = true
+                return false
+            }
+        }
+        return true
     }
 
     public var isInTransaction: Bool {

@@ -58,7 +58,10 @@ struct Serve: AsyncParsableCommand {
         if settings.database.seed.enabled && !self.noSeed {
             try Self.seedIfNew(url: url, employees: settings.database.seed.employees, sqlDirectory: settings.resolvedSQLDirectory, logger: logger)
         }
-        let database = try Drivers.open(url, configuration: settings.databaseConfiguration)
+        let database = try Drivers.open(
+            url, replicaURLs: settings.database.replicaUrls,
+            maximumLag: settings.database.replicaMaxLagMs > 0 ? .milliseconds(settings.database.replicaMaxLagMs) : nil,
+            configuration: settings.databaseConfiguration)
         let server = HTTPServer(
             router: endpoints.makeRouter(database: database, logger: logger),
             databases: [database],
@@ -71,6 +74,7 @@ struct Serve: AsyncParsableCommand {
         logger.notice("listening on http://\(shownHost):\(port)", metadata: [
             "database": .string(Self.redacted(url)),
             "endpoints": .stringConvertible(endpoints.endpoints.count),
+            "replicas": .stringConvertible(settings.database.replicaUrls.count),
             "try": .string("curl 'http://\(shownHost):\(port)/employees/10004?details=titles'"),
         ])
 

@@ -115,7 +115,8 @@ struct ConfigurationTests {
         #expect(table["server.limits.maxConnectionsPerAddress"] == "SPOUT_LIMITS_MAX_CONNECTIONS_PER_ADDRESS")
         #expect(table["database.fetchSize"] == "SPOUT_DATABASE_FETCH_SIZE")
         #expect(table["database.preparedStatements"] == "SPOUT_DATABASE_PREPARED_STATEMENTS")
-        #expect(table.count == 26)
+        #expect(table["database.replicaUrls"] == "SPOUT_DATABASE_REPLICA_URLS")
+        #expect(table.count == 28)
         #expect(Set(table.values).count == table.count)
     }
 

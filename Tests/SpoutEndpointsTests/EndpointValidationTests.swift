@@ -74,6 +74,40 @@ struct EndpointValidationTests {
         #expect(error?.file.hasSuffix("endpoints/api.yaml") == true)
     }
 
+    @Test("consistency is replica by default, primary on request, and only for read-only endpoints")
+    func consistency() throws {
+        let fixture = try Fixture()
+        let file = try fixture.endpointFile("api.yaml", """
+            paths:
+              /fresh:
+                get:
+                  sql: SELECT 1 AS one
+                  consistency: primary
+              /any:
+                get:
+                  sql: SELECT 1 AS one
+            """)
+        let endpoints = try fixture.load([file]).endpoints
+        #expect(endpoints.map(\.consistency) == [.primary, .replica])
+        let unknown = try fixture.error("""
+            paths:
+              /things:
+                get:
+                  sql: SELECT 1 AS one
+                  consistency: eventual
+            """)
+        #expect(unknown?.line == 5 && unknown?.message == "unknown consistency 'eventual' (known: replica, primary)")
+        let write = try fixture.error("""
+            paths:
+              /things:
+                post:
+                  sql: DELETE FROM things
+                  result: none
+                  consistency: primary
+            """)
+        #expect(write?.message == "'consistency' is for read-only endpoints; writes always run on the primary")
+    }
+
     @Test("an unknown parameter key or type names its line")
     func unknownType() throws {
         let fixture = try Fixture()

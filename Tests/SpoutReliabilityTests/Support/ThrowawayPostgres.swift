@@ -65,6 +65,22 @@ final class ThrowawayPostgres: Sendable {
 
     var dataDirectory: String { self.directory + "/data" }
 
+    /// A streaming replica of this cluster: `pg_basebackup -R` (which writes `standby.signal`
+    /// and `primary_conninfo`) into a directory of its own, started on another free port.
+    /// Call ``remove()`` on it as on any cluster.
+    func makeReplica() throws -> ThrowawayPostgres {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spout-pg-replica-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        chmod(directory, 0o755)
+        if getuid() == 0 { _ = try Self.run("/bin/chown", ["postgres", directory]) }
+        let replica = ThrowawayPostgres(directory: directory, port: try Self.freePort(), binDirectory: self.binDirectory)
+        try replica.runAsOwner(
+            "pg_basebackup",
+            ["-h", "127.0.0.1", "-p", "\(self.port)", "-U", "spout", "-D", replica.dataDirectory, "-R", "-X", "stream", "-c", "fast"])
+        try replica.start()
+        return replica
+    }
+
     /// Starts the server and waits until it accepts connections.
     func start() throws {
         try self.runAsOwner("pg_ctl", [

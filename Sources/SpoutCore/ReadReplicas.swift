@@ -1,0 +1,162 @@
+import Dispatch
+import Synchronization
+
+/// Read replicas of a primary database: read-only work is spread across them, and falls back
+/// to the primary whenever none can take it, without an error for the caller.
+///
+/// Contract:
+/// - ``lease()`` tries the replicas round robin, skipping those marked unavailable. A replica
+///   is used only through a connection known to be open: a pooled connection that the server
+///   closed (``DatabaseConnection/isAlive()``) is discarded and the next one tried, and a new
+///   one is opened before the lease is handed out. A replica whose connection cannot be
+///   opened, or whose lag is past `maximumLag`, is marked unavailable for `retryInterval`,
+///   then tried again. Nil means "use the primary".
+/// - The lag is measured at most once per `lagCheckInterval` per replica, on a lease about to
+///   be handed out (one extra round trip for that request), only when `maximumLag` is set.
+/// - Each replica has its own pool (``Database``), sized like the primary's.
+public final class ReadReplicas: Sendable {
+    /// One replica and what is known of its health.
+    public final class Replica: Sendable {
+        /// A name for logs and `/ready` (`replica 1`, ...): never the URL, which may hold a password.
+        public let name: String
+        public let database: Database
+        fileprivate let health = Mutex(Health())
+
+        fileprivate struct Health {
+            var unavailableUntil: ContinuousClock.Instant?
+            var problem: String?
+            var lagMilliseconds: Int?
+            var lagCheckedAt: ContinuousClock.Instant?
+        }
+
+        public init(name: String, database: Database) {
+            self.name = name
+            self.database = database
+        }
+
+        /// What is known now: available or not, why not, and the last lag measured.
+        public var status: Status {
+            self.health.withLock { health in
+                let unavailable = health.unavailableUntil.map { $0 > .now } ?? false
+                return Status(
+                    name: self.name, isAvailable: !unavailable, problem: unavailable ? health.problem : nil,
+                    lagMilliseconds: health.lagMilliseconds)
+            }
+        }
+    }
+
+    /// A replica's state as ``Replica/status`` reports it.
+    public struct Status: Sendable, Hashable {
+        public var name: String
+        public var isAvailable: Bool
+        /// Why it is unavailable (`connection failed`, `lagging 1234 ms`); nil when available.
+        public var problem: String?
+        public var lagMilliseconds: Int?
+    }
+
+    public let replicas: [Replica]
+    public let maximumLag: Duration?
+    public let retryInterval: Duration
+    public let lagCheckInterval: Duration
+    private let next = Atomic<Int>(0)
+
+    public init(
+        _ replicas: [Replica], maximumLag: Duration? = nil, retryInterval: Duration = .seconds(5),
+        lagCheckInterval: Duration = .seconds(1)
+    ) {
+        self.replicas = replicas
+        self.maximumLag = maximumLag
+        self.retryInterval = retryInterval
+        self.lagCheckInterval = lagCheckInterval
+    }
+
+    /// A read-only lease on an available replica, or nil when none can take the work now (the
+    /// caller then uses the primary). Never throws.
+    public func lease() async -> ConnectionLease? {
+        let start = self.next.add(1, ordering: .relaxed).newValue
+        for offset in 0..<self.replicas.count {
+            let replica = self.replicas[(start + offset) % self.replicas.count]
+            guard replica.status.isAvailable else { continue }
+            if let lease = await self.verifiedLease(on: replica) { return lease }
+        }
+        return nil
+    }
+
+    /// A lease on `replica` whose connection is open (and not lagging, when that is checked),
+    /// or nil after marking the replica unavailable.
+    private func verifiedLease(on replica: Replica) async -> ConnectionLease? {
+        // Each stale pooled connection found is discarded; one more than the pool holds ends
+        // the search.
+        for _ in 0...replica.database.configuration.maximumConnections {
+            // A busy replica pool waits like any other; only a failure moves on.
+            guard let lease = try? await replica.database.lease(readOnly: true) else { return nil }
+            let checkLag = self.maximumLag != nil && replica.health.withLock { health in
+                health.lagCheckedAt.map { .now - $0 >= self.lagCheckInterval } ?? true
+            }
+            let hadConnection = lease.hasConnection
+            if !checkLag && lease.hasLiveConnection { return lease }
+            if hadConnection && !lease.hasLiveConnection {
+                lease.release()  // closed, since it is broken
+                continue
+            }
+            do {
+                let lag = try await Self.onBackgroundThread {
+                    try lease.withConnection { connection in checkLag ? try Self.lag(on: connection) : nil }
+                }
+                if let lag {
+                    replica.health.withLock {
+                        $0.lagMilliseconds = lag
+                        $0.lagCheckedAt = .now
+                    }
+                    if let maximum = self.maximumLag, lag > maximum.statementTimeoutMilliseconds {
+                        lease.release()
+                        self.markUnavailable(replica, problem: "lagging \(lag) ms")
+                        return nil
+                    }
+                }
+                return lease
+            } catch {
+                lease.release()
+                self.markUnavailable(replica, problem: (error as? DatabaseError).map { "\($0.code)" } ?? "failed")
+                return nil
+            }
+        }
+        return nil
+    }
+
+    private func markUnavailable(_ replica: Replica, problem: String) {
+        replica.health.withLock { health in
+            health.unavailableUntil = .now + self.retryInterval
+            health.problem = problem
+        }
+    }
+
+    /// How far the replica's replay is behind, in milliseconds: 0 when it has replayed all it
+    /// received (an idle primary writes nothing, so the time since the last replayed
+    /// transaction says nothing), else the age of the last replayed transaction.
+    static func lag(on connection: any DatabaseConnection) throws -> Int {
+        let sql = try ParsedSQL.cached(
+            """
+            SELECT CASE WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
+                        ELSE COALESCE(CAST(EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp()) * 1000 AS bigint), 0)
+                   END
+            """, dialect: connection.dialect)
+        let cursor = try connection.query(sql, [], options: QueryOptions())
+        defer { cursor.close() }
+        guard try cursor.next(), case .integer(let lag) = cursor.value(at: 0) else { return 0 }
+        return Int(lag)
+    }
+
+    /// Runs blocking work (opening a connection, a round trip) on a global Dispatch thread,
+    /// never on the caller's (possibly an event loop's) thread.
+    static func onBackgroundThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
+    /// Closes every replica's pool.
+    public func close() {
+        for replica in self.replicas { replica.database.close() }
+    }
+}

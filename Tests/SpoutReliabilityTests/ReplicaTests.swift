@@ -1,0 +1,156 @@
+import Foundation
+import SpoutCore
+import SpoutTestSupport
+import Testing
+
+/// `database.replicaUrls` with a real streaming replica (`pg_basebackup -R`): GETs run on the
+/// replica, writes and `consistency: primary` endpoints on the primary, and while the replica
+/// is down GETs fall back to the primary without an error; once it is back it is used again.
+@Suite("Read replicas", .serialized)
+struct ReplicaTests {
+    @Test("GETs on the replica, writes on the primary, fallback while the replica is stopped or lagging, and back",
+          .enabled(if: ThrowawayPostgres.isAvailable))
+    func replicaServesReadsAndFallsBack() async throws {
+        let primary = try await onThread { try ThrowawayPostgres.create() }
+        defer { primary.remove() }
+        try await onThread {
+            try primary.psql("CREATE DATABASE employees")
+            try SampleData.seed(primary.url(database: "employees"), employees: 20)
+        }
+        let replica = try await onThread { try primary.makeReplica() }
+        defer { replica.remove() }
+        try await onThread {
+            try Self.waitUntil("the replica has the pets") {
+                (try? SampleData.column(replica.url(database: "employees"), "SELECT count(*) FROM pet"))?.first == "9"
+            }
+        }
+        let directory = try ServiceDirectory(
+            databaseURL: primary.url(database: "employees"), extraEndpoints: ["naps.yaml": Self.endpoints], poolSize: 4)
+        defer { directory.remove() }
+        let service = try await ServerProcess.start(
+            arguments: ["--config", directory.configFile, "--no-seed"],
+            environment: [
+                "SPOUT_DATABASE_REPLICA_URLS": replica.url(database: "employees"), "SPOUT_DATABASE_REPLICA_MAX_LAG_MS": "1000",
+            ])
+
+        do {
+            // Reads run on the replica; `consistency: primary` on the primary.
+            #expect(try await Self.whereRuns("/nap", service: service, primary: primary, replica: replica) == "replica")
+            #expect(try await Self.whereRuns("/nap/primary", service: service, primary: primary, replica: replica) == "primary")
+            let ready = try await service.get("/ready")
+            #expect(ready.status == 200 && ready.text.contains(#""name":"replica 1","status":"up""#), "\(ready.text)")
+
+            // Writes go to the primary; the replica shows them within a few seconds.
+            let created = try await RawHTTP.postJSON(
+                port: service.port, "/pets", #"{"name":"Echo","owner":"Diane","species":"bat","sex":"f","birth":"2020-02-02"}"#)
+            #expect(created.status == 201, "\(created.text)")
+            #expect(try await onThread { try SampleData.column(primary.url(database: "employees"), "SELECT owner FROM pet WHERE name = 'Echo'") } == ["Diane"])
+            var seen = false
+            for _ in 0..<100 where !seen {
+                seen = try await service.get("/pets/Echo").status == 200
+                if !seen { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(seen, "the write never showed through GET")
+
+            // The replica stops: every GET still answers, from the primary.
+            try await onThread { try replica.stop() }
+            var statuses: [Int] = []
+            for target in Array(repeating: ["/pets?owner=Gwen", "/pets/Fluffy", "/employees?lastName=Facello"], count: 7).flatMap({ $0 }) {
+                statuses.append(try await service.get(target).status)
+            }
+            #expect(statuses.allSatisfy { $0 == 200 }, "\(statuses)")
+            #expect(try await Self.whereRuns("/nap", service: service, primary: primary, replica: replica) == "primary")
+            let degraded = try await service.get("/ready")
+            #expect(degraded.status == 200 && degraded.text.contains(#""status":"down""#), "\(degraded.text)")
+
+            // Back: used again once its retry interval has passed.
+            try await onThread { try replica.start() }
+            var place = ""
+            let deadline = ContinuousClock.now + .seconds(30)
+            while place != "replica" && ContinuousClock.now < deadline {
+                place = try await Self.whereRuns("/nap", service: service, primary: primary, replica: replica)
+            }
+            #expect(place == "replica")
+
+            // Lagging past database.replicaMaxLagMs: skipped until it has caught up.
+            try await onThread { try replica.psql("SELECT pg_wal_replay_pause()") }
+            let written = try await RawHTTP.postJSON(
+                port: service.port, "/pets", #"{"name":"Lag","owner":"Diane","species":"cat","sex":"m","birth":"2021-03-03"}"#)
+            #expect(written.status == 201)
+            place = ""
+            let lagDeadline = ContinuousClock.now + .seconds(15)
+            while place != "primary" && ContinuousClock.now < lagDeadline {
+                place = try await Self.whereRuns("/nap", service: service, primary: primary, replica: replica)
+            }
+            #expect(place == "primary", "a replica lagging past the limit was still used")
+            let lagging = try await service.get("/ready")
+            #expect(lagging.text.contains(#""problem":"lagging"#), "\(lagging.text)")
+            try await onThread { try replica.psql("SELECT pg_wal_replay_resume()") }
+            place = ""
+            let resumeDeadline = ContinuousClock.now + .seconds(30)
+            while place != "replica" && ContinuousClock.now < resumeDeadline {
+                place = try await Self.whereRuns("/nap", service: service, primary: primary, replica: replica)
+            }
+            #expect(place == "replica")
+        } catch {
+            await service.stop()
+            throw error
+        }
+        #expect(service.isRunning)
+        await service.stop()
+    }
+
+    static let endpoints = """
+        paths:
+          /nap:
+            get:
+              description: A read long enough to be seen in pg_stat_activity.
+              sql: SELECT pg_sleep(0.6) IS NULL AS slept, 'nap-on-any' AS marker
+              result: object
+          /nap/primary:
+            get:
+              description: The same, always on the primary.
+              sql: SELECT pg_sleep(0.6) IS NULL AS slept, 'nap-on-primary' AS marker
+              result: object
+              consistency: primary
+
+        """
+
+    /// Sends GET `target` (one of the naps) and reports on which cluster its statement was
+    /// seen running: "primary", "replica", or "" when on neither.
+    private static func whereRuns(
+        _ target: String, service: ServerProcess, primary: ThrowawayPostgres, replica: ThrowawayPostgres
+    ) async throws -> String {
+        let marker = target.hasSuffix("/primary") ? "nap-on-primary" : "nap-on-any"
+        let request = Task { try await service.get(target) }
+        let place = try await onThread { () -> String in
+            let deadline = ContinuousClock.now + .seconds(3)
+            while ContinuousClock.now < deadline {
+                for (name, cluster) in [("primary", primary), ("replica", replica)] where Self.running(marker, on: cluster) {
+                    return name
+                }
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+            return ""
+        }
+        let response = try await request.value
+        #expect(response.status == 200, "\(target): \(response.status) \(response.text)")
+        return place
+    }
+
+    private static func running(_ marker: String, on cluster: ThrowawayPostgres) -> Bool {
+        let count = try? SampleData.column(cluster.url(database: "postgres"), """
+            SELECT count(*) FROM pg_stat_activity
+            WHERE datname = 'employees' AND state = 'active' AND query LIKE '%\(marker)%' AND pid <> pg_backend_pid()
+            """)
+        return count?.first.flatMap(Int.init).map { $0 > 0 } ?? false
+    }
+
+    private static func waitUntil(_ what: String, _ condition: () throws -> Bool) throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while try !condition() {
+            guard ContinuousClock.now < deadline else { throw RawSocket.Failure(description: "timed out waiting until \(what)") }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+    }
+}
