@@ -1,4 +1,5 @@
 import Foundation
+import SpoutEndpoints
 import Testing
 import Yams
 
@@ -105,5 +106,27 @@ import Yams
         let environment = try #require(spout["environment"] as? [String: String])
         #expect(environment["SPOUT_DATABASE_URL"]?.hasPrefix("postgresql://") == true)
         #expect((spout["ports"] as? [String])?.contains("8080:8080") == true)
+    }
+
+    /// The container version of the topology that `scripts/scale-out` starts and
+    /// ScaleOutTopologyTests runs (no container engine here: its shape is checked instead).
+    @Test func scaleOutComposeMirrorsTheTestedTopology() throws {
+        let compose = try #require(try Yams.load(yaml: try Self.read("docs/deploy/scale-out.compose.yaml")) as? [String: Any])
+        let services = try #require(compose["services"] as? [String: Any])
+        #expect(Set(services.keys) == ["primary", "replica", "pgbouncer", "load", "spout-1", "spout-2", "nginx"])
+        let known = Set(SpoutConfiguration.environmentVariables.map(\.variable))
+        for name in ["spout-1", "spout-2"] {
+            let spout = try #require(services[name] as? [String: Any])
+            let environment = try #require(spout["environment"] as? [String: String])
+            #expect(Set(environment.keys).isSubset(of: known), "\(name): \(Set(environment.keys).subtracting(known))")
+            #expect(environment["SPOUT_DATABASE_PREPARED_STATEMENTS"] == "false")
+            #expect(environment["SPOUT_DATABASE_REPLICA_URLS"]?.contains("pgbouncer:6432/employees_replica") == true)
+        }
+        let pgbouncer = (((services["pgbouncer"] as? [String: Any])?["command"]) as? [String])?.joined() ?? ""
+        #expect(pgbouncer.contains("pool_mode = transaction"))
+        let replica = (((services["replica"] as? [String: Any])?["command"]) as? [String])?.joined() ?? ""
+        #expect(replica.contains("pg_basebackup -h primary") && replica.contains(" -R "))
+        let nginx = try Self.read("docs/deploy/scale-out.nginx.conf")
+        #expect(nginx.contains("proxy_buffering off;") && nginx.contains("server spout-1:8080;") && nginx.contains("server spout-2:8080;"))
     }
 }

@@ -1,0 +1,67 @@
+import Foundation
+import SpoutTestSupport
+import Testing
+
+/// The scale-out topology of docs/scaling.md, started by `scripts/scale-out` on loopback ports:
+/// nginx in front of two Spouts, each reading on a streaming replica and writing on the
+/// primary, both through PgBouncer in transaction mode without prepared statements.
+@Suite("Scale-out topology (scripts/scale-out)", .serialized)
+struct ScaleOutTopologyTests {
+    @Test("through nginx, two Spouts serve details, streams and writes, and the replica is in use",
+          .enabled(if: ThrowawayPostgres.isAvailable && ThrowawayPgBouncer.isAvailable))
+    func topologyServes() async throws {
+        let script = TestFixtures.repositoryRoot.appendingPathComponent("scripts/scale-out").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spout-scale-out-\(UUID().uuidString)").path
+        var environment = ProcessInfo.processInfo.environment
+        environment["SPOUT_BINARY"] = try ChildProcess.spoutExecutable()
+        let started = try await ChildProcess.run(executable: script, arguments: ["start", directory], environment: environment)
+        defer { _ = try? ChildProcess.run(executable: script, arguments: ["stop", directory]) }
+        try #require(started.status == 0, "scripts/scale-out start failed: \(started.standardError)")
+        let ports = try Self.ports(in: directory)
+        let balancer = try #require(ports["nginx"])
+
+        // Details through the balancer, spread over both Spouts.
+        for _ in 0..<20 {
+            let response = try await RawHTTP.get(port: balancer, "/employees/10004?details=titles&details=salaries")
+            #expect(response.status == 200 && response.text.hasPrefix(#"{"employeeNumber":10004,"#), "\(response.status) \(response.text.prefix(100))")
+        }
+        for spout in ["spout-1.log", "spout-2.log"] {
+            let log = (try? String(contentsOfFile: directory + "/" + spout, encoding: .utf8)) ?? ""
+            #expect(log.contains("http.path=/employees/10004"), "\(spout) served no request")
+        }
+        let ready = try await RawHTTP.get(port: balancer, "/ready")
+        #expect(ready.text.contains(#""status":"up","inUse":true"#), "\(ready.text)")
+
+        // A whole stream through nginx (unbuffered), and a list with details.
+        let salaries = try await RawHTTP.get(port: balancer, "/salaries")
+        #expect(salaries.status == 200 && salaries.complete)
+        let rows = try JSONSerialization.jsonObject(with: Data(salaries.body)) as? [Any]
+        #expect((rows?.count ?? 0) > 1_000)
+        let list = try await RawHTTP.get(port: balancer, "/departments/d005/employees?details=titles")
+        #expect(list.status == 200 && list.complete)
+
+        // A write on the primary, read back through the balancer within moments.
+        let created = try await RawHTTP.postJSON(
+            port: balancer, "/pets", #"{"name":"Scaly","owner":"Diane","species":"snake","sex":"f","birth":"2022-05-05"}"#)
+        #expect(created.status == 201, "\(created.text)")
+        var seen = false
+        for _ in 0..<100 where !seen {
+            seen = try await RawHTTP.get(port: balancer, "/pets/Scaly").status == 200
+            if !seen { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(seen)
+        let deleted = try await RawHTTP.send(port: balancer, RawHTTP.request("DELETE", "/pets/Scaly"))
+        #expect(deleted.status == 204)
+    }
+
+    /// `DIR/ports`: `name=port` lines.
+    private static func ports(in directory: String) throws -> [String: Int] {
+        let text = try String(contentsOfFile: directory + "/ports", encoding: .utf8)
+        var ports: [String: Int] = [:]
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: "=", maxSplits: 1)
+            if parts.count == 2, let port = Int(parts[1]) { ports[String(parts[0])] = port }
+        }
+        return ports
+    }
+}
