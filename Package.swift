@@ -10,7 +10,7 @@ import PackageDescription
 //   SpoutPostgres      the libpq driver
 //   SpoutSQLite        the libsqlite3 driver
 //   SpoutDrivers       opens a Database for a URL (picks the driver)
-//   SpoutHTTP          HTTP/1.1 on SwiftNIO: routing, arguments, streamed responses
+//   SpoutHTTP          HTTP/1.1 on SwiftNIO: routing, arguments, streamed responses, metrics
 //   SpoutEndpoints     endpoints declared in config/ with SQL in sql/, API docs
 //   SpoutData          the test_db dump loader and the data generator
 //   spout              the executable: serve, load, generate
@@ -27,6 +27,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        // Metrics: the ecosystem's API (swift-metrics) and its Prometheus backend; both small
+        // (swift-prometheus adds only swift-atomics), for GET /metrics.
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         .systemLibrary(
@@ -54,6 +58,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         .target(

@@ -35,13 +35,15 @@ final class ConnectionPool: Sendable {
     /// The statement timeout (ms) every connection has between leases; nil: none.
     let statementTimeout: Int?
     let statistics: QueryStatistics
+    let name: String
     private let state = Mutex(State())
 
     init(
         driver: any DatabaseDriver, readOnly: Bool, maximumConnections: Int, acquireTimeout: Duration,
-        statementTimeout: Int? = nil, statistics: QueryStatistics
+        statementTimeout: Int? = nil, statistics: QueryStatistics, name: String = "primary"
     ) {
         self.driver = driver
+        self.name = name
         self.readOnly = readOnly
         self.maximumConnections = maximumConnections
         self.acquireTimeout = acquireTimeout
@@ -198,6 +200,12 @@ final class ConnectionPool: Sendable {
     var idleCount: Int { self.state.withLock { $0.idle.count } }
     /// Lease requests waiting for a connection.
     var waiterCount: Int { self.state.withLock { $0.waiters.count } }
+    /// Slots in use (leased or idle), idle connections and waiters, read together.
+    var counts: (slots: Int, idle: Int, waiters: Int) {
+        self.state.withLock { ($0.slotsInUse, $0.idle.count, $0.waiters.count) }
+    }
+    /// The name of the database the pool belongs to (``Database/name``).
+    var databaseName: String { self.name }
 }
 
 /// The right to use one pooled connection until ``release()``.
@@ -242,6 +250,9 @@ public final class ConnectionLease: Sendable {
         try connection.setReadOnly(self.readOnly)
         return try body(connection)
     }
+
+    /// The name of the database whose pool the lease comes from (``Database/name``).
+    public var databaseName: String { self.pool.databaseName }
 
     /// Whether the lease holds a connection already open (alive or not).
     public var hasConnection: Bool {

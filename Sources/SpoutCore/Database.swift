@@ -29,10 +29,15 @@ public final class Database: Sendable {
     /// ``lease(readOnly:onReplica:)``); nil when there are none.
     public let replicas: ReadReplicas?
 
+    /// A name for metrics and logs: `primary`, or a read replica's (`replica 1`).
+    public let name: String
+
     public init(
-        driver: any DatabaseDriver, configuration: DatabaseConfiguration = DatabaseConfiguration(), replicas: ReadReplicas? = nil
+        driver: any DatabaseDriver, configuration: DatabaseConfiguration = DatabaseConfiguration(), replicas: ReadReplicas? = nil,
+        name: String = "primary"
     ) {
         self.driver = driver
+        self.name = name
         self.configuration = configuration
         self.replicas = replicas.flatMap { $0.replicas.isEmpty ? nil : $0 }
         self.writePool = ConnectionPool(
@@ -41,7 +46,8 @@ public final class Database: Sendable {
             maximumConnections: driver.hasReadOnlyConnections ? 1 : configuration.maximumConnections,
             acquireTimeout: configuration.acquireTimeout,
             statementTimeout: configuration.statementTimeoutMilliseconds,
-            statistics: self.statistics
+            statistics: self.statistics,
+            name: name
         )
         self.readPool = driver.hasReadOnlyConnections
             ? ConnectionPool(
@@ -50,7 +56,8 @@ public final class Database: Sendable {
                 maximumConnections: configuration.maximumConnections,
                 acquireTimeout: configuration.acquireTimeout,
                 statementTimeout: configuration.statementTimeoutMilliseconds,
-                statistics: self.statistics
+                statistics: self.statistics,
+                name: name
             )
             : self.writePool
     }
@@ -102,6 +109,20 @@ public final class Database: Sendable {
         (self.readPool.slotsInUse, self.readPool === self.writePool ? 0 : self.writePool.slotsInUse)
     }
 
+    /// What the pools hold now, over both pools (for metrics).
+    public var poolState: PoolState {
+        let pools = self.readPool === self.writePool ? [self.readPool] : [self.readPool, self.writePool]
+        var state = PoolState()
+        for pool in pools {
+            let (slots, idle, waiters) = pool.counts
+            state.open += slots
+            state.idle += idle
+            state.inUse += slots - idle
+            state.waiters += waiters
+        }
+        return state
+    }
+
     /// Lease requests waiting for a free connection, over both pools (for tests and metrics).
     public var leasesWaiting: Int {
         self.readPool.waiterCount + (self.readPool === self.writePool ? 0 : self.writePool.waiterCount)
@@ -113,4 +134,14 @@ public final class Database: Sendable {
         self.readPool.close()
         if self.readPool !== self.writePool { self.writePool.close() }
     }
+}
+
+/// Connections of a ``Database``'s pools at one moment.
+public struct PoolState: Sendable, Hashable {
+    /// Open or being opened: leased plus idle.
+    public var open = 0
+    public var inUse = 0
+    public var idle = 0
+    /// Lease requests waiting for a connection.
+    public var waiters = 0
 }

@@ -35,7 +35,9 @@ public enum Drivers {
             throw DatabaseError(.invalidURL, message: "read replicas need a PostgreSQL primary (database.url)")
         }
         let replicas = try replicaURLs.enumerated().map { index, replicaURL in
-            ReadReplicas.Replica(name: "replica \(index + 1)", database: try self.open(replicaURL, configuration: configuration))
+            let name = "replica \(index + 1)"
+            let driver = try self.driver(for: replicaURL, preparedStatements: configuration.preparedStatements)
+            return ReadReplicas.Replica(name: name, database: Database(driver: driver, configuration: configuration, name: name))
         }
         let driver = try self.driver(for: url, preparedStatements: configuration.preparedStatements)
         return Database(driver: driver, configuration: configuration, replicas: ReadReplicas(replicas, maximumLag: maximumLag))

@@ -50,12 +50,24 @@ public struct SpoutConfiguration: Sendable, Hashable {
     }
 
     /// Where and how the HTTP server listens.
+    /// `GET /metrics` in the Prometheus text format.
+    public struct Metrics: Sendable, Hashable {
+        public var enabled = true
+        /// 0 serves the metrics on the main port; another port serves them there only, on `host`.
+        public var port = 0
+        /// The address of the metrics port (with `port` set).
+        public var host = "127.0.0.1"
+
+        public init() {}
+    }
+
     public struct Server: Sendable, Hashable {
         public var host = "127.0.0.1"
         /// 0 picks a free port.
         public var port = 8080
         public var limits = Limits()
         public var cors = CORS()
+        public var metrics = Metrics()
 
         public init() {}
     }

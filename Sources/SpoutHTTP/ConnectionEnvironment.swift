@@ -9,6 +9,8 @@ struct ConnectionEnvironment: Sendable {
     var threadPool: NIOThreadPool
     var logger: Logger
     var statistics: ServerStatistics
+    /// Where requests, streams and failures are counted; nil when metrics are off.
+    var metrics: ServerMetrics? = nil
     /// How work from other threads reaches a connection's event loop (tests replace it).
     var makeHop: @Sendable (any EventLoop) -> LoopHop = { LoopHop.eventLoop($0) }
 }

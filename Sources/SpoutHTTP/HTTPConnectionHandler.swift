@@ -36,6 +36,8 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         /// The CORS fields every response head of this exchange carries (empty when CORS is off).
         let corsHeaders: HeaderFields
         var keepAlive: Bool
+        /// The template of the route that answers (`unmatched` when none does), for metrics.
+        var route = "unmatched"
         var status = 0
         var bytes = 0
         var rows: Int?
@@ -145,6 +147,8 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             // The client went away mid-response: log it (first, so the entry exists before the
             // connection is back in the pool), then stop the producer and its statement.
             exchange.keepAlive = false
+            if let sink = exchange.sink { exchange.bytes = sink.snapshot.byteCount }
+            self.environment.metrics?.clientDisconnects.increment()
             self.log(exchange, failure: "client closed the connection")
             exchange.sink?.close()
             exchange.task?.cancel()
@@ -254,6 +258,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 exchange: exchange, context: context
             )
         case .found(let route, let pathKeys):
+            exchange.route = route.template
             if let keys = route.apiKeys {
                 let outcome = keys.check(
                     authorization: head.headers.first(name: "authorization"), apiKey: head.headers.first(name: "x-api-key"))
@@ -292,7 +297,8 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 handler: NIOLoopBound(self, eventLoop: context.eventLoop), hop: self.hop!, exchange: exchange.number,
                 allocator: context.channel.allocator, threadPool: self.environment.threadPool,
                 acceptHeader: exchange.acceptHeader,
-                chunksInFlight: self.environment.configuration.chunksInFlight
+                chunksInFlight: self.environment.configuration.chunksInFlight,
+                metrics: self.environment.metrics
             )
             exchange.task = Task(executorPreference: self.hop!.taskExecutor) {
                 await runner.run(route: route, request: request)
@@ -361,6 +367,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         guard let exchange = self.currentExchange(number), let sink = exchange.sink, let context = self.context else { return }
         if isFirst, let head = exchange.streamHead {
             context.write(self.wrapOutboundOut(.head(head)), promise: nil)
+            self.environment.metrics?.firstByte(route: exchange.route, after: .nanoseconds((NIODeadline.now() - exchange.start).nanoseconds))
         }
         if !exchange.isHead {
             context.write(self.wrapOutboundOut(.body(.byteBuffer(chunk))), promise: nil)
@@ -376,6 +383,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     func streamDone(_ number: Int, sink: StreamingResponseSink, result: Result<Int, any Error>) {
         let snapshot = sink.snapshot
         self.environment.statistics.recordPauses(snapshot.pauses)
+        if snapshot.pauses > 0 { self.environment.metrics?.backpressurePauses.increment(by: snapshot.pauses) }
         guard let exchange = self.currentExchange(number), let context = self.context else { return }
         exchange.sink = nil
         switch result {
@@ -395,6 +403,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             if snapshot.headSent {
                 // Too late for a status: cut the body short (no terminating chunk) so the
                 // client sees an incomplete response, and close.
+                self.environment.metrics?.failed(with: error)
                 exchange.bytes = snapshot.byteCount
                 exchange.keepAlive = false
                 self.log(exchange, failure: String(reflecting: error))
@@ -409,6 +418,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     // MARK: Writing
 
     private func sendError(_ response: ErrorResponse, exchange: Exchange, context: ChannelHandlerContext, cause: (any Error)? = nil) {
+        if let cause, !(cause is StreamingResponseSink.ChannelClosed) { self.environment.metrics?.failed(with: cause) }
         var headers = response.headers
         headers.replaceOrAdd("Content-Type", "application/json")
         let failure = response.status >= 500 ? cause.map { String(reflecting: $0) } : nil
@@ -479,6 +489,9 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private func log(_ exchange: Exchange, failure: String?) {
         self.environment.statistics.requestCompleted()
         let elapsed = NIODeadline.now() - exchange.start
+        self.environment.metrics?.requestCompleted(
+            route: exchange.route, method: exchange.method.rawValue, status: exchange.status,
+            duration: .nanoseconds(elapsed.nanoseconds), bytes: exchange.bytes, rows: exchange.rows)
         var metadata: Logger.Metadata = [
             "request.id": .string(exchange.id),
             "http.method": .string(exchange.method.rawValue),

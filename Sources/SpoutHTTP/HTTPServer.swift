@@ -31,6 +31,7 @@ public final class HTTPServer: Sendable {
     private let state = Mutex(ServerState())
     private let stopped = ConditionLockedFlag()
     private let connectionFailures: ConnectionFailureLog
+    private let metrics: ServerMetrics?
     /// ``ServerConfiguration/maximumConnections``, or the automatic limit when that is 0.
     public let maximumConnections: Int
 
@@ -47,18 +48,25 @@ public final class HTTPServer: Sendable {
     ///   - router: the routes; copied (later changes to the caller's router have no effect).
     ///   - databases: checked by `GET /ready`, and used to size the thread pool.
     ///   - eventLoopGroup: a group to run on; nil creates one the server shuts down with itself.
+    ///   - metrics: where this server records its requests; nil for none.
+    ///   - servesMetrics: whether this server answers `GET /metrics` with `metrics` (false when
+    ///     another server, on an admin port, serves them).
     public init(
         router: Router,
         databases: [Database] = [],
         configuration: ServerConfiguration = ServerConfiguration(),
         logger: Logger = Logger(label: "spout.http"),
-        eventLoopGroup: (any EventLoopGroup)? = nil
+        eventLoopGroup: (any EventLoopGroup)? = nil,
+        metrics: ServerMetrics? = nil,
+        servesMetrics: Bool = true
     ) {
         self.configuration = configuration
         self.logger = logger
+        self.metrics = metrics
         self.connectionFailures = ConnectionFailureLog(logger: logger)
         var router = router
         Self.addBuiltInRoutes(to: &router, databases: databases)
+        if let metrics, servesMetrics { Self.addMetricsRoute(to: &router, metrics: metrics, databases: databases) }
         self.router = router
         if let eventLoopGroup {
             self.group = eventLoopGroup
@@ -103,7 +111,7 @@ public final class HTTPServer: Sendable {
         self.threadPool.start()
         let environment = ConnectionEnvironment(
             router: self.router, configuration: self.configuration, threadPool: self.threadPool,
-            logger: self.logger, statistics: self.statistics
+            logger: self.logger, statistics: self.statistics, metrics: self.metrics
         )
         let configuration = self.configuration
         let failures = self.connectionFailures
@@ -285,6 +293,15 @@ public final class HTTPServer: Sendable {
             return true
         } catch {
             return false
+        }
+    }
+
+    /// `GET /metrics`: `metrics` in the Prometheus text format (version 0.0.4), with the pool
+    /// gauges of `databases` read at that moment. A route of the same path in `router` wins.
+    public static func addMetricsRoute(to router: inout Router, metrics: ServerMetrics, databases: [Database]) {
+        guard case .notFound = router.match(.get, path: "/metrics") else { return }
+        router.add(.get, "/metrics", summary: "Prometheus metrics: requests by route, streams, pools, process.") { _ in
+            Response.bytes(metrics.exposition(databases: databases), contentType: "text/plain; version=0.0.4; charset=utf-8")
         }
     }
 

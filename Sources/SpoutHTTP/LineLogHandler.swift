@@ -17,16 +17,33 @@ import Synchronization
 /// per second (`localtime` re-reads the time zone file on every call, `localtime_r` once per
 /// process), renders metadata without intermediate arrays, and hands each line to the kernel
 /// in one `write(2)`, so concurrent lines never interleave.
+///
+/// With ``Format/json`` each entry is one JSON object per line instead, for log shippers:
+/// `time`, `level`, `label`, `source`, `message`, then every metadata field under its own
+/// name (numbers as JSON numbers), in sorted order:
+///
+/// ```
+/// {"time":"2026-11-23T12:24:37+0000","level":"info","label":"spout","source":"SpoutHTTP","message":"request","duration.ms":0.4,"http.status":200,"request.id":"fe9bf5eb8bce64d6"}
+/// ```
 public struct LineLogHandler: LogHandler {
+    /// How entries are written.
+    public enum Format: String, Sendable, CaseIterable {
+        /// swift-log's `StreamLogHandler` line.
+        case text
+        /// One JSON object per line.
+        case json
+    }
+
     public var logLevel: Logger.Level = .info
     public var metadata: Logger.Metadata = [:]
     public var metadataProvider: Logger.MetadataProvider?
     private let label: String
+    private let format: Format
     private let output: @Sendable ([UInt8]) -> Void
 
     /// A handler for `label` writing to standard error.
-    public static func standardError(label: String) -> LineLogHandler {
-        LineLogHandler(label: label) { line in
+    public static func standardError(label: String, format: Format = .text) -> LineLogHandler {
+        LineLogHandler(label: label, format: format) { line in
             line.withUnsafeBytes { bytes in
                 var offset = 0
                 while offset < bytes.count {
@@ -44,8 +61,9 @@ public struct LineLogHandler: LogHandler {
     }
 
     /// A handler for `label` that passes each finished line, newline included, to `output`.
-    public init(label: String, output: @escaping @Sendable ([UInt8]) -> Void) {
+    public init(label: String, format: Format = .text, output: @escaping @Sendable ([UInt8]) -> Void) {
         self.label = label
+        self.format = format
         self.output = output
     }
 
@@ -72,6 +90,9 @@ public struct LineLogHandler: LogHandler {
             metadata["error.message"] = "\(error)"
             metadata["error.type"] = "\(String(reflecting: type(of: error)))"
         }
+        if self.format == .json {
+            return self.jsonLine(for: event, metadata: metadata, timestamp: timestamp)
+        }
         var text = timestamp
         text.reserveCapacity(128 + metadata.count * 24)
         text += " "
@@ -91,6 +112,66 @@ public struct LineLogHandler: LogHandler {
         text += event.message.description
         text += "\n"
         return text.utf8.withContiguousStorageIfAvailable(Array.init) ?? Array(text.utf8)
+    }
+
+    private func jsonLine(for event: LogEvent, metadata: Logger.Metadata, timestamp: String) -> [UInt8] {
+        var line: [UInt8] = []
+        line.reserveCapacity(160 + metadata.count * 32)
+        line.append(UInt8(ascii: "{"))
+        var first = true
+        func key(_ name: String) {
+            if !first { line.append(UInt8(ascii: ",")) }
+            first = false
+            JSONObjectWriter.appendString(name, to: &line)
+            line.append(UInt8(ascii: ":"))
+        }
+        for (name, value) in [
+            ("time", timestamp), ("level", event.level.rawValue), ("label", self.label), ("source", event.source),
+            ("message", event.message.description),
+        ] {
+            key(name)
+            JSONObjectWriter.appendString(value, to: &line)
+        }
+        for name in metadata.keys.sorted() {
+            key(name)
+            Self.appendJSON(metadata[name]!, to: &line)
+        }
+        line.append(contentsOf: [UInt8(ascii: "}"), UInt8(ascii: "\n")])
+        return line
+    }
+
+    /// A metadata value as JSON: strings as strings, integers and finite numbers as numbers,
+    /// arrays and dictionaries nested.
+    private static func appendJSON(_ value: Logger.Metadata.Value, to line: inout [UInt8]) {
+        switch value {
+        case .string(let text):
+            JSONObjectWriter.appendString(text, to: &line)
+        case .stringConvertible(let convertible):
+            switch convertible {
+            case let number as any BinaryInteger:
+                line.append(contentsOf: "\(number)".utf8)
+            case let number as Double where number.isFinite:
+                line.append(contentsOf: "\(number)".utf8)
+            default:
+                JSONObjectWriter.appendString(convertible.description, to: &line)
+            }
+        case .array(let values):
+            line.append(UInt8(ascii: "["))
+            for (index, item) in values.enumerated() {
+                if index > 0 { line.append(UInt8(ascii: ",")) }
+                Self.appendJSON(item, to: &line)
+            }
+            line.append(UInt8(ascii: "]"))
+        case .dictionary(let fields):
+            line.append(UInt8(ascii: "{"))
+            for (index, name) in fields.keys.sorted().enumerated() {
+                if index > 0 { line.append(UInt8(ascii: ",")) }
+                JSONObjectWriter.appendString(name, to: &line)
+                line.append(UInt8(ascii: ":"))
+                Self.appendJSON(fields[name]!, to: &line)
+            }
+            line.append(UInt8(ascii: "}"))
+        }
     }
 
     /// The local time to the second, `2026-11-23T12:24:37+0000`, formatted once per second.

@@ -18,6 +18,7 @@ struct ResponseRunner: Sendable {
     let threadPool: NIOThreadPool
     let acceptHeader: String?
     let chunksInFlight: Int
+    var metrics: ServerMetrics? = nil
 
     func run(route: Route, request: Request) async {
         do {
@@ -46,7 +47,9 @@ struct ResponseRunner: Sendable {
         var headers = headers
         headers.replaceOrAdd("Content-Type", format.contentType)
         let exchange = self.exchange
+        let waitStarted = ContinuousClock.now
         let lease = try await rows.database.lease(readOnly: rows.readOnly, onReplica: rows.onReplica)
+        self.metrics?.acquiredConnection(database: lease.databaseName, after: ContinuousClock.now - waitStarted)
         if let result = await self.runEventDriven(rows, format: format, lease: lease) {
             let (body, count) = try result.get()
             self.onLoop { [headers] in
@@ -61,8 +64,14 @@ struct ResponseRunner: Sendable {
         }
         self.onLoop { [headers] in $0.attachSink(exchange, sink: sink, status: status, headers: headers) }
         // A client that goes away cancels the statement, so the connection comes back soon.
-        sink.onClose { lease.cancel() }
+        let metrics = self.metrics
+        sink.onClose {
+            metrics?.cancelsSent.increment()
+            lease.cancel()
+        }
+        metrics?.streamsInFlight.increment()
         let result = await self.runOnThreadPool(rows, format: format, lease: lease, sink: sink)
+        metrics?.streamsInFlight.decrement()
         self.onLoop { [exchange] in $0.streamDone(exchange, sink: sink, result: result) }
     }
 
@@ -84,7 +93,8 @@ struct ResponseRunner: Sendable {
         do {
             let batches = try await withTaskCancellationHandler {
                 try await connection.runEventDriven(plan.parent) { try plan.batch(after: $0) }
-            } onCancel: {
+            } onCancel: { [metrics = self.metrics] in
+                metrics?.cancelsSent.increment()
                 lease.cancel()
             }
             let body = CollectingSink()

@@ -38,10 +38,20 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = ProcessInfo.processInfo.environment["SPOUT_LOG_LEVEL"] ?? "info"
 
+    @Option(help: "Log format: text (one line per entry) or json (one JSON object per line).")
+    var logFormat: String = ProcessInfo.processInfo.environment["SPOUT_LOG_FORMAT"] ?? "text"
+
+    func validate() throws {
+        guard LineLogHandler.Format(rawValue: self.logFormat) != nil else {
+            throw ValidationError("--log-format (or SPOUT_LOG_FORMAT) is text or json, not '\(self.logFormat)'")
+        }
+    }
+
     func run() async throws {
         let level = Logger.Level(rawValue: self.logLevel) ?? .info
+        let format = LineLogHandler.Format(rawValue: self.logFormat) ?? .text
         LoggingSystem.bootstrap { label in
-            var handler = LineLogHandler.standardError(label: label)
+            var handler = LineLogHandler.standardError(label: label, format: format)
             handler.logLevel = level
             return handler
         }
@@ -62,12 +72,28 @@ struct Serve: AsyncParsableCommand {
             url, replicaURLs: settings.database.replicaUrls,
             maximumLag: settings.database.replicaMaxLagMs > 0 ? .milliseconds(settings.database.replicaMaxLagMs) : nil,
             configuration: settings.databaseConfiguration)
+        let metrics = settings.server.metrics.enabled ? ServerMetrics() : nil
+        let metricsPort = settings.server.metrics.port
         let server = HTTPServer(
             router: endpoints.makeRouter(database: database, logger: logger),
             databases: [database],
             configuration: settings.serverConfiguration,
-            logger: logger
+            logger: logger,
+            metrics: metrics,
+            servesMetrics: metricsPort == 0
         )
+        // With server.metrics.port, the metrics are served there only (with /health).
+        let admin: HTTPServer? = metrics.flatMap { metrics in
+            guard metricsPort != 0 else { return nil }
+            var router = Router()
+            HTTPServer.addMetricsRoute(to: &router, metrics: metrics, databases: [database])
+            return HTTPServer(
+                router: router,
+                configuration: ServerConfiguration(
+                    host: settings.server.metrics.host, port: metricsPort, eventLoopThreads: 1, blockingThreads: 1, compression: false),
+                logger: Logger(label: "spout.metrics"))
+        }
+        try await admin?.start()
         try await server.start()
         let port = server.boundPort ?? settings.server.port
         let shownHost = ["0.0.0.0", "::", ""].contains(settings.server.host) ? "127.0.0.1" : settings.server.host
@@ -80,7 +106,10 @@ struct Serve: AsyncParsableCommand {
 
         let signals = Self.onTermination {
             logger.notice("signal received: draining in-flight responses")
-            Task { await server.shutdown(drainTimeout: settings.serverConfiguration.drainTimeout) }
+            Task {
+                await server.shutdown(drainTimeout: settings.serverConfiguration.drainTimeout)
+                await admin?.shutdown(drainTimeout: .seconds(1))
+            }
         }
         defer { signals.forEach { $0.cancel() } }
         try await server.run()

@@ -16,7 +16,7 @@ import Testing
     }
 
     /// Variables the executable reads itself, outside the settings table.
-    static let executableVariables = ["SPOUT_CONFIG", "SPOUT_LOG_LEVEL"]
+    static let executableVariables = ["SPOUT_CONFIG", "SPOUT_LOG_LEVEL", "SPOUT_LOG_FORMAT"]
 
     static func read(_ document: String) throws -> String {
         try String(contentsOf: Repository.root.appendingPathComponent(document), encoding: .utf8)

@@ -37,4 +37,18 @@ import Testing
         #expect(timestamp.count == 24)
         #expect(timestamp.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}/) != nil)
     }
+
+    @Test func jsonLinesAreOneObjectEachWithTypedFields() {
+        var handler = LineLogHandler(label: "spout", format: .json) { _ in }
+        handler.metadata["base"] = "b"
+        let event = LogEvent(
+            level: .error, message: "request \"failed\"",
+            metadata: [
+                "http.status": .stringConvertible(500), "duration.ms": .stringConvertible(1.5), "error": "line\nbreak",
+                "list": .array(["a", .stringConvertible(2)]), "base": "own",
+            ],
+            source: "SpoutHTTP", file: #fileID, function: #function, line: #line)
+        let line = String(decoding: handler.line(for: event, timestamp: "2026-11-23T12:24:37+0000"), as: UTF8.self)
+        #expect(line == #"{"time":"2026-11-23T12:24:37+0000","level":"error","label":"spout","source":"SpoutHTTP","message":"request \"failed\"","base":"own","duration.ms":1.5,"error":"line\nbreak","http.status":500,"list":["a",2]}"# + "\n")
+    }
 }

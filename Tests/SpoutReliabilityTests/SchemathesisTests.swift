@@ -14,15 +14,9 @@ import Glibc
 /// reported that pip could not install it (`SPOUT_UNAVAILABLE_TOOLS`; no PyPI access).
 @Suite("Schemathesis against the OpenAPI document")
 struct SchemathesisTests {
-    static var moduleAvailable: Bool {
-        (try? ChildProcess.run(executable: "/usr/bin/env", arguments: ["python3", "-c", "import schemathesis"]).status) == 0
-    }
-
-    static var required: Bool {
-        let environment = ProcessInfo.processInfo.environment
-        let unavailable = (environment["SPOUT_UNAVAILABLE_TOOLS"] ?? "").split(separator: " ")
-        return environment["CI"] == "true" && !unavailable.contains("schemathesis")
-    }
+    static let schemathesis = PythonModule(module: "schemathesis", package: "schemathesis")
+    static var moduleAvailable: Bool { Self.schemathesis.isAvailable }
+    static var required: Bool { Self.schemathesis.isRequired }
 
     /// What "conforms" means here: no 5xx; status codes, content types, headers and bodies as
     /// the document declares them.
