@@ -59,6 +59,7 @@ extension SpoutConfiguration {
             Setting(path: "server.cors.allowedOrigins", kind: .strings(\.server.cors.allowedOrigins, check: Self.originProblem)),
             Setting(path: "server.cors.allowedHeaders", kind: .strings(\.server.cors.allowedHeaders, check: Self.headerNameProblem)),
             Setting(path: "server.cors.maxAgeSeconds", kind: .integer(\.server.cors.maxAgeSeconds, 0...86_400)),
+            Setting(path: "server.timingHeader", kind: .boolean(\.server.timingHeader)),
             Setting(path: "server.metrics.enabled", kind: .boolean(\.server.metrics.enabled)),
             Setting(path: "server.metrics.port", kind: .integer(\.server.metrics.port, 0...65_535)),
             Setting(path: "server.metrics.host", kind: .string(\.server.metrics.host)),

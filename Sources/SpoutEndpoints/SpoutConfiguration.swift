@@ -68,6 +68,8 @@ public struct SpoutConfiguration: Sendable, Hashable {
         public var limits = Limits()
         public var cors = CORS()
         public var metrics = Metrics()
+        /// `Server-Timing` on row responses sent whole.
+        public var timingHeader = false
 
         public init() {}
     }
@@ -315,7 +317,7 @@ public struct SpoutConfiguration: Sendable, Hashable {
     public var serverConfiguration: ServerConfiguration {
         let limits = self.server.limits
         let cors = self.server.cors
-        return ServerConfiguration(
+        var configuration = ServerConfiguration(
             host: self.server.host,
             port: self.server.port,
             maximumHeadSize: limits.maxHeaderBytes,
@@ -331,6 +333,8 @@ public struct SpoutConfiguration: Sendable, Hashable {
             maximumConnectionsPerAddress: limits.maxConnectionsPerAddress,
             trustedProxies: limits.trustedProxies
         )
+        configuration.timingHeader = self.server.timingHeader
+        return configuration
     }
 
     /// The statement timeout of endpoints that declare none; nil when disabled.

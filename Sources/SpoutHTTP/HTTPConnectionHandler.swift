@@ -298,7 +298,8 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 allocator: context.channel.allocator, threadPool: self.environment.threadPool,
                 acceptHeader: exchange.acceptHeader,
                 chunksInFlight: self.environment.configuration.chunksInFlight,
-                metrics: self.environment.metrics
+                metrics: self.environment.metrics,
+                timingHeader: self.environment.configuration.timingHeader
             )
             exchange.task = Task(executorPreference: self.hop!.taskExecutor) {
                 await runner.run(route: route, request: request)
@@ -380,7 +381,8 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     }
 
     /// The producer is done: end the response, or report the failure.
-    func streamDone(_ number: Int, sink: StreamingResponseSink, result: Result<Int, any Error>) {
+    /// `timing` is a `Server-Timing` value for a response that is still sent whole.
+    func streamDone(_ number: Int, sink: StreamingResponseSink, result: Result<Int, any Error>, timing: String? = nil) {
         let snapshot = sink.snapshot
         self.environment.statistics.recordPauses(snapshot.pauses)
         if snapshot.pauses > 0 { self.environment.metrics?.backpressurePauses.increment(by: snapshot.pauses) }
@@ -397,6 +399,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             } else {
                 var headers = HeaderFields()
                 for (name, value) in exchange.streamHead?.headers ?? HTTPHeaders() { headers.add(name, value) }
+                if let timing { headers.add("Server-Timing", timing) }
                 self.sendWhole(exchange, status: exchange.status, headers: headers, body: rest, context: context)
             }
         case .failure(let error):

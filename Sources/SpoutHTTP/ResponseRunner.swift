@@ -19,6 +19,8 @@ struct ResponseRunner: Sendable {
     let acceptHeader: String?
     let chunksInFlight: Int
     var metrics: ServerMetrics? = nil
+    /// Add `Server-Timing` to row responses sent whole (``ServerConfiguration/timingHeader``).
+    var timingHeader = false
 
     func run(route: Route, request: Request) async {
         do {
@@ -49,9 +51,13 @@ struct ResponseRunner: Sendable {
         let exchange = self.exchange
         let waitStarted = ContinuousClock.now
         let lease = try await rows.database.lease(readOnly: rows.readOnly, onReplica: rows.onReplica)
-        self.metrics?.acquiredConnection(database: lease.databaseName, after: ContinuousClock.now - waitStarted)
+        let acquire = ContinuousClock.now - waitStarted
+        self.metrics?.acquiredConnection(database: lease.databaseName, after: acquire)
         if let result = await self.runEventDriven(rows, format: format, lease: lease) {
-            let (body, count) = try result.get()
+            let (body, count, database, encode) = try result.get()
+            if self.timingHeader {
+                headers.add("Server-Timing", ServerTiming.header([("acquire", acquire), ("db", database), ("encode", encode)]))
+            }
             self.onLoop { [headers] in
                 $0.sendResponse(exchange, status: status, headers: headers, body: body, contentType: nil, rows: count)
             }
@@ -70,9 +76,12 @@ struct ResponseRunner: Sendable {
             lease.cancel()
         }
         metrics?.streamsInFlight.increment()
+        let runStarted = ContinuousClock.now
         let result = await self.runOnThreadPool(rows, format: format, lease: lease, sink: sink)
         metrics?.streamsInFlight.decrement()
-        self.onLoop { [exchange] in $0.streamDone(exchange, sink: sink, result: result) }
+        // Reading and encoding interleave on this path: one `db` figure covers both.
+        let timing = self.timingHeader ? ServerTiming.header([("acquire", acquire), ("db", ContinuousClock.now - runStarted)]) : nil
+        self.onLoop { [exchange] in $0.streamDone(exchange, sink: sink, result: result, timing: timing) }
     }
 
     /// Runs a single-row stream without a thread of its own when the lease's connection can
@@ -84,22 +93,24 @@ struct ResponseRunner: Sendable {
     /// that error); the lease is then untouched.
     private func runEventDriven(
         _ rows: RowResult, format: OutputFormat, lease: ConnectionLease
-    ) async -> Result<([UInt8], Int), any Error>? {
+    ) async -> Result<(body: [UInt8], rows: Int, database: Duration, encode: Duration), any Error>? {
         let timeout = rows.statementTimeout?.statementTimeoutMilliseconds
         guard let connection = lease.eventDrivenConnection(statementTimeout: timeout),
             let plan = try? SingleRowPlan(rows.stream, shape: rows.shape, format: format, dialect: connection.dialect)
         else { return nil }
-        let result: Result<([UInt8], Int), any Error>
+        let result: Result<(body: [UInt8], rows: Int, database: Duration, encode: Duration), any Error>
         do {
+            let started = ContinuousClock.now
             let batches = try await withTaskCancellationHandler {
                 try await connection.runEventDriven(plan.parent) { try plan.batch(after: $0) }
             } onCancel: { [metrics = self.metrics] in
                 metrics?.cancelsSent.increment()
                 lease.cancel()
             }
+            let encodeStarted = ContinuousClock.now
             let body = CollectingSink()
             let count = try plan.write(batches, as: format, shape: rows.shape, dateFormat: rows.database.configuration.dateFormat, to: body)
-            result = .success((body.bytes, count))
+            result = .success((body.bytes, count, encodeStarted - started, ContinuousClock.now - encodeStarted))
         } catch {
             result = .failure(error)
         }

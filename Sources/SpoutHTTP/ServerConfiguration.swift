@@ -48,6 +48,9 @@ public struct ServerConfiguration: Sendable, Hashable {
     /// clients share their connections, so the per-address cap does not apply to them (the
     /// proxy must enforce its own per-client limits).
     public var trustedProxies: [String]
+    /// Whether row responses sent whole carry a `Server-Timing` header: the wait for a
+    /// connection (`acquire`), the database (`db`) and the encoding (`encode`), in ms.
+    public var timingHeader: Bool = false
     /// Raw `setsockopt` calls made on every accepted connection after ``socketSendBufferSize``.
     /// Not configurable by users: the tests use it to make connection setup fail and check that
     /// the failure is logged.

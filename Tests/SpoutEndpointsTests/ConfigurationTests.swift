@@ -117,7 +117,8 @@ struct ConfigurationTests {
         #expect(table["database.preparedStatements"] == "SPOUT_DATABASE_PREPARED_STATEMENTS")
         #expect(table["database.replicaUrls"] == "SPOUT_DATABASE_REPLICA_URLS")
         #expect(table["server.metrics.port"] == "SPOUT_METRICS_PORT")
-        #expect(table.count == 31)
+        #expect(table["server.timingHeader"] == "SPOUT_TIMING_HEADER")
+        #expect(table.count == 32)
         #expect(Set(table.values).count == table.count)
     }
 
@@ -140,7 +141,7 @@ struct ConfigurationTests {
     @Test(
         "file errors name the file, the line and the problem",
         arguments: [
-            ("server:\n  port: 80\n  hots: x\n", 3, "unknown key 'hots' in 'server' (known keys: host, port, limits, cors, metrics)"),
+            ("server:\n  port: 80\n  hots: x\n", 3, "unknown key 'hots' in 'server' (known keys: host, port, limits, cors, timingHeader, metrics)"),
             ("server:\n  port: eighty\n", 2, "'server.port' must be an integer, not 'eighty'"),
             ("server:\n  port: 70000\n", 2, "'server.port' must be in 0...65535, not 70000"),
             ("database:\n  seed:\n    enabled: yes\n", 3, "'database.seed.enabled' must be true or false, not 'yes'"),

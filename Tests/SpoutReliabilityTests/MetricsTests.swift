@@ -17,9 +17,12 @@ struct MetricsTests {
         try #require(Self.parserAvailable, "python3 module prometheus_client missing: python3 -m pip install prometheus-client")
         try await StreamsService.with(
             .postgres, prefix: "spout_rel_metrics", extraEndpoints: ["slow.yaml": TestEndpoints.slow(.postgres, timeoutMs: 300)],
-            poolSize: 1, acquireTimeoutMs: 300, statementTimeoutMs: 0
+            poolSize: 1, acquireTimeoutMs: 300, statementTimeoutMs: 0, environment: ["SPOUT_TIMING_HEADER": "true"]
         ) { service in
             for _ in 0..<3 { #expect(try await service.get("/one").status == 200) }
+            // server.timingHeader: a single row, sent whole, read event-driven on PostgreSQL.
+            let timing = try await service.get("/one").header("server-timing") ?? ""
+            #expect(timing.wholeMatch(of: /acquire;dur=\d+\.\d{3}, db;dur=\d+\.\d{3}, encode;dur=\d+\.\d{3}/) != nil, "\(timing)")
             #expect(try await service.get("/big?rows=many").status == 400)
             #expect(try await service.get("/nowhere").status == 404)
             #expect(try await service.get("/slow").status == 504)
@@ -46,14 +49,14 @@ struct MetricsTests {
             func requests(_ route: String, _ status: Int) -> Double? {
                 Self.value(samples, "spout_http_requests_total", ["route": route, "method": "GET", "status": String(status)])
             }
-            #expect(requests("/one", 200) == 3)
+            #expect(requests("/one", 200) == 4)
             #expect(requests("/big", 400) == 1)
             #expect(requests("unmatched", 404) == 1)
             #expect(requests("/slow", 504) == 1)
             #expect(requests("/one", 503) == 1)
             #expect(requests("/hold", 200) == 1)
             #expect(requests("/big", 200) == 1, "the abandoned stream is counted under its status")
-            #expect(Self.value(samples, "spout_http_request_duration_seconds_count", ["route": "/one", "method": "GET", "status": "200"]) == 3)
+            #expect(Self.value(samples, "spout_http_request_duration_seconds_count", ["route": "/one", "method": "GET", "status": "200"]) == 4)
             #expect(Self.value(samples, "spout_http_time_to_first_byte_seconds_count", ["route": "/big"]) == 1)
             #expect(Self.value(samples, "spout_statement_timeouts_total") == 1)
             #expect(Self.value(samples, "spout_pool_acquire_timeouts_total") == 1)
@@ -85,7 +88,8 @@ struct MetricsTests {
         let separate = try await ServerProcess.start(
             arguments: ["--config", directory.configFile, "--no-seed"],
             environment: ["SPOUT_METRICS_PORT": String(adminPort), "SPOUT_LOG_FORMAT": "json"])
-        #expect(try await separate.get("/one").status == 200)
+        let one = try await separate.get("/one")
+        #expect(one.status == 200 && one.header("server-timing") == nil, "Server-Timing is off by default")
         #expect(try await separate.get("/metrics").status == 404)
         let scraped = try await RawHTTP.get(port: adminPort, "/metrics")
         #expect(scraped.status == 200 && scraped.header("content-type")?.hasPrefix("text/plain; version=0.0.4") == true)

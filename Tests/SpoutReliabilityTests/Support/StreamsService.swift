@@ -16,6 +16,7 @@ enum StreamsService {
         poolSize: Int,
         acquireTimeoutMs: Int = 2_000,
         statementTimeoutMs: Int,
+        environment: [String: String] = [:],
         _ body: (ServerProcess) async throws -> Void
     ) async throws {
         let database: TemporaryDatabase
@@ -34,7 +35,7 @@ enum StreamsService {
             databaseURL: database.url, extraEndpoints: endpoints, shipped: false, poolSize: poolSize,
             acquireTimeoutMs: acquireTimeoutMs, statementTimeoutMs: statementTimeoutMs)
         defer { directory.remove() }
-        let service = try await ServerProcess.start(arguments: ["--config", directory.configFile, "--no-seed"])
+        let service = try await ServerProcess.start(arguments: ["--config", directory.configFile, "--no-seed"], environment: environment)
         do {
             try await body(service)
         } catch {

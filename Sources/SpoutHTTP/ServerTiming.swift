@@ -1,0 +1,15 @@
+/// The `Server-Timing` response header (W3C Server Timing): named durations in milliseconds,
+/// shown by browsers' developer tools next to the request.
+enum ServerTiming {
+    /// `acquire;dur=0.012, db;dur=1.274, encode;dur=0.031`: each metric's duration in ms, to the
+    /// microsecond.
+    static func header(_ metrics: [(name: String, duration: Duration)]) -> String {
+        metrics.map { name, duration in
+            let (seconds, attoseconds) = duration.components
+            let microseconds = seconds * 1_000_000 + attoseconds / 1_000_000_000_000
+            let whole = microseconds / 1000
+            let fraction = String(microseconds % 1000)
+            return "\(name);dur=\(whole).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"
+        }.joined(separator: ", ")
+    }
+}
