@@ -219,6 +219,12 @@ public final class ConnectionLease: Sendable {
         var connection: (any DatabaseConnection)?
         var released = false
         var cancelled = false
+        /// Cancel requests being sent right now (outside the lock).
+        var cancelsInFlight = 0
+        /// Released while a cancel request was being sent: the connection goes back to the
+        /// pool when the last one is done, never before (it would cancel another lease's work).
+        var pendingGiveBack: (any DatabaseConnection)?
+        var givenBack = false
     }
 
     private let pool: ConnectionPool
@@ -285,8 +291,10 @@ public final class ConnectionLease: Sendable {
     /// ``withConnection(_:)`` calls throw ``DatabaseError/Code/cancelled``.
     ///
     /// Never blocks, so an event loop may call it: the cancel request (for PostgreSQL a
-    /// connection of its own to the server) is sent from a background thread, and only while
-    /// the lease still holds the connection (a released one may already serve another lease).
+    /// connection of its own to the server) is sent from a background thread, with no lock
+    /// held, and only while the lease still holds the connection: a lease released while a
+    /// request is on its way gives the connection back to the pool only once every request has
+    /// been sent (from that thread), so a late cancel never hits another lease's statement.
     /// The request is repeated (after 50 ms, then backing off to every 500 ms) until the lease
     /// is released: PostgreSQL drops a cancel request that arrives while a statement is just
     /// starting, and a statement the holder starts after this call must be stopped too. The
@@ -302,26 +310,45 @@ public final class ConnectionLease: Sendable {
 
     private func cancel(_ connection: any DatabaseConnection, afterMilliseconds delay: Int, thenEvery next: Int) {
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(delay)) {
-            // Under the lock, so the lease cannot be released (and the connection handed on)
-            // while the request is being sent.
             let stillHeld = self.state.withLock { state -> Bool in
                 guard !state.released, state.connection === connection else { return false }
-                connection.cancel()
+                state.cancelsInFlight += 1
                 return true
             }
-            if stillHeld { self.cancel(connection, afterMilliseconds: next, thenEvery: min(next * 2, 500)) }
+            guard stillHeld else { return }
+            // No lock held: a slow or unreachable server stalls only this background thread.
+            connection.cancel()
+            let (giveBack, again) = self.state.withLock { state -> ((any DatabaseConnection)?, Bool) in
+                state.cancelsInFlight -= 1
+                guard state.released else { return (nil, true) }
+                guard state.cancelsInFlight == 0, !state.givenBack else { return (nil, false) }
+                state.givenBack = true
+                defer { state.pendingGiveBack = nil }
+                return (state.pendingGiveBack, false)
+            }
+            if let giveBack {
+                self.pool.giveBack(giveBack)
+            } else if again {
+                self.cancel(connection, afterMilliseconds: next, thenEvery: min(next * 2, 500))
+            }
         }
     }
 
-    /// Resets the connection and returns it to the pool. Idempotent.
+    /// Resets the connection and returns it to the pool. Idempotent. While a cancel request is
+    /// being sent, the connection is returned by the thread sending it, once it is done.
     public func release() {
-        let (connection, first) = self.state.withLock { state -> ((any DatabaseConnection)?, Bool) in
+        let (connection, giveBackNow) = self.state.withLock { state -> ((any DatabaseConnection)?, Bool) in
             guard !state.released else { return (nil, false) }
             state.released = true
             let connection = state.connection
             state.connection = nil
+            if state.cancelsInFlight > 0 {
+                state.pendingGiveBack = connection
+                return (nil, false)
+            }
+            state.givenBack = true
             return (connection, true)
         }
-        if first { self.pool.giveBack(connection) }
+        if giveBackNow { self.pool.giveBack(connection) }
     }
 }

@@ -43,7 +43,8 @@ import Glibc
 // @unchecked Sendable: the connection is confined to one thread at a time by the pool (see
 // `DatabaseConnection`), so its mutable state is never touched concurrently. `cancel()` is the
 // only cross-thread entry point; it reads only `cancelState`, which is guarded by a `Mutex`, and
-// `close()` frees the `PGcancel` under that same lock, so `cancel()` never uses freed memory.
+// takes a reference to the `PostgresCancelHandle` under that lock, so the `PGcancel` it uses is
+// freed only after its last user is done, however `close()` races with it.
 public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     /// What the connection is in the middle of, between calls.
     enum Activity {
@@ -60,12 +61,9 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     }
 
     /// The state `cancel()` may touch from another thread.
-    // @unchecked Sendable: it holds a `PGcancel *`, which is only ever used or freed inside
-    // `cancelState.withLock`, so no two threads touch it at once (libpq documents PQcancel as
-    // callable from any thread).
-    struct CancelState: @unchecked Sendable {
+    struct CancelState: Sendable {
         /// libpq's cancel handle; nil once the connection is closed.
-        var handle: OpaquePointer?
+        var handle: PostgresCancelHandle?
         /// Set by `cancel()`; cleared when a statement starts. Tells a cancel from a timeout.
         var requested = false
     }
@@ -137,7 +135,7 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         self.handle = connection
         self.statistics = statistics
         self.keepsSessionState = keepsSessionState
-        self.cancelState = Mutex(CancelState(handle: cancel))
+        self.cancelState = Mutex(CancelState(handle: PostgresCancelHandle(cancel)))
     }
 
     deinit {
@@ -472,27 +470,22 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
 
     // MARK: Cancel, reset, close
 
+    /// Sends a cancel request for the running statement. Blocks the calling thread while
+    /// libpq connects to the server and sends it, but holds no lock meanwhile: the reactor
+    /// thread and this connection's holder are never held up by a slow or unreachable server.
     public func cancel() {
-        self.cancelState.withLock { state in
-            guard let cancel = state.handle else { return }
+        let cancel = self.cancelState.withLock { state -> PostgresCancelHandle? in
+            guard let cancel = state.handle else { return nil }
             state.requested = true
-            Self.sendCancelRequest(cancel)
+            return cancel
         }
+        cancel?.send()
     }
 
     /// Asks the server to cancel the running statement without reporting it as a caller's
     /// cancel (used to stop a single-row stream that is being closed).
     func cancelForCleanup() {
-        self.cancelState.withLock { state in
-            guard let cancel = state.handle else { return }
-            Self.sendCancelRequest(cancel)
-        }
-    }
-
-    private static func sendCancelRequest(_ cancel: OpaquePointer) {
-        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 256) { buffer in
-            _ = PQcancel(cancel, buffer.baseAddress, Int32(buffer.count))
-        }
+        self.cancelState.withLock { $0.handle }?.send()
     }
 
     public func reset() -> Bool {
@@ -533,12 +526,33 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         self.handle = nil
         self.broken = true
         self.activity = .idle
-        self.cancelState.withLock { state in
-            if let cancel = state.handle {
-                PQfreeCancel(cancel)
-            }
-            state.handle = nil
-            PQfinish(handle)
+        // The cancel handle is freed when its last user (a cancel being sent) lets it go.
+        self.cancelState.withLock { $0.handle = nil }
+        PQfinish(handle)
+    }
+}
+
+/// libpq's `PGcancel`, freed when the last reference goes: a cancel request being sent on one
+/// thread keeps it alive while the connection is closed on another, and no lock is held while
+/// it is sent (`PQcancel` opens a connection to the server, which may be slow or unreachable).
+// @unchecked Sendable: the pointer never changes; libpq documents that `PQcancel` only reads
+// the `PGcancel` and may be called from a thread other than the connection's (even a signal
+// handler); it is freed only in deinit, when nothing else can reach it.
+final class PostgresCancelHandle: @unchecked Sendable {
+    private let cancel: OpaquePointer
+
+    init(_ cancel: OpaquePointer) {
+        self.cancel = cancel
+    }
+
+    deinit {
+        PQfreeCancel(self.cancel)
+    }
+
+    /// Sends the cancel request (blocking until the server has it, or libpq gives up).
+    func send() {
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 256) { buffer in
+            _ = PQcancel(self.cancel, buffer.baseAddress, Int32(buffer.count))
         }
     }
 }

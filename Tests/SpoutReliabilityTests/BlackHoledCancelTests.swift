@@ -1,0 +1,167 @@
+import Foundation
+import SpoutCore
+import SpoutTestSupport
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A cancel request whose connection hangs (a firewall that drops it, a server that stopped
+/// answering) must stall nothing but the thread sending it: not the event loops, not the
+/// PostgreSQL reactor thread, not other requests. `PQcancel` opens a connection of its own and
+/// waits for the server to close it; the first round held the lease's lock and the
+/// connection's cancel lock meanwhile, which the event loop (releasing a lease) and the
+/// reactor (reading an error) also take.
+@Suite("Black-holed cancel requests", .serialized)
+struct BlackHoledCancelTests {
+    @Test("clients leaving while cancel requests hang do not slow other requests",
+          .enabled(if: TestDatabases.postgresEnabled))
+    func hangingCancelsStallNothing() async throws {
+        let database = try TestDatabases.makePostgresDatabase(prefix: "spout_rel_blackhole")
+        defer { database.drop() }
+        let target = try #require(URLComponents(string: database.url))
+        let proxy = try CancelBlackHole(upstreamPort: target.port ?? 5432)
+        defer { proxy.stop() }
+        var proxied = target
+        proxied.port = proxy.port
+        let directory = try ServiceDirectory(
+            databaseURL: proxied.string!,
+            extraEndpoints: ["streams.yaml": TestEndpoints.streams(.postgres), "slow.yaml": TestEndpoints.slow(.postgres, timeoutMs: 30_000)],
+            shipped: false, poolSize: 6, statementTimeoutMs: 0)
+        defer { directory.remove() }
+        let service = try await ServerProcess.start(arguments: ["--config", directory.configFile, "--no-seed"])
+
+        // Open every connection of the pool (concurrent requests), so that later requests find
+        // one open: a single row then runs event-driven, waited on by the reactor thread.
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<6 { group.addTask { try await service.get("/hold?seconds=1").status } }
+            for try await status in group { #expect(status == 200) }
+        }
+
+        // Two clients leave mid-request: a stream (thread-pool path) and a single row waited on
+        // by the reactor thread. Each makes Spout send a cancel request, which the proxy holds.
+        try await onThread {
+            let stream = try RawSocket(port: service.port, timeout: 30, receiveBuffer: 16 * 1024)
+            try stream.send(RawHTTP.request("GET", "/big"))
+            try stream.receive(atLeast: 64 * 1024)
+            stream.close(reset: true)
+            let single = try RawSocket(port: service.port, timeout: 30)
+            // Its statement ends a moment later, while the cancel request still hangs: the lease
+            // is then released on the event loop, which must not wait for that request.
+            try single.send(RawHTTP.request("GET", "/hold?seconds=1"))
+            Thread.sleep(forTimeInterval: 0.3)
+            single.close(reset: true)
+        }
+        try await onThread {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while proxy.heldCancels < 2 && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
+            Thread.sleep(forTimeInterval: 1.5)  // the held single row's statement has ended
+        }
+        #expect(proxy.heldCancels >= 2, "Spout sent \(proxy.heldCancels) cancel requests")
+
+        // Meanwhile every other request is served at once, on every path.
+        var slowest = Duration.zero
+        for target in Array(repeating: ["/one", "/health", "/big?rows=10"], count: 10).flatMap({ $0 }) {
+            let started = ContinuousClock.now
+            let response = try await service.get(target, timeout: 10)
+            slowest = max(slowest, ContinuousClock.now - started)
+            #expect(response.status == 200, "\(target): \(response.status)")
+        }
+        #expect(slowest < .seconds(2), "a request took \(slowest) while cancel requests hung")
+        proxy.stop()  // the held cancel requests fail now, and their threads go on
+        await service.stop()
+    }
+}
+
+/// A TCP proxy in front of PostgreSQL that forwards every connection, except cancel requests
+/// (the 16-byte `CancelRequest` packet), which it accepts and then holds open without an
+/// answer: to libpq's `PQcancel`, a server that never finishes taking the request.
+final class CancelBlackHole: Sendable {
+    let port: Int
+    private let listener: Int32
+    private let state = Mutex<(held: [Int32], stopped: Bool, heldCount: Int)>(([], false, 0))
+
+    var heldCancels: Int { self.state.withLock { $0.heldCount } }
+
+    init(upstreamPort: Int) throws {
+        self.port = try ThrowawayPostgres.freePort()
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(self.port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 64) == 0 else { throw RawSocket.Failure(description: "proxy: bind/listen failed") }
+        self.listener = fd
+        let thread = Thread { [self] in self.acceptLoop(upstreamPort: upstreamPort) }
+        thread.start()
+    }
+
+    private func acceptLoop(upstreamPort: Int) {
+        while true {
+            let client = accept(self.listener, nil, nil)
+            guard client >= 0 else { return }
+            Thread { [self] in self.serve(client, upstreamPort: upstreamPort) }.start()
+        }
+    }
+
+    private func serve(_ client: Int32, upstreamPort: Int) {
+        var first = [UInt8](repeating: 0, count: 8)
+        guard recv(client, &first, 8, Int32(MSG_PEEK | MSG_WAITALL)) == 8 else {
+            close(client)
+            return
+        }
+        // CancelRequest: length 16, code 80877102 (1234 << 16 | 5678).
+        if first[0..<8] == [0, 0, 0, 16, 0x04, 0xD2, 0x16, 0x2E] {
+            let keep = self.state.withLock { state -> Bool in
+                guard !state.stopped else { return false }
+                state.held.append(client)
+                state.heldCount += 1
+                return true
+            }
+            if !keep { close(client) }
+            return
+        }
+        guard let upstream = try? LoopbackSocket.connect(port: upstreamPort, timeout: 3600) else {
+            close(client)
+            return
+        }
+        Thread { Self.pump(from: upstream, to: client) }.start()
+        Self.pump(from: client, to: upstream)
+    }
+
+    /// Copies bytes one way until either side closes, then shuts both.
+    private static func pump(from source: Int32, to destination: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = recv(source, &buffer, buffer.count, 0)
+            guard count > 0 else { break }
+            var offset = 0
+            while offset < count {
+                let sent = buffer[offset..<count].withUnsafeBytes { send(destination, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                guard sent > 0 else { break }
+                offset += sent
+            }
+            guard offset == count else { break }
+        }
+        shutdown(source, Int32(SHUT_RDWR))
+        shutdown(destination, Int32(SHUT_RDWR))
+    }
+
+    /// Stops accepting and closes the held cancel connections (their `PQcancel` calls return).
+    func stop() {
+        let held = self.state.withLock { state -> [Int32] in
+            state.stopped = true
+            defer { state.held = [] }
+            return state.held
+        }
+        for fd in held { close(fd) }
+        shutdown(self.listener, Int32(SHUT_RDWR))
+    }
+}
