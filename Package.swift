@@ -94,15 +94,28 @@ let package = Package(
         .testTarget(
             name: "SpoutHTTPTests",
             dependencies: [
-                "SpoutCore", "SpoutHTTP", "SpoutDrivers", "SpoutTestSupport",
+                "SpoutCore", "SpoutHTTP", "SpoutDrivers", "SpoutPostgres", "SpoutSQLite", "SpoutTestSupport",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]
         ),
-        .testTarget(name: "SpoutEndpointsTests", dependencies: ["SpoutCore", "SpoutDrivers", "SpoutHTTP", "SpoutEndpoints", "SpoutData", "SpoutTestSupport"]),
-        .testTarget(name: "SpoutReliabilityTests", dependencies: ["SpoutCore", "SpoutDrivers", "SpoutHTTP", "SpoutEndpoints", "SpoutData", "SpoutTestSupport"]),
+        .testTarget(
+            name: "SpoutEndpointsTests",
+            dependencies: [
+                "SpoutCore", "SpoutDrivers", "SpoutHTTP", "SpoutEndpoints", "SpoutData", "SpoutTestSupport",
+                .product(name: "Logging", package: "swift-log"), .product(name: "Yams", package: "Yams"),
+            ]
+        ),
+        .testTarget(
+            name: "SpoutReliabilityTests",
+            dependencies: [
+                "SpoutCore", "SpoutDrivers", "SpoutHTTP", "SpoutEndpoints", "SpoutData", "SpoutTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(name: "SpoutDataTests", dependencies: ["SpoutCore", "SpoutDrivers", "SpoutPostgres", "SpoutSQLite", "SpoutData", "SpoutTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

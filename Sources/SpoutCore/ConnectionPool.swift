@@ -69,7 +69,7 @@ final class ConnectionPool: Sendable {
     }
 
     /// Leases a connection slot, blocking the calling thread up to the acquire timeout. For
-    /// command-line tools and tests; servers use ``lease()``.
+    /// command-line tools and tests; servers use ``lease(readOnly:)``.
     func leaseBlocking(readOnly: Bool) throws -> ConnectionLease {
         let semaphore = DispatchSemaphore(value: 0)
         let outcome = Mutex<Result<ConnectionLease, DatabaseError>?>(nil)

@@ -5,7 +5,7 @@
 /// bind first from the parent row's columns (by label), then from the stream's arguments.
 /// Attached streams may attach again, to any depth.
 ///
-/// Nothing runs until ``write(as:shape:to:on:)``. Top-level rows are encoded as they are read
+/// Nothing runs until ``write(as:shape:to:on:dateFormat:attachmentBatchSize:fetchSize:)``. Top-level rows are encoded as they are read
 /// and never held together; attached rows are fetched for a window of parent rows at a time
 /// (``DatabaseConfiguration/attachmentBatchSize``), with one child query per window on
 /// PostgreSQL (a `LATERAL` join against the window's keys, passed as arrays), and with one
@@ -27,7 +27,7 @@ public struct RowStream: Sendable {
     public var rowLimit: Int?
     let database: Database?
 
-    /// A stream not tied to a database; write it with ``write(as:shape:to:on:)``.
+    /// A stream not tied to a database; write it with ``write(as:shape:to:on:dateFormat:attachmentBatchSize:fetchSize:)``.
     public init(_ sql: String, _ arguments: [String: SQLValue] = [:]) {
         self.init(sql, arguments, database: nil)
     }

@@ -4,8 +4,10 @@ import SpoutHTTP
 
 /// Serves one endpoint on one database.
 ///
-/// Read-only endpoints with rows hand a `RowStream` to the HTTP layer, which streams it inside
-/// a read-only transaction. Everything else (writes, `none`, `created`) runs here, in one
+/// Read-only endpoints with rows hand a `RowStream` to the HTTP layer, which streams it on a
+/// read-only lease (PostgreSQL: a read-only session, with a read-only transaction only where a
+/// stream reads through a cursor; SQLite: a read-only connection in one transaction), on a
+/// read replica when there are any and the endpoint allows it. Everything else (writes, `none`, `created`) runs here, in one
 /// read-write transaction that commits only when the statement and the encoding succeed; its
 /// result (at most what the statement returns, typically one row) is buffered before it is
 /// sent, so nothing is half-committed when the client sees an error.

@@ -39,15 +39,6 @@ final class ConditionLock: @unchecked Sendable {
         return try body()
     }
 
-    /// Waits until `ready()` is true; `ready` is evaluated holding the lock. Call without the lock.
-    func wait(until ready: () -> Bool) {
-        pthread_mutex_lock(self.mutex)
-        while !ready() {
-            pthread_cond_wait(self.condition, self.mutex)
-        }
-        pthread_mutex_unlock(self.mutex)
-    }
-
     /// Runs `body` holding the lock, then wakes every waiter.
     func withLockSignalling<T>(_ body: () throws -> T) rethrows -> T {
         pthread_mutex_lock(self.mutex)

@@ -29,7 +29,7 @@ public final class HTTPServer: Sendable {
     private let ownsGroup: Bool
     private let threadPool: NIOThreadPool
     private let state = Mutex(ServerState())
-    private let stopped = ConditionLockedFlag()
+    private let stopped = AsyncOneShotEvent()
     private let connectionFailures: ConnectionFailureLog
     private let metrics: ServerMetrics?
     /// ``ServerConfiguration/maximumConnections``, or the automatic limit when that is 0.
@@ -342,7 +342,7 @@ public final class HTTPServer: Sendable {
 }
 
 /// A one-shot flag tasks can wait for without blocking a thread.
-final class ConditionLockedFlag: Sendable {
+final class AsyncOneShotEvent: Sendable {
     private let state = Mutex<(isSet: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     func set() {

@@ -117,9 +117,10 @@ struct ResponseRunner: Sendable {
         if connection.canRunEventDriven(readOnly: lease.readOnly, statementTimeout: nil) {
             lease.release()
         } else {
-            // Returning it may take a round trip (a rollback) or closing it: off the loop.
-            _ = try? await self.threadPool.runIfActive { lease.release() }
-            lease.release()
+            // Returning it may take a round trip (a rollback) or closing it: off the loop, unless
+            // the thread pool has shut down and did not run it.
+            let released = (try? await self.threadPool.runIfActive { lease.release() }) != nil
+            if !released { lease.release() }
         }
         return result
     }
