@@ -36,53 +36,15 @@ public enum SQLLexer {
 
         while index < count {
             let byte = bytes[index]
-            switch byte {
-            case UInt8(ascii: "'"):
-                let escapes = index > 0 && (bytes[index - 1] | 0x20) == UInt8(ascii: "e")
-                    && (index < 2 || !isIdentifierByte(bytes[index - 2]))
-                index = try skipQuoted(bytes, from: index, quote: byte, backslashEscapes: escapes) {
-                    error("unterminated string", at: $0)
-                }
-            case UInt8(ascii: "\""):
-                index = try skipQuoted(bytes, from: index, quote: byte, backslashEscapes: false) {
-                    error("unterminated quoted identifier", at: $0)
-                }
-            case UInt8(ascii: "-") where index + 1 < count && bytes[index + 1] == UInt8(ascii: "-"):
-                index += 2
-                while index < count && bytes[index] != UInt8(ascii: "\n") { index += 1 }
-            case UInt8(ascii: "/") where index + 1 < count && bytes[index + 1] == UInt8(ascii: "*"):
-                let start = index
-                var depth = 0
-                repeat {
-                    if index + 1 < count && bytes[index] == UInt8(ascii: "/") && bytes[index + 1] == UInt8(ascii: "*") {
-                        depth += 1
-                        index += 2
-                    } else if index + 1 < count && bytes[index] == UInt8(ascii: "*") && bytes[index + 1] == UInt8(ascii: "/") {
-                        depth -= 1
-                        index += 2
-                    } else if index < count {
-                        index += 1
-                    } else {
-                        throw error("unterminated comment", at: start)
-                    }
-                } while depth > 0
-            case UInt8(ascii: "$") where index == 0 || !isIdentifierByte(bytes[index - 1]):
-                guard let tagEnd = dollarTagEnd(bytes, from: index) else {
-                    index += 1
+            do {
+                if let run = try Self.quotedRun(in: bytes, at: index) {
+                    index = run.end
                     continue
                 }
-                let tag = bytes[index...tagEnd]
-                var search = tagEnd + 1
-                var closed = false
-                while search + tag.count <= count {
-                    if bytes[search] == UInt8(ascii: "$") && bytes[search..<(search + tag.count)].elementsEqual(tag) {
-                        closed = true
-                        break
-                    }
-                    search += 1
-                }
-                guard closed else { throw error("unterminated dollar quote", at: index) }
-                index = search + tag.count
+            } catch let unterminated {
+                throw error("unterminated \(unterminated.what)", at: unterminated.offset)
+            }
+            switch byte {
             case UInt8(ascii: ":"):
                 if index + 1 < count && bytes[index + 1] == UInt8(ascii: ":") {
                     index += 2
@@ -108,12 +70,91 @@ public enum SQLLexer {
         return segments
     }
 
+    /// A run of SQL text that is not code: a string literal, a quoted identifier, a comment or
+    /// a dollar-quoted string, in PostgreSQL's and SQLite's syntax (including `E'...'` strings
+    /// with backslash escapes and nested `/* ... */` comments).
+    public enum QuotedRun: Sendable, Hashable {
+        case string
+        /// A `"quoted"` identifier, with doubled quotes undone.
+        case identifier(String)
+        case comment
+        case dollarQuoted
+    }
+
+    /// A run that starts with its opening quote or comment marker and never ends.
+    public struct Unterminated: Error, Sendable, Hashable {
+        /// `string`, `quoted identifier`, `comment` or `dollar quote`.
+        public var what: String
+        /// Where the run starts (a byte offset).
+        public var offset: Int
+
+        public init(what: String, offset: Int) {
+            self.what = what
+            self.offset = offset
+        }
+    }
+
+    /// The string, quoted identifier, comment or dollar-quoted string that starts at `index`
+    /// of `bytes`, and the index just after it; nil when code starts there. The one scanner
+    /// for such runs: ``segments(of:)`` and every other reader of SQL text use it, so they
+    /// agree on where code is.
+    public static func quotedRun(in bytes: [UInt8], at index: Int) throws(Unterminated) -> (run: QuotedRun, end: Int)? {
+        let count = bytes.count
+        switch bytes[index] {
+        case UInt8(ascii: "'"):
+            let escapes = index > 0 && (bytes[index - 1] | 0x20) == UInt8(ascii: "e")
+                && (index < 2 || !isIdentifierByte(bytes[index - 2]))
+            guard let end = skipQuoted(bytes, from: index, quote: UInt8(ascii: "'"), backslashEscapes: escapes) else {
+                throw Unterminated(what: "string", offset: index)
+            }
+            return (.string, end)
+        case UInt8(ascii: "\""):
+            guard let end = skipQuoted(bytes, from: index, quote: UInt8(ascii: "\""), backslashEscapes: false) else {
+                throw Unterminated(what: "quoted identifier", offset: index)
+            }
+            let inner = String(decoding: bytes[(index + 1)..<(end - 1)], as: UTF8.self)
+            return (.identifier(inner.replacing("\"\"", with: "\"")), end)
+        case UInt8(ascii: "-") where index + 1 < count && bytes[index + 1] == UInt8(ascii: "-"):
+            var end = index + 2
+            while end < count && bytes[end] != UInt8(ascii: "\n") { end += 1 }
+            return (.comment, end)
+        case UInt8(ascii: "/") where index + 1 < count && bytes[index + 1] == UInt8(ascii: "*"):
+            var end = index
+            var depth = 0
+            repeat {
+                if end + 1 < count && bytes[end] == UInt8(ascii: "/") && bytes[end + 1] == UInt8(ascii: "*") {
+                    depth += 1
+                    end += 2
+                } else if end + 1 < count && bytes[end] == UInt8(ascii: "*") && bytes[end + 1] == UInt8(ascii: "/") {
+                    depth -= 1
+                    end += 2
+                } else if end < count {
+                    end += 1
+                } else {
+                    throw Unterminated(what: "comment", offset: index)
+                }
+            } while depth > 0
+            return (.comment, end)
+        case UInt8(ascii: "$") where index == 0 || !isIdentifierByte(bytes[index - 1]):
+            guard let tagEnd = dollarTagEnd(bytes, from: index) else { return nil }
+            let tag = bytes[index...tagEnd]
+            var search = tagEnd + 1
+            while search + tag.count <= count {
+                if bytes[search] == UInt8(ascii: "$") && bytes[search..<(search + tag.count)].elementsEqual(tag) {
+                    return (.dollarQuoted, search + tag.count)
+                }
+                search += 1
+            }
+            throw Unterminated(what: "dollar quote", offset: index)
+        default:
+            return nil
+        }
+    }
+
     /// Skips a quoted run starting at `start` (the opening quote); returns the index after the
-    /// closing quote. A doubled quote stands for itself; with `backslashEscapes`, so does `\x`.
-    private static func skipQuoted(
-        _ bytes: [UInt8], from start: Int, quote: UInt8, backslashEscapes: Bool,
-        unterminated: (Int) -> SQLSyntaxError
-    ) throws -> Int {
+    /// closing quote, or nil when there is none. A doubled quote stands for itself; with
+    /// `backslashEscapes`, so does `\x`.
+    private static func skipQuoted(_ bytes: [UInt8], from start: Int, quote: UInt8, backslashEscapes: Bool) -> Int? {
         var index = start + 1
         while index < bytes.count {
             let byte = bytes[index]
@@ -130,7 +171,7 @@ public enum SQLLexer {
             }
             index += 1
         }
-        throw unterminated(start)
+        return nil
     }
 
     /// If a dollar-quote opening tag (`$$` or `$tag$`) starts at `start`, the index of its

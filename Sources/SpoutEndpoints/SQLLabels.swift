@@ -1,3 +1,5 @@
+import SpoutCore
+
 /// Finds the column labels of a statement without running it, from its outermost select list
 /// (or `RETURNING` list).
 ///
@@ -130,7 +132,10 @@ enum SQLLabels {
     }
 
     /// Splits SQL into words, quoted identifiers and punctuation; literals, parameters and
-    /// numbers become ``Token/other``; comments and spaces are dropped.
+    /// numbers become ``Token/other``; comments and spaces are dropped. Strings, quoted
+    /// identifiers, comments and dollar quotes are found by ``SQLLexer/quotedRun(in:at:)``,
+    /// the scanner the SQL parser uses; an unterminated one ends the tokens (the parser
+    /// reports it).
     static func tokens(of sql: String) -> [Token] {
         let bytes = Array(sql.utf8)
         var tokens: [Token] = []
@@ -140,40 +145,33 @@ enum SQLLabels {
                 || byte == 0x5F || byte == 0x24 || byte >= 0x80
         }
         while index < bytes.count {
+            let run: (run: SQLLexer.QuotedRun, end: Int)?
+            do {
+                run = try SQLLexer.quotedRun(in: bytes, at: index)
+            } catch {
+                return tokens
+            }
+            if let run {
+                switch run.run {
+                case .identifier(let name): tokens.append(.quoted(name))
+                case .string, .dollarQuoted: tokens.append(.other)
+                case .comment: break
+                }
+                index = run.end
+                continue
+            }
             let byte = bytes[index]
             switch byte {
             case 0x20, 0x09, 0x0A, 0x0D:
                 index += 1
-            case UInt8(ascii: "-") where index + 1 < bytes.count && bytes[index + 1] == UInt8(ascii: "-"):
-                while index < bytes.count && bytes[index] != 0x0A { index += 1 }
-            case UInt8(ascii: "/") where index + 1 < bytes.count && bytes[index + 1] == UInt8(ascii: "*"):
-                index += 2
-                while index + 1 < bytes.count && !(bytes[index] == UInt8(ascii: "*") && bytes[index + 1] == UInt8(ascii: "/")) {
-                    index += 1
-                }
-                index = min(bytes.count, index + 2)
-            case UInt8(ascii: "'"):
-                index += 1
-                while index < bytes.count {
-                    if bytes[index] == UInt8(ascii: "'") {
-                        if index + 1 < bytes.count && bytes[index + 1] == UInt8(ascii: "'") {
-                            index += 2
-                            continue
-                        }
-                        break
-                    }
-                    index += 1
-                }
-                index += 1
-                tokens.append(.other)
-            case UInt8(ascii: "\""), UInt8(ascii: "`"):
-                let quote = byte
+            case UInt8(ascii: "`"):
+                // SQLite also quotes identifiers MySQL's way.
                 var name: [UInt8] = []
                 index += 1
                 while index < bytes.count {
-                    if bytes[index] == quote {
-                        if index + 1 < bytes.count && bytes[index + 1] == quote {
-                            name.append(quote)
+                    if bytes[index] == UInt8(ascii: "`") {
+                        if index + 1 < bytes.count && bytes[index + 1] == UInt8(ascii: "`") {
+                            name.append(UInt8(ascii: "`"))
                             index += 2
                             continue
                         }
@@ -184,19 +182,6 @@ enum SQLLabels {
                 }
                 index += 1
                 tokens.append(.quoted(String(decoding: name, as: UTF8.self)))
-            case UInt8(ascii: "$"):
-                // A dollar quote: $$...$$ or $tag$...$tag$.
-                var end = index + 1
-                while end < bytes.count && isWordByte(bytes[end]) && bytes[end] != UInt8(ascii: "$") { end += 1 }
-                if end < bytes.count && bytes[end] == UInt8(ascii: "$") {
-                    let tag = Array(bytes[index...end])
-                    var search = end + 1
-                    while search + tag.count <= bytes.count && Array(bytes[search..<(search + tag.count)]) != tag { search += 1 }
-                    index = min(bytes.count, search + tag.count)
-                } else {
-                    index = end
-                }
-                tokens.append(.other)
             case UInt8(ascii: ":") where index + 1 < bytes.count && bytes[index + 1] == UInt8(ascii: ":"):
                 tokens.append(.punctuation("::"))
                 index += 2

@@ -95,4 +95,19 @@ import Testing
         let error = try #require(throws: MissingParameterError.self) { try parsed.bind(["a": 1]) }
         #expect(error.name == "b")
     }
+
+    @Test func quotedRunsAreFoundWhereTheyStart() throws {
+        let bytes = Array(#"a E'x\'y' "q""t" /* a /* b */ c */ $t$ : $t$ -- end"#.utf8)
+        func run(at offset: Int) throws -> (SQLLexer.QuotedRun, String)? {
+            try SQLLexer.quotedRun(in: bytes, at: offset).map { ($0.run, String(decoding: bytes[offset..<$0.end], as: UTF8.self)) }
+        }
+        #expect(try run(at: 0) == nil)
+        #expect(try run(at: 3).map(\.1) == #"'x\'y'"#)
+        #expect(try run(at: 10).map(\.0) == .identifier(#"q"t"#))
+        #expect(try run(at: 17).map(\.1) == "/* a /* b */ c */")
+        #expect(try run(at: 35).map(\.0) == .dollarQuoted)
+        #expect(try run(at: 45).map(\.1) == "-- end")
+        #expect(throws: SQLLexer.Unterminated(what: "comment", offset: 0)) { try SQLLexer.quotedRun(in: Array("/* /* */".utf8), at: 0) }
+    }
+
 }

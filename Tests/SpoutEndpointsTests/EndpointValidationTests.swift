@@ -328,5 +328,11 @@ struct EndpointValidationTests {
         #expect(!SQLLabels.labels(of: "SELECT * FROM t").complete)
         #expect(!SQLLabels.labels(of: "SELECT a + 1 FROM t").complete)
         #expect(SQLLabels.labels(of: "SELECT DISTINCT a, b AS c FROM t").labels == ["a", "c"])
+        // The parser's own scanner: E'' strings with backslash escapes, nested comments,
+        // dollar quotes and doubled quotes in identifiers are read as PostgreSQL reads them.
+        #expect(labels(#"SELECT E'it\'s, x' AS said, b FROM t"#) == ["said", "b"])
+        #expect(labels("SELECT /* outer /* inner, x AS no */ still comment, y AS nope */ a AS yes FROM t") == ["yes"])
+        #expect(labels("SELECT $q$ a, b AS no $q$ AS text, `tick` FROM t") == ["text", "tick"])
+        #expect(labels(#"SELECT 1 AS "say ""hi""" FROM t"#) == [#"say "hi""#])
     }
 }
