@@ -11,8 +11,11 @@ import Synchronization
 ///   one is opened before the lease is handed out. A replica whose connection cannot be
 ///   opened, or whose lag is past `maximumLag`, is marked unavailable for `retryInterval`,
 ///   then tried again. Nil means "use the primary".
-/// - The lag is measured at most once per `lagCheckInterval` per replica, on a lease about to
-///   be handed out (one extra round trip for that request), only when `maximumLag` is set.
+/// - Once per `lagCheckInterval` per replica, a lease about to be handed out first makes one
+///   round trip that measures the replica's lag (enforced when `maximumLag` is set): this also
+///   finds a replica that went away behind a pooler, whose connections to the pooler look
+///   fine. A request that fails on a replica with a connection-class error marks it
+///   unavailable at once (``reportFailure(on:error:)``).
 /// - Each replica has its own pool (``Database``), sized like the primary's.
 public final class ReadReplicas: Sendable {
     /// One replica and what is known of its health.
@@ -90,7 +93,7 @@ public final class ReadReplicas: Sendable {
         for _ in 0...replica.database.configuration.maximumConnections {
             // A busy replica pool waits like any other; only a failure moves on.
             guard let lease = try? await replica.database.lease(readOnly: true) else { return nil }
-            let checkLag = self.maximumLag != nil && replica.health.withLock { health in
+            let checkLag = replica.health.withLock { health in
                 health.lagCheckedAt.map { .now - $0 >= self.lagCheckInterval } ?? true
             }
             let hadConnection = lease.hasConnection
@@ -122,6 +125,27 @@ public final class ReadReplicas: Sendable {
             }
         }
         return nil
+    }
+
+    /// Whether `lease` came from one of the replicas.
+    public func isReplica(_ lease: ConnectionLease) -> Bool {
+        self.replicas.contains { $0.name == lease.databaseName }
+    }
+
+    /// A request on `lease` failed with `error`: when the lease is a replica's and the error
+    /// says the server (or the pooler's connection to it) is gone, the replica is set aside
+    /// for `retryInterval`, so the next requests go to the primary. Returns whether it was.
+    @discardableResult
+    public func reportFailure(on lease: ConnectionLease, error: any Error) -> Bool {
+        guard let replica = self.replicas.first(where: { $0.name == lease.databaseName }),
+            let error = error as? DatabaseError
+        else { return false }
+        // 08: connection exceptions (also PgBouncer's "cannot connect to server"); 57P0x:
+        // administrator shutdown, crash shutdown, cannot connect now.
+        let gone = error.code == .connectionLost || error.code == .connectionFailed
+            || error.sqlState?.hasPrefix("08") == true || error.sqlState?.hasPrefix("57P0") == true
+        if gone { self.markUnavailable(replica, problem: "\(error.code)") }
+        return gone
     }
 
     private func markUnavailable(_ replica: Replica, problem: String) {

@@ -42,11 +42,11 @@ struct ResponseRunner: Sendable {
         }
     }
 
-    private func stream(_ rows: RowResult, status: Int, headers: HeaderFields) async throws {
+    private func stream(_ rows: RowResult, status: Int, headers original: HeaderFields) async throws {
         guard let format = ContentNegotiation.format(accept: self.acceptHeader) else {
             throw HTTPError(status: 406, message: "not acceptable: ask for application/json, application/x-ndjson or text/csv")
         }
-        var headers = headers
+        var headers = original
         headers.replaceOrAdd("Content-Type", format.contentType)
         let exchange = self.exchange
         let waitStarted = ContinuousClock.now
@@ -54,6 +54,15 @@ struct ResponseRunner: Sendable {
         let acquire = ContinuousClock.now - waitStarted
         self.metrics?.acquiredConnection(database: lease.databaseName, after: acquire)
         if let result = await self.runEventDriven(rows, format: format, lease: lease) {
+            if case .failure(let error) = result, rows.onReplica,
+                rows.database.replicas?.reportFailure(on: lease, error: error) == true
+            {
+                // The replica went away under this request, before any byte was sent: the
+                // replica is set aside and the primary answers instead.
+                var onPrimary = rows
+                onPrimary.onReplica = false
+                return try await self.stream(onPrimary, status: status, headers: original)
+            }
             let (body, count, database, encode) = try result.get()
             if self.timingHeader {
                 headers.add("Server-Timing", ServerTiming.header([("acquire", acquire), ("db", database), ("encode", encode)]))
@@ -69,19 +78,25 @@ struct ResponseRunner: Sendable {
             handler.value.streamChunk(exchange, chunk, isFirst: isFirst)
         }
         self.onLoop { [headers] in $0.attachSink(exchange, sink: sink, status: status, headers: headers) }
-        // A client that goes away cancels the statement, so the connection comes back soon.
         let metrics = self.metrics
-        sink.onClose {
-            metrics?.cancelsSent.increment()
-            lease.cancel()
-        }
         metrics?.streamsInFlight.increment()
         let runStarted = ContinuousClock.now
-        let result = await self.runOnThreadPool(rows, format: format, lease: lease, sink: sink)
+        var result = await self.runOnThreadPool(rows, format: format, lease: lease, sink: sink)
+        if case .failure(let error) = result, rows.onReplica,
+            rows.database.replicas?.reportFailure(on: lease, error: error) == true,
+            sink.snapshot.byteCount == 0, !sink.snapshot.isClosed,
+            let primary = try? await rows.database.lease(readOnly: rows.readOnly)
+        {
+            // The replica went away before the stream produced a byte: the replica is set
+            // aside and the primary streams into the same, still empty sink.
+            var onPrimary = rows
+            onPrimary.onReplica = false
+            result = await self.runOnThreadPool(onPrimary, format: format, lease: primary, sink: sink)
+        }
         metrics?.streamsInFlight.decrement()
         // Reading and encoding interleave on this path: one `db` figure covers both.
         let timing = self.timingHeader ? ServerTiming.header([("acquire", acquire), ("db", ContinuousClock.now - runStarted)]) : nil
-        self.onLoop { [exchange] in $0.streamDone(exchange, sink: sink, result: result, timing: timing) }
+        self.onLoop { [exchange, result] in $0.streamDone(exchange, sink: sink, result: result, timing: timing) }
     }
 
     /// Runs a single-row stream without a thread of its own when the lease's connection can
@@ -126,10 +141,16 @@ struct ResponseRunner: Sendable {
     }
 
     /// Runs the stream on a thread-pool thread, which blocks on the database and on the
-    /// sink's backpressure, and releases the lease there.
+    /// sink's backpressure, and releases the lease there. A client that goes away meanwhile
+    /// cancels the statement, so the connection comes back soon.
     private func runOnThreadPool(
         _ rows: RowResult, format: OutputFormat, lease: ConnectionLease, sink: StreamingResponseSink
     ) async -> Result<Int, any Error> {
+        let metrics = self.metrics
+        sink.onClose {
+            metrics?.cancelsSent.increment()
+            lease.cancel()
+        }
         let result: Result<Int, any Error>
         do {
             let configuration = rows.database.configuration

@@ -52,6 +52,24 @@ struct ScaleOutTopologyTests {
         #expect(seen)
         let deleted = try await RawHTTP.send(port: balancer, RawHTTP.request("DELETE", "/pets/Scaly"))
         #expect(deleted.status == 204)
+
+        // The replica stops behind PgBouncer, whose connections to the Spouts stay up. The
+        // requests that meet the gap wait for PgBouncer's query_wait_timeout (2 s in
+        // scripts/scale-out) and are then answered from the primary; the others go straight
+        // to the primary. Single rows and streams alike, no error.
+        let bin = try #require(ThrowawayPostgres.binDirectory)
+        var stop = ["\(bin)/pg_ctl", "-D", directory + "/replica", "-m", "fast", "-w", "stop"]
+        if getuid() == 0 { stop = ["/usr/sbin/runuser", "-u", "postgres", "--"] + stop }
+        let stopped = try await ChildProcess.run(executable: stop[0], arguments: Array(stop.dropFirst()))
+        try #require(stopped.status == 0, "\(stopped.standardError)")
+        var statuses: [Int] = []
+        for _ in 0..<10 {
+            statuses.append(try await RawHTTP.get(port: balancer, "/employees/10004?details=titles").status)
+            statuses.append(try await RawHTTP.get(port: balancer, "/pets?owner=Gwen").status)
+        }
+        #expect(statuses.allSatisfy { $0 == 200 }, "\(statuses)")
+        let degraded = try await RawHTTP.get(port: balancer, "/ready")
+        #expect(degraded.status == 200 && degraded.text.contains(#""status":"down""#), "\(degraded.text)")
     }
 
     /// `DIR/ports`: `name=port` lines.
