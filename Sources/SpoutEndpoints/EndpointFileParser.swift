@@ -150,6 +150,9 @@ struct EndpointFileParser {
 
     // MARK: Endpoints
 
+    /// One method of a path: its keys read and checked in order (result, read-only,
+    /// parameters, details, limits, consistency, location, then the SQL's parameters), so the
+    /// first mistake in a file is the one reported.
     private func endpoint(
         method: RequestMethod, path: String, value: YAMLValue, key: YAMLValue, tag: String
     ) throws(ConfigurationError) -> Endpoint {
@@ -157,121 +160,15 @@ struct EndpointFileParser {
         let fields = try value.mapping(title, allowed: Self.endpointKeys)
         let summary = try fields.value("description")?.string("'description'")
         let sql = try self.sql(in: fields, owner: value, what: title)
-
-        // Result
-        var result = EndpointResult.rows
-        if let resultValue = fields.value("result") {
-            let text = try resultValue.string("'result'")
-            guard let parsed = EndpointResult(rawValue: text) else {
-                let known = EndpointResult.allCases.map(\.rawValue).joined(separator: ", ")
-                throw resultValue.error("unknown result '\(text)' (known: \(known))")
-            }
-            result = parsed
-        }
-        if result == .created && method != .post && method != .put {
-            throw fields["result"]!.error("result 'created' is for POST and PUT endpoints, not \(method)")
-        }
-        if result == .none && method == .get {
-            throw fields["result"]!.error("result 'none' answers 204 after a write; a GET endpoint cannot use it")
-        }
-
-        // Read-only
-        var readOnly = method == .get
-        if let readOnlyValue = fields.value("readOnly") {
-            readOnly = try readOnlyValue.boolean("'readOnly'")
-            if method == .get && !readOnly {
-                throw readOnlyValue.error("a GET endpoint is always read-only; use POST, PUT, PATCH or DELETE to write")
-            }
-        }
-
-        // Parameters
-        let pathKeys = EndpointPath.keys(of: path)
-        var parameters: [Parameter] = []
-        if let declared = fields.value("parameters") {
-            for declaration in try self.parameterDeclarations(declared) {
-                let parameter = try self.parameter(declaration, pathKeys: pathKeys)
-                if parameters.contains(where: { $0.name == parameter.name }) {
-                    throw declaration.node.error("parameter '\(parameter.name)' is declared twice")
-                }
-                parameters.append(parameter)
-            }
-        }
-        for pathKey in pathKeys.reversed() where !parameters.contains(where: { $0.name == pathKey }) {
-            parameters.insert(Parameter(pathKey, .string, required: true), at: 0)
-        }
-
-        // Details
-        var details: [EndpointDetail] = []
-        var detailsParameter: String?
+        let result = try self.result(in: fields, method: method)
+        let readOnly = try self.readOnly(in: fields, method: method)
+        var parameters = try self.declaredParameters(in: fields, pathKeys: EndpointPath.keys(of: path))
         let labels = SQLLabels.labels(of: sql.text(for: .postgres))
-        if let list = fields.value("details") {
-            guard result == .rows || result == .object else {
-                throw list.error("details attach arrays to rows; result '\(result.rawValue)' has none")
-            }
-            for item in try list.sequence("'details'") {
-                let detail = try self.detail(item, endpoint: title)
-                if details.contains(where: { $0.name == detail.name }) {
-                    throw item.error("detail '\(detail.name)' is declared twice")
-                }
-                if labels.labels.contains(detail.name) {
-                    throw item.error("detail '\(detail.name)' has the name of a column of \(title); rename one of them")
-                }
-                details.append(detail)
-            }
-            let nameValue = fields.value("detailsParameter")
-            let name = try nameValue?.nonEmptyString("'detailsParameter'") ?? "details"
-            guard Self.isIdentifier(name) else {
-                throw (nameValue ?? list).error("the details parameter '\(name)' must be letters, digits and underscores")
-            }
-            if parameters.contains(where: { $0.name == name }) {
-                throw (nameValue ?? list).error(
-                    "parameter '\(name)' selects the details; it cannot also be declared (rename it with 'detailsParameter')")
-            }
-            detailsParameter = name
-            parameters.append(
-                Parameter(
-                    name, .list(.string), allowedValues: details.map { .text($0.name) },
-                    summary: "Arrays to attach to each row: " + details.map(\.name).joined(separator: ", ")))
-        } else if let nameValue = fields.value("detailsParameter") {
-            throw nameValue.error("'detailsParameter' names the parameter that selects details; this endpoint has none")
-        }
-
-        // Limits
-        var timeout: Duration?
-        if let timeoutValue = fields.value("timeoutMs") {
-            timeout = .milliseconds(try timeoutValue.integer("'timeoutMs'", in: 1...86_400_000))
-        }
-        var rowLimit: Int?
-        if let limitValue = fields.value("rowLimit") {
-            guard result == .rows else { throw limitValue.error("'rowLimit' applies to result 'rows' only") }
-            rowLimit = try limitValue.integer("'rowLimit'", in: 1...Int.max)
-        }
-
-        // Consistency
-        var consistency = Consistency.replica
-        if let consistencyValue = fields.value("consistency") {
-            let text = try consistencyValue.string("'consistency'")
-            guard let parsed = Consistency(rawValue: text) else {
-                throw consistencyValue.error("unknown consistency '\(text)' (known: replica, primary)")
-            }
-            guard readOnly else {
-                throw consistencyValue.error("'consistency' is for read-only endpoints; writes always run on the primary")
-            }
-            consistency = parsed
-        }
-
-        // Location
-        var location: String?
-        if let locationValue = fields.value("location") {
-            guard result == .created else { throw locationValue.error("'location' is for result 'created' only") }
-            let template = try locationValue.nonEmptyString("'location'")
-            for name in LocationTemplate.placeholders(in: template) where !parameters.contains(where: { $0.name == name }) {
-                throw locationValue.error("'location' uses {\(name)}, which is not a parameter of \(title)")
-            }
-            location = template
-        } else if result == .created {
-            throw value.error("result 'created' needs 'location', the path of the new resource (like /pets/{name})")
-        }
+        let (details, detailsParameter) = try self.details(
+            in: fields, result: result, title: title, columns: labels.labels, parameters: &parameters)
+        let (timeout, rowLimit) = try self.limits(in: fields, result: result)
+        let consistency = try self.consistency(in: fields, readOnly: readOnly)
+        let location = try self.location(in: fields, endpoint: value, result: result, parameters: parameters, title: title)
 
         // SQL parameters
         let declared = Set(parameters.map(\.name))
@@ -292,6 +189,142 @@ struct EndpointFileParser {
             labels: labels.labels, labelsComplete: labels.complete, detailLabels: detailLabels)
         endpoint.consistency = consistency
         return endpoint
+    }
+
+    /// `result`, `rows` when absent; `created` only for POST and PUT, `none` never for GET.
+    private func result(in fields: YAMLMapping, method: RequestMethod) throws(ConfigurationError) -> EndpointResult {
+        var result = EndpointResult.rows
+        if let resultValue = fields.value("result") {
+            let text = try resultValue.string("'result'")
+            guard let parsed = EndpointResult(rawValue: text) else {
+                let known = EndpointResult.allCases.map(\.rawValue).joined(separator: ", ")
+                throw resultValue.error("unknown result '\(text)' (known: \(known))")
+            }
+            result = parsed
+        }
+        if result == .created && method != .post && method != .put {
+            throw fields["result"]!.error("result 'created' is for POST and PUT endpoints, not \(method)")
+        }
+        if result == .none && method == .get {
+            throw fields["result"]!.error("result 'none' answers 204 after a write; a GET endpoint cannot use it")
+        }
+        return result
+    }
+
+    /// `readOnly`: true for GET (which cannot say otherwise), false for the other methods.
+    private func readOnly(in fields: YAMLMapping, method: RequestMethod) throws(ConfigurationError) -> Bool {
+        guard let readOnlyValue = fields.value("readOnly") else { return method == .get }
+        let readOnly = try readOnlyValue.boolean("'readOnly'")
+        if method == .get && !readOnly {
+            throw readOnlyValue.error("a GET endpoint is always read-only; use POST, PUT, PATCH or DELETE to write")
+        }
+        return readOnly
+    }
+
+    /// The declared parameters, each once, with the path keys not declared added first (as
+    /// required strings).
+    private func declaredParameters(in fields: YAMLMapping, pathKeys: [String]) throws(ConfigurationError) -> [Parameter] {
+        var parameters: [Parameter] = []
+        if let declared = fields.value("parameters") {
+            for declaration in try self.parameterDeclarations(declared) {
+                let parameter = try self.parameter(declaration, pathKeys: pathKeys)
+                if parameters.contains(where: { $0.name == parameter.name }) {
+                    throw declaration.node.error("parameter '\(parameter.name)' is declared twice")
+                }
+                parameters.append(parameter)
+            }
+        }
+        for pathKey in pathKeys.reversed() where !parameters.contains(where: { $0.name == pathKey }) {
+            parameters.insert(Parameter(pathKey, .string, required: true), at: 0)
+        }
+        return parameters
+    }
+
+    /// `details` and `detailsParameter`: the details, each once and never named like one of the
+    /// endpoint's `columns`, and the parameter that selects them, appended to `parameters`.
+    private func details(
+        in fields: YAMLMapping, result: EndpointResult, title: String, columns: [String], parameters: inout [Parameter]
+    ) throws(ConfigurationError) -> (details: [EndpointDetail], parameter: String?) {
+        guard let list = fields.value("details") else {
+            if let nameValue = fields.value("detailsParameter") {
+                throw nameValue.error("'detailsParameter' names the parameter that selects details; this endpoint has none")
+            }
+            return ([], nil)
+        }
+        guard result == .rows || result == .object else {
+            throw list.error("details attach arrays to rows; result '\(result.rawValue)' has none")
+        }
+        var details: [EndpointDetail] = []
+        for item in try list.sequence("'details'") {
+            let detail = try self.detail(item, endpoint: title)
+            if details.contains(where: { $0.name == detail.name }) {
+                throw item.error("detail '\(detail.name)' is declared twice")
+            }
+            if columns.contains(detail.name) {
+                throw item.error("detail '\(detail.name)' has the name of a column of \(title); rename one of them")
+            }
+            details.append(detail)
+        }
+        let nameValue = fields.value("detailsParameter")
+        let name = try nameValue?.nonEmptyString("'detailsParameter'") ?? "details"
+        guard Self.isIdentifier(name) else {
+            throw (nameValue ?? list).error("the details parameter '\(name)' must be letters, digits and underscores")
+        }
+        if parameters.contains(where: { $0.name == name }) {
+            throw (nameValue ?? list).error(
+                "parameter '\(name)' selects the details; it cannot also be declared (rename it with 'detailsParameter')")
+        }
+        parameters.append(
+            Parameter(
+                name, .list(.string), allowedValues: details.map { .text($0.name) },
+                summary: "Arrays to attach to each row: " + details.map(\.name).joined(separator: ", ")))
+        return (details, name)
+    }
+
+    /// `timeoutMs` and `rowLimit` (for result `rows` only).
+    private func limits(in fields: YAMLMapping, result: EndpointResult) throws(ConfigurationError) -> (timeout: Duration?, rowLimit: Int?) {
+        var timeout: Duration?
+        if let timeoutValue = fields.value("timeoutMs") {
+            timeout = .milliseconds(try timeoutValue.integer("'timeoutMs'", in: 1...86_400_000))
+        }
+        var rowLimit: Int?
+        if let limitValue = fields.value("rowLimit") {
+            guard result == .rows else { throw limitValue.error("'rowLimit' applies to result 'rows' only") }
+            rowLimit = try limitValue.integer("'rowLimit'", in: 1...Int.max)
+        }
+        return (timeout, rowLimit)
+    }
+
+    /// `consistency`, for read-only endpoints only; `replica` when absent.
+    private func consistency(in fields: YAMLMapping, readOnly: Bool) throws(ConfigurationError) -> Consistency {
+        guard let consistencyValue = fields.value("consistency") else { return .replica }
+        let text = try consistencyValue.string("'consistency'")
+        guard let parsed = Consistency(rawValue: text) else {
+            throw consistencyValue.error("unknown consistency '\(text)' (known: replica, primary)")
+        }
+        guard readOnly else {
+            throw consistencyValue.error("'consistency' is for read-only endpoints; writes always run on the primary")
+        }
+        return parsed
+    }
+
+    /// `location`: required by result `created` and only allowed there; its `{placeholders}`
+    /// must be parameters.
+    private func location(
+        in fields: YAMLMapping, endpoint value: YAMLValue, result: EndpointResult, parameters: [Parameter], title: String
+    ) throws(ConfigurationError) -> String? {
+        guard let locationValue = fields.value("location") else {
+            if result == .created {
+                throw value.error("result 'created' needs 'location', the path of the new resource (like /pets/{name})")
+            }
+            return nil
+        }
+        guard result == .created else { throw locationValue.error("'location' is for result 'created' only") }
+        let template = try locationValue.nonEmptyString("'location'")
+        for name in LocationTemplate.placeholders(in: template) where !parameters.contains(where: { $0.name == name }) {
+            throw locationValue.error("'location' uses {\(name)}, which is not a parameter of \(title)")
+        }
+        return template
     }
 
     // MARK: Parameters
