@@ -35,6 +35,7 @@ final class ConnectionPool: Sendable {
     /// The statement timeout (ms) every connection has between leases; nil: none.
     let statementTimeout: Int?
     let statistics: QueryStatistics
+    /// The name of the database the pool belongs to (``Database/name``).
     let name: String
     private let state = Mutex(State())
 
@@ -204,8 +205,6 @@ final class ConnectionPool: Sendable {
     var counts: (slots: Int, idle: Int, waiters: Int) {
         self.state.withLock { ($0.slotsInUse, $0.idle.count, $0.waiters.count) }
     }
-    /// The name of the database the pool belongs to (``Database/name``).
-    var databaseName: String { self.name }
 }
 
 /// The right to use one pooled connection until ``release()``.
@@ -258,7 +257,7 @@ public final class ConnectionLease: Sendable {
     }
 
     /// The name of the database whose pool the lease comes from (``Database/name``).
-    public var databaseName: String { self.pool.databaseName }
+    public var databaseName: String { self.pool.name }
 
     /// Whether the lease holds a connection already open (alive or not).
     public var hasConnection: Bool {

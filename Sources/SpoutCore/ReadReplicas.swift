@@ -20,8 +20,6 @@ import Synchronization
 public final class ReadReplicas: Sendable {
     /// One replica and what is known of its health.
     public final class Replica: Sendable {
-        /// A name for logs and `/ready` (`replica 1`, ...): never the URL, which may hold a password.
-        public let name: String
         public let database: Database
         fileprivate let health = Mutex(Health())
 
@@ -32,10 +30,13 @@ public final class ReadReplicas: Sendable {
             var lagCheckedAt: ContinuousClock.Instant?
         }
 
-        public init(name: String, database: Database) {
-            self.name = name
+        /// `database`, named (``Database/name``) for logs, metrics and `/ready` (`replica 1`,
+        /// ...): never by its URL, which may hold a password.
+        public init(database: Database) {
             self.database = database
         }
+
+        public var name: String { self.database.name }
 
         /// What is known now: available or not, why not, and the last lag measured.
         public var status: Status {
@@ -97,8 +98,9 @@ public final class ReadReplicas: Sendable {
                 health.lagCheckedAt.map { .now - $0 >= self.lagCheckInterval } ?? true
             }
             let hadConnection = lease.hasConnection
-            if !checkLag && lease.hasLiveConnection { return lease }
-            if hadConnection && !lease.hasLiveConnection {
+            let live = hadConnection && lease.hasLiveConnection
+            if !checkLag && live { return lease }
+            if hadConnection && !live {
                 lease.release()  // closed, since it is broken
                 continue
             }
@@ -125,11 +127,6 @@ public final class ReadReplicas: Sendable {
             }
         }
         return nil
-    }
-
-    /// Whether `lease` came from one of the replicas.
-    public func isReplica(_ lease: ConnectionLease) -> Bool {
-        self.replicas.contains { $0.name == lease.databaseName }
     }
 
     /// A request on `lease` failed with `error`: when the lease is a replica's and the error

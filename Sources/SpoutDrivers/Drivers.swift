@@ -31,15 +31,14 @@ public enum Drivers {
     public static func open(
         _ url: String, replicaURLs: [String], maximumLag: Duration?, configuration: DatabaseConfiguration = DatabaseConfiguration()
     ) throws -> Database {
-        if !replicaURLs.isEmpty && !(url.hasPrefix("postgresql://") || url.hasPrefix("postgres://")) {
+        let driver = try self.driver(for: url, preparedStatements: configuration.preparedStatements)
+        if !replicaURLs.isEmpty && driver.dialect != .postgres {
             throw DatabaseError(.invalidURL, message: "read replicas need a PostgreSQL primary (database.url)")
         }
         let replicas = try replicaURLs.enumerated().map { index, replicaURL in
-            let name = "replica \(index + 1)"
-            let driver = try self.driver(for: replicaURL, preparedStatements: configuration.preparedStatements)
-            return ReadReplicas.Replica(name: name, database: Database(driver: driver, configuration: configuration, name: name))
+            let replica = try self.driver(for: replicaURL, preparedStatements: configuration.preparedStatements)
+            return ReadReplicas.Replica(database: Database(driver: replica, configuration: configuration, name: "replica \(index + 1)"))
         }
-        let driver = try self.driver(for: url, preparedStatements: configuration.preparedStatements)
         return Database(driver: driver, configuration: configuration, replicas: ReadReplicas(replicas, maximumLag: maximumLag))
     }
 }

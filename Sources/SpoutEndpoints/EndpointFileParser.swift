@@ -300,7 +300,8 @@ struct EndpointFileParser {
         guard let consistencyValue = fields.value("consistency") else { return .replica }
         let text = try consistencyValue.string("'consistency'")
         guard let parsed = Consistency(rawValue: text) else {
-            throw consistencyValue.error("unknown consistency '\(text)' (known: replica, primary)")
+            let known = Consistency.allCases.map(\.rawValue).joined(separator: ", ")
+            throw consistencyValue.error("unknown consistency '\(text)' (known: \(known))")
         }
         guard readOnly else {
             throw consistencyValue.error("'consistency' is for read-only endpoints; writes always run on the primary")

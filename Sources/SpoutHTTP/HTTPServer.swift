@@ -316,7 +316,7 @@ public final class HTTPServer: Sendable {
                 .get, "/ready",
                 summary: "Readiness: 200 when every database answers SELECT 1, else 503; the body lists each read replica and whether it answers."
             ) { request in
-                var replicas: [String] = []
+                var replicas: [JSONObjectWriter] = []
                 for database in databases {
                     guard await Self.answers(database, request: request) else {
                         throw HTTPError(status: 503, message: "not ready")
@@ -325,17 +325,19 @@ public final class HTTPServer: Sendable {
                     for replica in database.replicas?.replicas ?? [] {
                         let up = await Self.answers(replica.database, request: request)
                         let status = replica.status
-                        var entry = #"{"name":"\#(replica.name)","status":"\#(up ? "up" : "down")""#
-                        entry += #","inUse":\#(up && status.isAvailable)"#
-                        if let lag = status.lagMilliseconds { entry += #","lagMs":\#(lag)"# }
-                        if let problem = status.problem { entry += #","problem":"\#(problem)""# }
-                        replicas.append(entry + "}")
+                        var entry = JSONObjectWriter()
+                        entry.add("name", replica.name)
+                        entry.add("status", up ? "up" : "down")
+                        entry.add("inUse", up && status.isAvailable)
+                        if let lag = status.lagMilliseconds { entry.add("lagMs", lag) }
+                        if let problem = status.problem { entry.add("problem", problem) }
+                        replicas.append(entry)
                     }
                 }
-                let body = replicas.isEmpty
-                    ? #"{"status":"ready"}"#
-                    : #"{"status":"ready","replicas":["# + replicas.joined(separator: ",") + "]}"
-                return Response.bytes(Array(body.utf8), contentType: "application/json")
+                var body = JSONObjectWriter()
+                body.add("status", "ready")
+                if !replicas.isEmpty { body.add("replicas", objects: replicas) }
+                return Response.bytes(body.finished, contentType: "application/json")
             }
         }
     }

@@ -1,5 +1,5 @@
-/// Writes a small flat JSON object with string, integer and string-list fields, in the order
-/// they are added. For error and status bodies; row data never goes through it.
+/// Writes a small JSON object with string, integer, boolean, string-list and object-list fields,
+/// in the order they are added. For error and status bodies; row data never goes through it.
 struct JSONObjectWriter {
     private var bytes: [UInt8] = [UInt8(ascii: "{")]
     private var isEmpty = true
@@ -12,6 +12,22 @@ struct JSONObjectWriter {
     mutating func add(_ key: String, _ value: Int) {
         self.key(key)
         self.bytes.append(contentsOf: String(value).utf8)
+    }
+
+    mutating func add(_ key: String, _ value: Bool) {
+        self.key(key)
+        self.bytes.append(contentsOf: (value ? "true" : "false").utf8)
+    }
+
+    /// A list of objects, each written by its own writer.
+    mutating func add(_ key: String, objects: [JSONObjectWriter]) {
+        self.key(key)
+        self.bytes.append(UInt8(ascii: "["))
+        for (index, object) in objects.enumerated() {
+            if index > 0 { self.bytes.append(UInt8(ascii: ",")) }
+            self.bytes.append(contentsOf: object.finished)
+        }
+        self.bytes.append(UInt8(ascii: "]"))
     }
 
     mutating func add(_ key: String, _ values: [String]) {

@@ -79,6 +79,13 @@ public struct RowResult: Sendable {
     /// Whether a read replica of `database` may answer (``Database/lease(readOnly:onReplica:)``).
     public var onReplica: Bool
 
+    /// The same result, to be answered by the primary only.
+    var onPrimary: RowResult {
+        var result = self
+        result.onReplica = false
+        return result
+    }
+
     public init(
         stream: RowStream, database: Database, shape: ResultShape, readOnly: Bool, statementTimeout: Duration?,
         onReplica: Bool = false

@@ -59,9 +59,7 @@ struct ResponseRunner: Sendable {
             {
                 // The replica went away under this request, before any byte was sent: the
                 // replica is set aside and the primary answers instead.
-                var onPrimary = rows
-                onPrimary.onReplica = false
-                return try await self.stream(onPrimary, status: status, headers: original)
+                return try await self.stream(rows.onPrimary, status: status, headers: original)
             }
             let (body, count, database, encode) = try result.get()
             if self.timingHeader {
@@ -84,14 +82,12 @@ struct ResponseRunner: Sendable {
         var result = await self.runOnThreadPool(rows, format: format, lease: lease, sink: sink)
         if case .failure(let error) = result, rows.onReplica,
             rows.database.replicas?.reportFailure(on: lease, error: error) == true,
-            sink.snapshot.byteCount == 0, !sink.snapshot.isClosed,
+            case let snapshot = sink.snapshot, snapshot.byteCount == 0, !snapshot.isClosed,
             let primary = try? await rows.database.lease(readOnly: rows.readOnly)
         {
             // The replica went away before the stream produced a byte: the replica is set
             // aside and the primary streams into the same, still empty sink.
-            var onPrimary = rows
-            onPrimary.onReplica = false
-            result = await self.runOnThreadPool(onPrimary, format: format, lease: primary, sink: sink)
+            result = await self.runOnThreadPool(rows.onPrimary, format: format, lease: primary, sink: sink)
         }
         metrics?.streamsInFlight.decrement()
         // Reading and encoding interleave on this path: one `db` figure covers both.

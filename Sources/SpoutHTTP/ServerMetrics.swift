@@ -212,7 +212,7 @@ private struct ProcessStatusError: Error {}
 
 extension Duration {
     /// The duration in whole nanoseconds (saturating).
-    fileprivate var wholeNanoseconds: Int64 {
+    var wholeNanoseconds: Int64 {
         let (seconds, attoseconds) = self.components
         let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         return overflow ? .max : scaled &+ attoseconds / 1_000_000_000

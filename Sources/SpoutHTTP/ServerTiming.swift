@@ -5,8 +5,7 @@ enum ServerTiming {
     /// microsecond.
     static func header(_ metrics: [(name: String, duration: Duration)]) -> String {
         metrics.map { name, duration in
-            let (seconds, attoseconds) = duration.components
-            let microseconds = seconds * 1_000_000 + attoseconds / 1_000_000_000_000
+            let microseconds = duration.wholeNanoseconds / 1000
             let whole = microseconds / 1000
             let fraction = String(microseconds % 1000)
             return "\(name);dur=\(whole).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"

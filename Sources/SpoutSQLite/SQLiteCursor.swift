@@ -15,9 +15,9 @@ final class SQLiteCursor: RowCursor {
     private let connection: SQLiteConnection
     private let statement: SQLiteStatement
     private let lease: UInt64
-    private var deadline: ContinuousClock.Instant?
+    private let deadline: ContinuousClock.Instant?
     /// For a streamed result: the statement timeout counts database time only (see
-    /// ``init(connection:statement:lease:deadline:timeout:columns:types:firstStepFoundRow:)``).
+    /// ``init(connection:statement:lease:deadline:budget:columns:types:firstStepFoundRow:)``).
     private var budget: StepBudget?
     private let types: [ColumnType]
     private var position: Position
