@@ -23,8 +23,13 @@ public struct RowStream: Sendable {
     /// connection of that dialect then needs no look-up in the shared parse cache.
     let parsed: ParsedSQL?
     public private(set) var attachments: [Attachment] = []
-    /// Stop after this many top-level rows (nil: no limit).
+    /// Stop after this many top-level rows (nil: no limit). When the limit stops the stream,
+    /// one more row is read to tell a cut result from one that happened to end there
+    /// (``StreamOutcome/truncated``).
     public var rowLimit: Int?
+    /// Column labels whose values in the last row written are reported in
+    /// ``StreamOutcome/lastKey`` (a page's keyset key); empty: none are kept.
+    public var keyLabels: [String] = []
     let database: Database?
 
     /// A stream not tied to a database; write it with ``write(as:shape:to:on:dateFormat:attachmentBatchSize:fetchSize:)``.
@@ -114,6 +119,24 @@ public struct RowStream: Sendable {
         attachmentBatchSize: Int? = nil,
         fetchSize: Int? = nil
     ) throws -> Int {
+        try self.run(
+            as: format, shape: shape, to: sink, on: connection, dateFormat: dateFormat,
+            attachmentBatchSize: attachmentBatchSize, fetchSize: fetchSize
+        ).rows
+    }
+
+    /// ``write(as:shape:to:on:dateFormat:attachmentBatchSize:fetchSize:)``, reporting what the
+    /// response's head or trailer needs beyond the row count: whether ``rowLimit`` cut the
+    /// result and the ``keyLabels`` values of the last row.
+    public func run(
+        as format: OutputFormat,
+        shape: ResultShape = .array,
+        to sink: any ByteSink,
+        on connection: any DatabaseConnection,
+        dateFormat: DateFormat? = nil,
+        attachmentBatchSize: Int? = nil,
+        fetchSize: Int? = nil
+    ) throws -> StreamOutcome {
         if format == .csv && !self.attachments.isEmpty { throw RowStreamError.attachmentsNotAllowedInCSV }
         let dateFormat = dateFormat ?? self.database?.configuration.dateFormat ?? .epochMilliseconds
         let window = shape == .array ? (attachmentBatchSize ?? self.database?.configuration.attachmentBatchSize ?? 500) : 1
@@ -137,10 +160,14 @@ public struct RowStream: Sendable {
                 // Without attachments nothing else runs on the connection meanwhile: read ahead.
                 options: QueryOptions(interleaved: interleaved, batchSize: batch, prefetch: self.attachments.isEmpty)
             )
-            defer { cursor.close() }
-            let count = try self.encode(cursor, executor: executor, format: format, shape: shape, dateFormat: dateFormat, sink: sink)
+            let outcome: StreamOutcome
+            do {
+                // Closed before the commit: a limit may stop reading while the cursor reads ahead.
+                defer { cursor.close() }
+                outcome = try self.encode(cursor, executor: executor, format: format, shape: shape, dateFormat: dateFormat, sink: sink)
+            }
             if ownsTransaction { try connection.commit() }
-            return count
+            return outcome
         } catch {
             if ownsTransaction && connection.isInTransaction { try? connection.rollback() }
             throw error
@@ -151,26 +178,33 @@ public struct RowStream: Sendable {
     func encode(
         _ cursor: any RowCursor, executor: AttachmentExecutor, format: OutputFormat, shape: ResultShape,
         dateFormat: DateFormat, sink: any ByteSink
-    ) throws -> Int {
+    ) throws -> StreamOutcome {
         var limit = self.rowLimit ?? Int.max
         if shape != .array { limit = 1 }
         var encoder = RowEncoder(
             format: format, shape: shape, columns: cursor.columns, attachmentKeys: self.attachments.map(\.key),
             dateFormat: dateFormat, sink: sink
         )
+        let keyIndices = try self.keyIndices(in: cursor.columns)
+        var lastKey: [SQLValue] = []
         var count = 0
+        var exhausted = false
         if self.attachments.isEmpty {
             let values = CursorValues(cursor: cursor)
-            while count < limit, try cursor.next() {
+            while count < limit {
+                guard try cursor.next() else {
+                    exhausted = true
+                    break
+                }
                 if count == 0 { encoder.begin() }
                 try encoder.row(values, children: [])
+                if !keyIndices.isEmpty { lastKey = keyIndices.map(cursor.value(at:)) }
                 count += 1
             }
         } else {
             var window: [BufferedRow] = []
             window.reserveCapacity(executor.batchSize)
             let width = cursor.columns.count
-            var exhausted = false
             while !exhausted && count < limit {
                 window.removeAll(keepingCapacity: true)
                 while window.count < executor.batchSize && count + window.count < limit {
@@ -183,6 +217,7 @@ public struct RowStream: Sendable {
                 if window.isEmpty { break }
                 if shape != .array { cursor.close() }
                 let layouts = try executor.fill(&window, parentColumns: cursor.columns, attachments: self.attachments, inherited: self.arguments)
+                if let last = window.last, !keyIndices.isEmpty { lastKey = keyIndices.map { last.values[$0] } }
                 for row in window {
                     if count == 0 { encoder.begin() }
                     try encoder.row(row, children: Array(zip(layouts, row.children)))
@@ -194,8 +229,37 @@ public struct RowStream: Sendable {
             if shape != .array { throw RowStreamError.noRow }
             encoder.begin()
         }
+        // Stopped by the limit: one more row tells a cut result from one that ended there.
+        let truncated = try shape == .array && self.rowLimit != nil && !exhausted && count >= limit && cursor.next()
         try encoder.end()
-        return count
+        return StreamOutcome(rows: count, truncated: truncated, lastKey: lastKey)
+    }
+
+    /// The positions of ``keyLabels`` among `columns`.
+    private func keyIndices(in columns: [Column]) throws -> [Int] {
+        try self.keyLabels.map { label in
+            guard let index = columns.firstIndex(where: { $0.label == label }) else {
+                throw DatabaseError(.unsupported, message: "the result has no column labelled \(label) (a page key)")
+            }
+            return index
+        }
+    }
+}
+
+/// What writing a ``RowStream`` produced besides its bytes.
+public struct StreamOutcome: Sendable, Hashable {
+    /// The top-level rows written.
+    public var rows: Int
+    /// Whether ``RowStream/rowLimit`` stopped the stream while the query had more rows.
+    public var truncated: Bool
+    /// The values of ``RowStream/keyLabels`` in the last row written (empty when there are no
+    /// key labels or no rows).
+    public var lastKey: [SQLValue]
+
+    public init(rows: Int, truncated: Bool = false, lastKey: [SQLValue] = []) {
+        self.rows = rows
+        self.truncated = truncated
+        self.lastKey = lastKey
     }
 }
 

@@ -123,7 +123,8 @@ public struct SingleRowPlan: Sendable {
         let children = results.count > 1 ? results[1] : self.foreseenChildren(results[0]).map(Array.init) ?? []
         let executor = AttachmentExecutor(prefetched: children, dialect: .postgres)
         return try self.stream.encode(
-            BufferedCursor(parent), executor: executor, format: format, shape: shape, dateFormat: dateFormat, sink: sink)
+            BufferedCursor(parent), executor: executor, format: format, shape: shape, dateFormat: dateFormat, sink: sink
+        ).rows
     }
 }
 

@@ -8,8 +8,10 @@ import SpoutCore
 /// ``EmployeesLoader``, a load is all or nothing (one transaction, or the caller's) and an
 /// existing `pet` table is an error unless `replace` is set.
 public struct PetsLoader: Sendable {
-    /// The table the loader creates.
+    /// The table the loader fills.
     public static let tableName = "pet"
+    /// Every table the schema script creates: `pet` and the counter its writes advance.
+    public static let tableNames = [tableName, "pet_version"]
 
     public let sqlDirectory: String
 
@@ -26,7 +28,7 @@ public struct PetsLoader: Sendable {
         _ = try SchemaScripts.read(schemaPath)
         _ = try SchemaScripts.read(seedPath)
         return try Transaction.run(on: connection) {
-            try EmployeesLoader.prepareTables([Self.tableName], on: connection, replace: replace)
+            try EmployeesLoader.prepareTables(Self.tableNames, on: connection, replace: replace)
             try SchemaScripts.run(schemaPath, on: connection)
             try SchemaScripts.run(seedPath, on: connection)
             return try withDatabaseContext("counting the rows of pet failed") {
@@ -49,7 +51,7 @@ public struct PetsLoader: Sendable {
         _ = try SchemaScripts.read(schemaPath)
         let rows = try Self.readTSV(path)
         return try Transaction.run(on: connection) {
-            try EmployeesLoader.prepareTables([Self.tableName], on: connection, replace: replace)
+            try EmployeesLoader.prepareTables(Self.tableNames, on: connection, replace: replace)
             try SchemaScripts.run(schemaPath, on: connection)
             let table = PetsSchema.table
             let written = try withDatabaseContext("loading \(path) into pet failed") { () throws -> Int in

@@ -116,10 +116,20 @@ struct APIDocumentation: Sendable {
         switch endpoint.result {
         case .rows:
             var text = "an array of \(object), streamed"
-            if let limit = endpoint.rowLimit { text += " (at most \(limit) rows)" }
+            if let limit = endpoint.rowLimit {
+                text += " (at most \(limit) rows; <code>Spout-Truncated: true</code> says when the limit cut it)"
+            }
+            if endpoint.versionSQL != nil { text += ", with a weak <code>ETag</code> (<code>If-None-Match</code> answers 304)" }
+            if let page = endpoint.page {
+                text +=
+                    ". In pages with <code>pageSize</code> (1 to \(page.maxSize)): one page, ordered by "
+                    + "<code>\(Self.escape(page.key.joined(separator: ", ")))</code>, with an <code>ETag</code> and "
+                    + "<code>Link: &lt;…&gt;; rel=\"next\"</code> to the next page (none on the last)"
+            }
+            if let cache = endpoint.cache { text += "; <code>Cache-Control: \(cache.headerValue)</code>" }
             return text
-        case .object: return "one object \(object); 404 when there is none"
-        case .scalar: return "one value; 404 when there is none"
+        case .object: return "one object \(object) with an <code>ETag</code>; 404 when there is none"
+        case .scalar: return "one value with an <code>ETag</code>; 404 when there is none"
         case .none: return "204 No Content; 404 when nothing was changed"
         case .created:
             let location = Self.escape(endpoint.location ?? "")

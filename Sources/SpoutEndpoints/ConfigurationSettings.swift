@@ -6,6 +6,8 @@ extension SpoutConfiguration {
     struct Setting {
         enum Kind {
             case string(WritableKeyPath<SpoutConfiguration, String>)
+            /// A string that may be empty (empty: the feature's own default, like a random secret).
+            case optionalString(WritableKeyPath<SpoutConfiguration, String>)
             case integer(WritableKeyPath<SpoutConfiguration, Int>, ClosedRange<Int>)
             case boolean(WritableKeyPath<SpoutConfiguration, Bool>)
             case dateFormat
@@ -76,6 +78,7 @@ extension SpoutConfiguration {
             Setting(path: "dateFormat", kind: .dateFormat),
             Setting(path: "endpoints", kind: .list),
             Setting(path: "sqlDirectory", kind: .string(\.sqlDirectory)),
+            Setting(path: "cursorSecret", kind: .optionalString(\.cursorSecret)),
         ]
     }
 

@@ -118,6 +118,14 @@ public struct Endpoint: Sendable {
     /// The keys a request needs, from the endpoint file's `auth` section when it covers this
     /// endpoint's method; nil when the endpoint is open.
     public var apiKeys: APIKeySet? = nil
+    /// Keyset pagination (`page:`): a request with `pageSize` or `after` gets one page and a
+    /// `Link` to the next; nil when the endpoint is not paged.
+    public var page: EndpointPage? = nil
+    /// `Cache-Control` for the endpoint's successful GET responses (`cache:`).
+    public var cache: EndpointCache? = nil
+    /// A statement returning one value that changes whenever the result does (`versionSql`):
+    /// a streamed result's weak `ETag`, checked before the rows are read.
+    public var versionSQL: EndpointSQL? = nil
 
     /// Whether a request needs an API key.
     public var requiresAPIKey: Bool { self.apiKeys != nil }
@@ -127,6 +135,34 @@ public struct Endpoint: Sendable {
 
     /// `GET /employees` (for messages and logs).
     public var title: String { "\(self.method) \(self.path)" }
+}
+
+/// How a paged endpoint pages (endpoint files: `page: {key: [...], size: 100, maxSize: 1000}`).
+public struct EndpointPage: Sendable, Hashable {
+    /// The parameter that asks for a page of that many rows.
+    public static let sizeParameter = "pageSize"
+    /// The parameter carrying the cursor of the next page (from the `Link` header).
+    public static let afterParameter = "after"
+
+    /// The result columns (labels) that order the pages and identify a row: never NULL,
+    /// unique taken together.
+    public var key: [String]
+    /// The page size when a request gives `after` without `pageSize`.
+    public var size: Int
+    /// The largest `pageSize` accepted (a page is read whole before it is sent).
+    public var maxSize: Int
+}
+
+/// The `Cache-Control` of an endpoint (endpoint files: `cache: {maxAge: 60, public: true}`).
+public struct EndpointCache: Sendable, Hashable {
+    /// How many seconds a response stays fresh (`max-age`).
+    public var maxAge: Int
+    /// Whether shared caches (proxies, CDNs) may keep it (`public`), or only the client
+    /// (`private`, the default: responses may depend on an API key).
+    public var isPublic: Bool
+
+    /// The field value.
+    public var headerValue: String { "\(self.isPublic ? "public" : "private"), max-age=\(self.maxAge)" }
 }
 
 /// Which database a read-only endpoint reads from (endpoint files: `consistency:`).

@@ -26,8 +26,10 @@ struct EndpointFileParser {
     static let authKeys = ["keysFromEnvironment", "methods"]
     static let endpointKeys = [
         "description", "sql", "sqlFile", "parameters", "result", "details", "detailsParameter", "timeoutMs",
-        "rowLimit", "readOnly", "location", "consistency",
+        "rowLimit", "readOnly", "location", "consistency", "page", "cache", "versionSql", "versionSqlFile",
     ]
+    static let pageKeys = ["key", "size", "maxSize"]
+    static let cacheKeys = ["maxAge", "public"]
     static let parameterKeys = ["name", "type", "required", "default", "allowedValues", "description"]
     static let detailKeys = ["name", "sql", "sqlFile", "description"]
     static let typeNames = ["string", "integer", "number", "decimal", "boolean", "date", "datetime"]
@@ -169,10 +171,17 @@ struct EndpointFileParser {
         let (timeout, rowLimit) = try self.limits(in: fields, result: result)
         let consistency = try self.consistency(in: fields, readOnly: readOnly)
         let location = try self.location(in: fields, endpoint: value, result: result, parameters: parameters, title: title)
+        let page = try self.page(in: fields, method: method, result: result, sql: sql, labels: labels, parameters: &parameters)
+        let cache = try self.cache(in: fields, method: method)
+        let versionSQL = try self.versionSQL(in: fields, owner: value, method: method, result: result, title: title)
 
         // SQL parameters
-        let declared = Set(parameters.map(\.name))
+        let pageParameters: Set<String> = page == nil ? [] : [EndpointPage.sizeParameter, EndpointPage.afterParameter]
+        let declared = Set(parameters.map(\.name)).subtracting(pageParameters)
         try self.checkParameters(of: sql, allowed: { _ in declared }, owner: title, detail: nil)
+        if let versionSQL {
+            try self.checkParameters(of: versionSQL, allowed: { _ in declared }, owner: "versionSql of \(title)", detail: nil)
+        }
         for detail in details {
             try self.checkParameters(
                 of: detail.sql,
@@ -188,7 +197,90 @@ struct EndpointFileParser {
             readOnly: readOnly, location: location, tag: tag, file: value.file, line: key.line,
             labels: labels.labels, labelsComplete: labels.complete, detailLabels: detailLabels)
         endpoint.consistency = consistency
+        endpoint.page = page
+        endpoint.cache = cache
+        endpoint.versionSQL = versionSQL
         return endpoint
+    }
+
+    /// `page`: keyset pagination of a GET endpoint's rows. The key names result columns (when
+    /// the select list can be read), the SQL must be pageable on every dialect (see
+    /// `KeysetQuery`), and `pageSize` and `after` become parameters of the endpoint.
+    private func page(
+        in fields: YAMLMapping, method: RequestMethod, result: EndpointResult, sql: EndpointSQL,
+        labels: SQLLabels.Result, parameters: inout [Parameter]
+    ) throws(ConfigurationError) -> EndpointPage? {
+        guard let pageValue = fields.value("page") else { return nil }
+        guard method == .get, result == .rows else {
+            throw pageValue.error("'page' pages the rows of a GET endpoint with result 'rows'")
+        }
+        let pageFields = try pageValue.mapping("'page'", allowed: Self.pageKeys)
+        guard let keyValue = pageFields.value("key") else {
+            throw pageValue.error("'page' needs 'key', the result columns that order the pages (like [employeeNumber])")
+        }
+        var key: [String] = []
+        for item in keyValue.scalarText != nil ? [keyValue] : try keyValue.sequence("'key'") {
+            let column = try item.nonEmptyString("a key column")
+            if key.contains(column) { throw item.error("key column '\(column)' is listed twice") }
+            if labels.complete && !labels.labels.contains(column) {
+                throw item.error(
+                    "key column '\(column)' is not a column of the result (its columns: \(labels.labels.joined(separator: ", ")))")
+            }
+            key.append(column)
+        }
+        guard !key.isEmpty else { throw keyValue.error("'key' must name at least one result column") }
+        let maxSize = try pageFields.value("maxSize")?.integer("'maxSize'", in: 1...100_000) ?? 1_000
+        let size = try pageFields.value("size")?.integer("'size'", in: 1...maxSize) ?? min(100, maxSize)
+        for dialect in SQLDialect.allCases {
+            do {
+                _ = try KeysetQuery(sql.text(for: dialect), key: key)
+            } catch {
+                throw pageValue.error("this endpoint's SQL cannot be paged: \(error)")
+            }
+        }
+        for parameter in parameters {
+            if parameter.name == EndpointPage.sizeParameter || parameter.name == EndpointPage.afterParameter {
+                throw pageValue.error(
+                    "parameter '\(parameter.name)' belongs to the pages of a paged endpoint; rename the declared one")
+            }
+            if parameter.name.hasPrefix("spout_") {
+                throw pageValue.error("parameter names starting with spout_ are the pages' own; rename '\(parameter.name)'")
+            }
+        }
+        parameters.append(
+            Parameter(
+                EndpointPage.sizeParameter, .integer,
+                summary: "Answer one page of at most this many rows (1 to \(maxSize)), with a Link header to the next page"))
+        parameters.append(
+            Parameter(
+                EndpointPage.afterParameter, .string,
+                summary: "Where the page starts: the cursor in the previous page's Link header (opaque)"))
+        return EndpointPage(key: key, size: size, maxSize: maxSize)
+    }
+
+    /// `cache`: the `Cache-Control` of a GET endpoint.
+    private func cache(in fields: YAMLMapping, method: RequestMethod) throws(ConfigurationError) -> EndpointCache? {
+        guard let cacheValue = fields.value("cache") else { return nil }
+        guard method == .get else { throw cacheValue.error("'cache' is for GET endpoints; responses to writes are not cached") }
+        let cacheFields = try cacheValue.mapping("'cache'", allowed: Self.cacheKeys)
+        guard let maxAgeValue = cacheFields.value("maxAge") else {
+            throw cacheValue.error("'cache' needs 'maxAge', the seconds a response stays fresh")
+        }
+        let maxAge = try maxAgeValue.integer("'maxAge'", in: 0...31_536_000)
+        let isPublic = try cacheFields.value("public")?.boolean("'public'") ?? false
+        return EndpointCache(maxAge: maxAge, isPublic: isPublic)
+    }
+
+    /// `versionSql` or `versionSqlFile`: the version of a GET endpoint's streamed rows.
+    private func versionSQL(
+        in fields: YAMLMapping, owner: YAMLValue, method: RequestMethod, result: EndpointResult, title: String
+    ) throws(ConfigurationError) -> EndpointSQL? {
+        guard let node = fields.value("versionSql") ?? fields.value("versionSqlFile") else { return nil }
+        guard method == .get, result == .rows else {
+            throw node.error(
+                "'versionSql' tags the streamed rows of a GET endpoint; results sent whole are tagged by their body")
+        }
+        return try self.sql(in: fields, owner: owner, what: "versionSql of \(title)", inlineKey: "versionSql", fileKey: "versionSqlFile")
     }
 
     /// `result`, `rows` when absent; `created` only for POST and PUT, `none` never for GET.
@@ -477,23 +569,25 @@ struct EndpointFileParser {
 
     // MARK: SQL
 
-    private func sql(in fields: YAMLMapping, owner: YAMLValue, what: String) throws(ConfigurationError) -> EndpointSQL {
-        let inline = fields.value("sql")
-        let fileValue = fields.value("sqlFile")
+    private func sql(
+        in fields: YAMLMapping, owner: YAMLValue, what: String, inlineKey: String = "sql", fileKey: String = "sqlFile"
+    ) throws(ConfigurationError) -> EndpointSQL {
+        let inline = fields.value(inlineKey)
+        let fileValue = fields.value(fileKey)
         switch (inline, fileValue) {
         case (nil, nil):
-            throw owner.error("\(what) needs 'sql' (inline) or 'sqlFile' (a file under the SQL directory)")
+            throw owner.error("\(what) needs '\(inlineKey)' (inline) or '\(fileKey)' (a file under the SQL directory)")
         case (.some, .some):
-            throw fileValue!.error("\(what) has both 'sql' and 'sqlFile'; keep one")
+            throw fileValue!.error("\(what) has both '\(inlineKey)' and '\(fileKey)'; keep one")
         case (let inline?, nil):
-            let text = try inline.nonEmptyString("'sql'")
+            let text = try inline.nonEmptyString("'\(inlineKey)'")
             return EndpointSQL(
                 portable: text, file: inline.file, firstLine: (inline.line ?? 1) + (inline.isBlockScalar ? 1 : 0))
         case (nil, let fileValue?):
-            let relative = try fileValue.nonEmptyString("'sqlFile'")
+            let relative = try fileValue.nonEmptyString("'\(fileKey)'")
             let components = relative.split(separator: "/")
             guard !relative.hasPrefix("/"), !components.contains("..") else {
-                throw fileValue.error("'sqlFile' must be a path inside the SQL directory, not '\(relative)'")
+                throw fileValue.error("'\(fileKey)' must be a path inside the SQL directory, not '\(relative)'")
             }
             let path = SpoutConfiguration.resolve(relative, against: self.sqlDirectory)
             guard let portable = try? String(contentsOfFile: path, encoding: .utf8) else {

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import SpoutCore
 import SpoutHTTP
@@ -22,19 +23,39 @@ struct EndpointHandler: Sendable {
     let sql: String
     let parsed: ParsedSQL?
     let detailSQL: [(name: String, sql: String, parsed: ParsedSQL?)]
+    /// The SQL of the first and of the later pages, for a paged endpoint.
+    let pages: (first: ParsedSQL, next: ParsedSQL)?
+    /// The endpoint's `versionSql`, parsed.
+    let version: ParsedSQL?
+    /// Seals and opens page cursors.
+    let cursorKey: PageCursorKey
 
-    init(endpoint: Endpoint, database: Database, timeout: Duration?, documentation: APIDocumentation, logger: Logger) {
+    init(
+        endpoint: Endpoint, database: Database, timeout: Duration?, documentation: APIDocumentation, logger: Logger,
+        cursorKey: PageCursorKey
+    ) {
         self.endpoint = endpoint
         self.database = database
         self.timeout = timeout
         self.documentation = documentation
         self.logger = logger
+        self.cursorKey = cursorKey
         self.sql = endpoint.sql.text(for: database.dialect)
         self.parsed = try? ParsedSQL(self.sql, dialect: database.dialect)
         self.detailSQL = endpoint.details.map { detail in
             let sql = detail.sql.text(for: database.dialect)
             return (detail.name, sql, try? ParsedSQL(sql, dialect: database.dialect))
         }
+        // The endpoint file's checks made sure these parse and page on every dialect.
+        if let page = endpoint.page, let keyset = try? KeysetQuery(self.sql, key: page.key),
+            let first = try? ParsedSQL(keyset.first, dialect: database.dialect),
+            let next = try? ParsedSQL(keyset.next, dialect: database.dialect)
+        {
+            self.pages = (first, next)
+        } else {
+            self.pages = nil
+        }
+        self.version = endpoint.versionSQL.flatMap { try? ParsedSQL($0.text(for: database.dialect), dialect: database.dialect) }
     }
 
     /// The parameters the HTTP layer converts. For GET endpoints, required query parameters
@@ -55,13 +76,118 @@ struct EndpointHandler: Sendable {
             return self.documentation.response(for: request.path)
         }
         try self.checkRequired(request.arguments)
+        if let page = try self.pageRequest(request) {
+            return self.page(page, request: request)
+        }
         let stream = try self.stream(arguments: request.arguments)
         if self.endpoint.readOnly, let shape = self.endpoint.result.shape, self.endpoint.result != .created {
-            return .rows(
-                stream, database: self.database, shape: shape, readOnly: true, statementTimeout: self.timeout,
+            var rows = RowResult(
+                stream: stream, database: self.database, shape: shape, readOnly: true, statementTimeout: self.timeout,
                 onReplica: self.endpoint.consistency == .replica)
+            if shape != .array {
+                rows.validator = .body
+            } else if let version = self.version {
+                rows.validator = .version(RowStream(version, request.arguments))
+            }
+            return Response(headers: self.cachingHeaders, body: .rows(rows))
         }
         return try await self.runInTransaction(stream, request: request)
+    }
+
+    /// `Cache-Control` (when the endpoint sets `cache`) and `Vary` for a read's response: the
+    /// format follows `Accept`, the coding `Accept-Encoding`.
+    private var cachingHeaders: HeaderFields {
+        var headers: HeaderFields = ["Vary": "Accept, Accept-Encoding"]
+        if let cache = self.endpoint.cache { headers.add("Cache-Control", cache.headerValue) }
+        return headers
+    }
+
+    // MARK: Pages
+
+    /// A request for one page: its size and where it starts.
+    private struct PageRequest {
+        var size: Int
+        var after: PageCursor?
+    }
+
+    /// The page a request asks for (`pageSize`, `after`), nil when it asks for the whole result
+    /// or the endpoint is not paged. A size out of range or a cursor that does not open here is
+    /// a 400 naming the parameter.
+    private func pageRequest(_ request: Request) throws -> PageRequest? {
+        guard let page = self.endpoint.page, self.pages != nil else { return nil }
+        let sizeArgument = request.arguments[EndpointPage.sizeParameter] ?? .null
+        let afterArgument = request.arguments[EndpointPage.afterParameter] ?? .null
+        if sizeArgument.isNull && afterArgument.isNull { return nil }
+        var size = page.size
+        if case .integer(let asked) = sizeArgument {
+            guard (1...Int64(page.maxSize)).contains(asked) else {
+                throw ArgumentError(
+                    .rejected("page size out of range (1 to \(page.maxSize))"), parameter: EndpointPage.sizeParameter,
+                    value: String(asked))
+            }
+            size = Int(asked)
+        }
+        var after: PageCursor?
+        if case .text(let text) = afterArgument {
+            do {
+                after = try PageCursor.open(
+                    text, with: self.cursorKey, context: self.cursorContext(request.arguments), keyCount: page.key.count)
+            } catch {
+                throw ArgumentError(.rejected(error.reason), parameter: EndpointPage.afterParameter, value: text)
+            }
+        }
+        return PageRequest(size: size, after: after)
+    }
+
+    /// What a cursor is bound to: this endpoint and the request's arguments except the page's
+    /// own and the details selected (a client may change those between pages).
+    private func cursorContext(_ arguments: [String: SQLValue]) -> [UInt8] {
+        let skipped: Set<String> = [EndpointPage.sizeParameter, EndpointPage.afterParameter, self.endpoint.detailsParameter ?? ""]
+        let bound = self.endpoint.parameters.filter { !skipped.contains($0.name) }.map { ($0.name, arguments[$0.name] ?? .null) }
+        return PageCursor.context(endpoint: self.endpoint.title, arguments: bound)
+    }
+
+    /// One page, read whole (at most `maxSize` rows) and sent with a strong `ETag` and, unless
+    /// it is the last, a `Link` to the next page.
+    private func page(_ page: PageRequest, request: Request) -> Response {
+        guard let pages = self.pages, let key = self.endpoint.page?.key else { preconditionFailure("not a paged endpoint") }
+        var arguments = request.arguments
+        // One row more than the page: it tells whether there is a next page.
+        arguments[KeysetQuery.limitParameter] = .integer(Int64(page.size + 1))
+        for (position, value) in (page.after?.values ?? []).enumerated() {
+            arguments[KeysetQuery.afterParameter(position)] = value
+        }
+        var stream = self.database.query(page.after == nil ? pages.first : pages.next, arguments)
+        stream.rowLimit = page.size
+        stream.keyLabels = key
+        self.attachDetails(to: &stream, arguments: arguments)
+        var rows = RowResult(
+            stream: stream, database: self.database, shape: .array, readOnly: true, statementTimeout: self.timeout,
+            onReplica: self.endpoint.consistency == .replica)
+        rows.validator = .body
+        let context = self.cursorContext(request.arguments)
+        let cursorKey = self.cursorKey
+        let base = Self.nextPageBase(path: request.path, queryString: request.queryString, size: page.size)
+        rows.nextPage = { outcome in
+            guard outcome.truncated else { return nil }
+            let cursor = PageCursor(values: outcome.lastKey).sealed(with: cursorKey, context: context)
+            return base + cursor
+        }
+        return Response(headers: self.cachingHeaders, body: .rows(rows))
+    }
+
+    /// The next page's URL up to the cursor: the request's path and query without `pageSize`
+    /// and `after`, then `pageSize=<size>&after=`.
+    static func nextPageBase(path: String, queryString: String?, size: Int) -> String {
+        let pageKeys: Set<String> = [EndpointPage.sizeParameter, EndpointPage.afterParameter]
+        var items = (queryString ?? "").split(separator: "&").filter { item in
+            let name = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            let decoded = String(name).replacing("+", with: " ").removingPercentEncoding ?? String(name)
+            return !pageKeys.contains(decoded)
+        }.map(String.init)
+        items.append("\(EndpointPage.sizeParameter)=\(size)")
+        items.append("\(EndpointPage.afterParameter)=")
+        return path + "?" + items.joined(separator: "&")
     }
 
     private func checkRequired(_ arguments: [String: SQLValue]) throws {
@@ -79,6 +205,12 @@ struct EndpointHandler: Sendable {
     private func stream(arguments: [String: SQLValue]) throws -> RowStream {
         var stream = try self.parsed.map { self.database.query($0, arguments) } ?? self.database.query(self.sql, arguments)
         stream.rowLimit = self.endpoint.rowLimit
+        self.attachDetails(to: &stream, arguments: arguments)
+        return stream
+    }
+
+    /// Attaches the details `arguments` select, in declaration order.
+    private func attachDetails(to stream: inout RowStream, arguments: [String: SQLValue]) {
         if let parameter = self.endpoint.detailsParameter, case .array(let selected)? = arguments[parameter] {
             for detail in self.detailSQL where selected.contains(.text(detail.name)) {
                 if let parsed = detail.parsed {
@@ -88,7 +220,6 @@ struct EndpointHandler: Sendable {
                 }
             }
         }
-        return stream
     }
 
     private enum Outcome: Sendable {
@@ -100,7 +231,7 @@ struct EndpointHandler: Sendable {
         let format: OutputFormat
         if self.endpoint.result.shape != nil {
             guard let negotiated = ContentNegotiation.format(accept: request.headers["Accept"]) else {
-                throw HTTPError(status: 406, message: "not acceptable: ask for application/json, application/x-ndjson or text/csv")
+                throw ContentNegotiation.notAcceptable
             }
             format = negotiated
         } else {

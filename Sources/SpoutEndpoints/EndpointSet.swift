@@ -36,6 +36,9 @@ public struct EndpointSet: Sendable {
     public var title: String = "Spout"
     /// The version in the OpenAPI document's `info`.
     public var version: String = "1.0.0"
+    /// Seals the cursors of paged endpoints (see ``PageCursorKey``): random unless the
+    /// configuration's `cursorSecret` sets it.
+    public var cursorKey = PageCursorKey.random()
 
     /// The path of the generated OpenAPI document.
     public static let openAPIPath = "/openapi.json"
@@ -52,9 +55,11 @@ public struct EndpointSet: Sendable {
     public static func load(
         configuration: SpoutConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(ConfigurationError) -> EndpointSet {
-        try self.load(
+        var endpoints = try self.load(
             files: try configuration.endpointFiles(), sqlDirectory: configuration.resolvedSQLDirectory,
             defaultStatementTimeout: configuration.defaultStatementTimeout, environment: environment)
+        if !configuration.cursorSecret.isEmpty { endpoints.cursorKey = PageCursorKey(secret: configuration.cursorSecret) }
+        return endpoints
     }
 
     /// Loads `files`; `sqlFile` paths are relative to `sqlDirectory`, `auth` sections read
@@ -107,7 +112,7 @@ public struct EndpointSet: Sendable {
         for endpoint in self.endpoints {
             let handler = EndpointHandler(
                 endpoint: endpoint, database: database, timeout: endpoint.timeout ?? self.defaultStatementTimeout,
-                documentation: documentation, logger: logger)
+                documentation: documentation, logger: logger, cursorKey: self.cursorKey)
             routes.append(
                 Route(
                     endpoint.method, endpoint.path, parameters: handler.routeParameters, summary: endpoint.summary,

@@ -227,6 +227,23 @@ struct OpenAPIDocument {
         case .none:
             responses.set("204", ["description": "Done"])
         }
+        if endpoint.method == .get {
+            let headers = Self.readHeaders(endpoint)
+            if case .object(let fields) = headers, !fields.isEmpty, case .object(let members) = responses,
+                case .object(var ok)? = members.first(where: { $0.0 == "200" })?.1
+            {
+                ok.append(("headers", headers))
+                responses.set("200", .object(ok))
+            }
+            if Self.isValidated(endpoint) {
+                responses.set(
+                    "304",
+                    [
+                        "description": "Not Modified: the ETag sent in If-None-Match is still current (no body)",
+                        "headers": ["ETag": ["schema": ["type": "string"]]],
+                    ])
+            }
+        }
         responses.set("400", ["$ref": "#/components/responses/BadRequest"])
         if endpoint.requiresAPIKey {
             responses.set("401", ["$ref": "#/components/responses/Unauthorized"])
@@ -242,6 +259,52 @@ struct OpenAPIDocument {
         responses.set("503", ["$ref": "#/components/responses/ServiceUnavailable"])
         responses.set("504", ["$ref": "#/components/responses/GatewayTimeout"])
         return responses
+    }
+
+    /// Whether a GET endpoint's responses carry an `ETag` (results sent whole, pages, and
+    /// streams with `versionSql`).
+    static func isValidated(_ endpoint: Endpoint) -> Bool {
+        endpoint.result != .rows || endpoint.page != nil || endpoint.versionSQL != nil
+    }
+
+    /// The fields of a GET endpoint's 200 response beyond the content: validators, paging,
+    /// the row limit's report, caching.
+    static func readHeaders(_ endpoint: Endpoint) -> JSONValue {
+        let text: JSONValue = ["type": "string"]
+        var headers: [(String, JSONValue)] = []
+        if self.isValidated(endpoint) {
+            var description = "A digest of the body (strong); for a whole stream, of its versionSql's value (weak, W/)"
+            if endpoint.result != .rows { description = "A digest of the body (strong)" }
+            headers.append(("ETag", ["description": .string(description), "schema": text]))
+        }
+        if let page = endpoint.page {
+            headers.append(
+                (
+                    "Link",
+                    [
+                        "description": .string(
+                            "With pageSize or after: <URL of the next page>; rel=\"next\", absent on the last page "
+                                + "(pages ordered by \(page.key.joined(separator: ", ")))"),
+                        "schema": text,
+                    ]
+                ))
+        }
+        if let limit = endpoint.rowLimit {
+            headers.append(
+                (
+                    "Spout-Truncated",
+                    [
+                        "description": .string(
+                            "true when the row limit (\(limit)) cut the result: a header when the result is sent whole, "
+                                + "else a trailer announced by Trailer: Spout-Truncated"),
+                        "schema": ["type": "string", "enum": ["true", "false"]],
+                    ]
+                ))
+        }
+        if let cache = endpoint.cache {
+            headers.append(("Cache-Control", ["description": .string(cache.headerValue), "schema": text]))
+        }
+        return .object(headers)
     }
 
     private var components: JSONValue {

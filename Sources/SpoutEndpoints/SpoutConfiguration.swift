@@ -130,6 +130,9 @@ public struct SpoutConfiguration: Sendable, Hashable {
     public var endpoints = ["endpoints/*.yaml"]
     /// The directory `sqlFile` paths are relative to, relative to ``baseDirectory``.
     public var sqlDirectory = "../sql"
+    /// The secret page cursors are sealed with (`cursorSecret`); empty: a random one per
+    /// process (cursors then do not survive a restart or reach another instance).
+    public var cursorSecret = ""
     /// The configuration file read, or nil when only defaults (and overrides) apply.
     public var file: String?
     /// The directory relative paths are resolved against: the configuration file's directory
@@ -212,6 +215,8 @@ public struct SpoutConfiguration: Sendable, Hashable {
         switch setting.kind {
         case .string(let keyPath):
             self[keyPath: keyPath] = try value.nonEmptyString("'\(setting.path)'")
+        case .optionalString(let keyPath):
+            self[keyPath: keyPath] = try value.string("'\(setting.path)'")
         case .integer(let keyPath, let range):
             self[keyPath: keyPath] = try value.integer("'\(setting.path)'", in: range)
         case .boolean(let keyPath):
@@ -250,6 +255,8 @@ public struct SpoutConfiguration: Sendable, Hashable {
             switch setting.kind {
             case .string(let keyPath):
                 guard !text.trimmedBlanks.isEmpty else { throw fail("must not be empty") }
+                self[keyPath: keyPath] = text
+            case .optionalString(let keyPath):
                 self[keyPath: keyPath] = text
             case .integer(let keyPath, let range):
                 guard let value = Int(text.trimmedBlanks) else { throw fail("must be an integer, not '\(text)'") }

@@ -16,6 +16,8 @@ public struct ArgumentError: Error, Sendable, Hashable, CustomStringConvertible 
         case malformedBody(String)
         /// A percent-decoded name or value is not UTF-8 (the value is shown as sent).
         case invalidEncoding
+        /// The value converts but a rule of the endpoint refuses it (the text says which).
+        case rejected(String)
     }
 
     public let reason: Reason
@@ -37,6 +39,7 @@ public struct ArgumentError: Error, Sendable, Hashable, CustomStringConvertible 
         case .notAllowed: return "value not allowed"
         case .malformedBody(let what): return what
         case .invalidEncoding: return "invalid UTF-8"
+        case .rejected(let why): return why
         }
     }
 

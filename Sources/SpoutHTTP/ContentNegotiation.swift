@@ -17,6 +17,10 @@ public enum ContentNegotiation {
         ("text/csv", .csv),
     ]
 
+    /// The error for a request whose `Accept` allows none of the ``offered`` formats.
+    public static let notAcceptable = HTTPError(
+        status: 406, message: "not acceptable: ask for application/json, application/x-ndjson or text/csv")
+
     /// The format to send, or nil when nothing offered is acceptable (406).
     public static func format(accept: String?) -> OutputFormat? {
         guard let accept, !accept.allSatisfy({ $0 == " " }) else { return .json(pretty: false) }

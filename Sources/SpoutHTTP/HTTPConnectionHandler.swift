@@ -299,7 +299,9 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 acceptHeader: exchange.acceptHeader,
                 chunksInFlight: self.environment.configuration.chunksInFlight,
                 metrics: self.environment.metrics,
-                timingHeader: self.environment.configuration.timingHeader
+                timingHeader: self.environment.configuration.timingHeader,
+                logger: self.environment.logger,
+                requestID: exchange.id
             )
             exchange.task = Task(executorPreference: self.hop!.taskExecutor) {
                 await runner.run(route: route, request: request)
@@ -381,8 +383,12 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     }
 
     /// The producer is done: end the response, or report the failure.
-    /// `timing` is a `Server-Timing` value for a response that is still sent whole.
-    func streamDone(_ number: Int, sink: StreamingResponseSink, result: Result<Int, any Error>, timing: String? = nil) {
+    /// `timing` is a `Server-Timing` value for a response that is still sent whole; `trailers`
+    /// end a chunked body, or become header fields of a response that is still sent whole.
+    func streamDone(
+        _ number: Int, sink: StreamingResponseSink, result: Result<Int, any Error>, timing: String? = nil,
+        trailers: HeaderFields? = nil
+    ) {
         let snapshot = sink.snapshot
         self.environment.statistics.recordPauses(snapshot.pauses)
         if snapshot.pauses > 0 { self.environment.metrics?.backpressurePauses.increment(by: snapshot.pauses) }
@@ -395,11 +401,15 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             if snapshot.headSent {
                 exchange.bytes = snapshot.byteCount
                 let last = rest.isEmpty ? nil : context.channel.allocator.buffer(bytes: rest)
-                self.end(exchange, lastChunk: last, context: context)
+                self.end(exchange, lastChunk: last, context: context, trailers: trailers)
             } else {
                 var headers = HeaderFields()
                 for (name, value) in exchange.streamHead?.headers ?? HTTPHeaders() { headers.add(name, value) }
                 if let timing { headers.add("Server-Timing", timing) }
+                if let trailers {
+                    headers.remove("Trailer")
+                    for (name, value) in trailers { headers.replaceOrAdd(name, value) }
+                }
                 self.sendWhole(exchange, status: exchange.status, headers: headers, body: rest, context: context)
             }
         case .failure(let error):
@@ -447,8 +457,12 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         self.end(exchange, lastChunk: last, context: context, failure: failure)
     }
 
-    /// Writes the last body part and the end of the response, then goes back to idle (or closes).
-    private func end(_ exchange: Exchange, lastChunk: ByteBuffer?, context: ChannelHandlerContext, failure: String? = nil) {
+    /// Writes the last body part and the end of the response (with `trailers`, which only a
+    /// chunked body carries), then goes back to idle (or closes).
+    private func end(
+        _ exchange: Exchange, lastChunk: ByteBuffer?, context: ChannelHandlerContext, failure: String? = nil,
+        trailers: HeaderFields? = nil
+    ) {
         if let lastChunk, !exchange.isHead {
             context.write(self.wrapOutboundOut(.body(.byteBuffer(lastChunk))), promise: nil)
         }
@@ -458,11 +472,12 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         self.state = keepAlive ? .idle : .closing
         self.idleSince = .now()
         self.arrival.reset()
+        let trailerFields = trailers.map { fields in HTTPHeaders(fields.map { ($0.name, $0.value) }) }
         if keepAlive {
-            context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
+            context.writeAndFlush(self.wrapOutboundOut(.end(trailerFields)), promise: nil)
         } else {
             let channel = context.channel
-            context.writeAndFlush(self.wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+            context.writeAndFlush(self.wrapOutboundOut(.end(trailerFields))).whenComplete { _ in channel.close(promise: nil) }
         }
     }
 

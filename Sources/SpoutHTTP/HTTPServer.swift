@@ -267,11 +267,15 @@ public final class HTTPServer: Sendable {
         try sync.addHandler(HTTPConnectionHandler(environment: environment, arrival: arrival))
     }
 
-    /// Leaves bodiless responses (HEAD, 204) alone and removes the marker saying so.
+    /// Leaves bodiless responses (HEAD, 204) alone and removes the marker saying so; marks the
+    /// `ETag` of a body that will be compressed, so that representation has a tag of its own.
     private static func compressionPredicate(_ head: inout HTTPResponseHead, _ supported: Bool) -> HTTPResponseCompressor.CompressionIntent {
         if head.headers.contains(name: HTTPConnectionHandler.identityMarker) {
             head.headers.remove(name: HTTPConnectionHandler.identityMarker)
             return .doNotCompress
+        }
+        if supported, let tag = head.headers.first(name: "ETag") {
+            head.headers.replaceOrAdd(name: "ETag", value: EntityTag.markingCompressed(tag))
         }
         return .compressIfPossible
     }

@@ -78,6 +78,29 @@ public struct RowResult: Sendable {
     public var statementTimeout: Duration?
     /// Whether a read replica of `database` may answer (``Database/lease(readOnly:onReplica:)``).
     public var onReplica: Bool
+    /// How the response is validated (`ETag`, `If-None-Match`); nil: it is not.
+    public var validator: Validator?
+    /// For a page of a paged endpoint: the `Link` target of the next page, made from how the
+    /// page ended, or nil on the last page. A paged result is sent whole (its size is bounded).
+    public var nextPage: (@Sendable (StreamOutcome) throws -> String?)?
+
+    /// The validators a row response can carry.
+    public enum Validator: Sendable {
+        /// A strong `ETag` digesting the body: the result is read whole before the head is sent.
+        case body
+        /// A weak `ETag` digesting what `version` (one value, such as a counter or the time of
+        /// the last change) returns, read before the rows: a match answers 304 without
+        /// running the stream.
+        case version(RowStream)
+    }
+
+    /// Whether the rows are read whole before the head is sent: single-row shapes, pages, and
+    /// whatever carries a body digest.
+    var isSentWhole: Bool {
+        if self.shape != .array || self.nextPage != nil { return true }
+        if case .body? = self.validator { return true }
+        return false
+    }
 
     /// The same result, to be answered by the primary only.
     var onPrimary: RowResult {

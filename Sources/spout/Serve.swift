@@ -63,6 +63,11 @@ struct Serve: AsyncParsableCommand {
             overrides: .init(host: self.host, port: self.port, databaseURL: self.database)
         )
         let endpoints = try EndpointSet.load(configuration: settings)
+        if settings.cursorSecret.isEmpty && endpoints.endpoints.contains(where: { $0.page != nil }) {
+            logger.notice(
+                "page cursors are sealed with a key chosen at startup: they end with this process and other instances refuse them; set cursorSecret (SPOUT_CURSOR_SECRET) to keep them"
+            )
+        }
 
         let url = settings.database.url
         if settings.database.seed.enabled && !self.noSeed {

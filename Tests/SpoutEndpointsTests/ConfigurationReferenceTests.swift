@@ -76,7 +76,7 @@ import Testing
     static func defaultText(of setting: SpoutConfiguration.Setting) -> String {
         let defaults = SpoutConfiguration()
         switch setting.kind {
-        case .string(let keyPath): return defaults[keyPath: keyPath]
+        case .string(let keyPath), .optionalString(let keyPath): return defaults[keyPath: keyPath]
         case .integer(let keyPath, _): return String(defaults[keyPath: keyPath])
         case .boolean(let keyPath): return String(defaults[keyPath: keyPath])
         case .dateFormat: return defaults.dateFormat.rawValue

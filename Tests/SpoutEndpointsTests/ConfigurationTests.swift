@@ -118,7 +118,8 @@ struct ConfigurationTests {
         #expect(table["database.replicaUrls"] == "SPOUT_DATABASE_REPLICA_URLS")
         #expect(table["server.metrics.port"] == "SPOUT_METRICS_PORT")
         #expect(table["server.timingHeader"] == "SPOUT_TIMING_HEADER")
-        #expect(table.count == 32)
+        #expect(table["cursorSecret"] == "SPOUT_CURSOR_SECRET")
+        #expect(table.count == 33)
         #expect(Set(table.values).count == table.count)
     }
 
@@ -147,7 +148,7 @@ struct ConfigurationTests {
             ("database:\n  seed:\n    enabled: yes\n", 3, "'database.seed.enabled' must be true or false, not 'yes'"),
             ("dateFormat: unix\n", 1, "'dateFormat' must be epoch-ms or iso-8601, not 'unix'"),
             ("server: 8080\n", 1, "'server' must be a mapping (key: value lines)"),
-            ("databse:\n  url: x\n", 1, "unknown key 'databse' in the configuration (known keys: server, database, dateFormat, endpoints, sqlDirectory)"),
+            ("databse:\n  url: x\n", 1, "unknown key 'databse' in the configuration (known keys: server, database, dateFormat, endpoints, sqlDirectory, cursorSecret)"),
             ("server:\n  port: 1\n  port: 2\n", 3, "duplicate key 'port' in the same mapping"),
         ])
     func fileErrors(yaml: String, line: Int, message: String) throws {

@@ -12,11 +12,17 @@ struct HTTPTestResponse: Sendable {
     var headers: [(name: String, value: String)]
     /// The body, de-chunked when it was sent chunked.
     var body: [UInt8]
+    /// The trailer fields of a chunked body, names lowercased.
+    var trailers: [(name: String, value: String)] = []
 
     var text: String { String(decoding: self.body, as: UTF8.self) }
 
     func header(_ name: String) -> String? {
         self.headers.first { $0.name == name.lowercased() }?.value
+    }
+
+    func trailer(_ name: String) -> String? {
+        self.trailers.first { $0.name == name.lowercased() }?.value
     }
 
     /// The body parsed as JSON (Foundation), for structural checks.
@@ -107,19 +113,26 @@ enum HTTPTestClient {
         guard statusParts.count >= 2, let status = Int(statusParts[1]) else {
             throw Failure(description: "bad status line \(lines[0])")
         }
-        var headers: [(name: String, value: String)] = []
-        for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            headers.append((line[..<colon].lowercased(), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
-        }
+        let headers = self.fields(lines.dropFirst())
         var body = Array(bytes[(headEnd + 4)...])
+        var trailers: [(name: String, value: String)] = []
         if headers.contains(where: { $0.name == "transfer-encoding" && $0.value.lowercased().contains("chunked") }) {
-            body = try self.dechunk(body)
+            (body, trailers) = try self.dechunk(body)
         }
-        return HTTPTestResponse(status: status, headers: headers, body: body)
+        return HTTPTestResponse(status: status, headers: headers, body: body, trailers: trailers)
     }
 
-    private static func dechunk(_ bytes: [UInt8]) throws -> [UInt8] {
+    private static func fields(_ lines: some Sequence<String>) -> [(name: String, value: String)] {
+        var fields: [(name: String, value: String)] = []
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            fields.append((line[..<colon].lowercased(), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+        }
+        return fields
+    }
+
+    /// The body of a chunked message and its trailer fields.
+    private static func dechunk(_ bytes: [UInt8]) throws -> (body: [UInt8], trailers: [(name: String, value: String)]) {
         var output: [UInt8] = []
         var index = 0
         while true {
@@ -129,7 +142,10 @@ enum HTTPTestClient {
             let sizeText = String(decoding: bytes[index..<lineEnd], as: UTF8.self).split(separator: ";")[0]
             guard let size = Int(sizeText, radix: 16) else { throw Failure(description: "bad chunk size \(sizeText)") }
             index = lineEnd + 2
-            if size == 0 { return output }
+            if size == 0 {
+                let rest = String(decoding: bytes[index...], as: UTF8.self)
+                return (output, self.fields(rest.components(separatedBy: "\r\n")))
+            }
             guard index + size <= bytes.count else { throw Failure(description: "truncated chunk") }
             output.append(contentsOf: bytes[index..<(index + size)])
             index += size + 2

@@ -70,12 +70,30 @@ struct OpenAPITests {
         #expect(detailsSchema["type"] as? String == "array")
         #expect((detailsSchema["items"] as? [String: Any])?["enum"] as? [String] == ["titles", "salaries"])
         let responses = try #require(employee["responses"] as? [String: Any])
-        #expect(Set(responses.keys) == ["200", "400", "404", "406", "500", "503", "504"])
+        // An object is sent whole with a strong ETag: If-None-Match may answer 304.
+        #expect(Set(responses.keys) == ["200", "304", "400", "404", "406", "500", "503", "504"])
+        let okHeaders = try #require((responses["200"] as? [String: Any])?["headers"] as? [String: Any])
+        #expect(Set(okHeaders.keys) == ["ETag"])
         let schema = try #require(
             ((((responses["200"] as? [String: Any])?["content"] as? [String: Any])?["application/json"] as? [String: Any])?["schema"])
                 as? [String: Any])
         let properties = try #require(schema["properties"] as? [String: Any])
         #expect(Set(properties.keys) == ["employeeNumber", "firstName", "lastName", "titles", "salaries"])
+
+        // A paged list: the page parameters, and Link and ETag on its 200.
+        let list = try #require(paths["/employees"]?["get"] as? [String: Any])
+        let listParameters = try #require(list["parameters"] as? [[String: Any]])
+        #expect(listParameters.compactMap { $0["name"] as? String }.suffix(3) == ["details", "pageSize", "after"])
+        let listResponses = try #require(list["responses"] as? [String: Any])
+        #expect(listResponses["304"] != nil)
+        let listHeaders = try #require((listResponses["200"] as? [String: Any])?["headers"] as? [String: Any])
+        #expect(Set(listHeaders.keys) == ["ETag", "Link"])
+        // A stream without versionSql has no validator; pets has one.
+        #expect((paths["/salaries"]?["get"] as? [String: Any]).flatMap { ($0["responses"] as? [String: Any])?["304"] } == nil)
+        let petsHeaders = ((paths["/pets"]?["get"] as? [String: Any])?["responses"] as? [String: Any]).flatMap {
+            ($0["200"] as? [String: Any])?["headers"] as? [String: Any]
+        }
+        #expect(petsHeaders?["ETag"] != nil)
 
         let create = try #require(paths["/pets"]?["post"] as? [String: Any])
         let body = try #require(create["requestBody"] as? [String: Any])

@@ -8,3 +8,11 @@ CREATE TABLE pet (
     birth       DATE,
     death       DATE
 );
+
+-- A counter that every write to pet advances: GET /pets reads it as its versionSql, so a
+-- client's cached copy is revalidated (ETag, 304) without reading the pets.
+CREATE TABLE pet_version (version INTEGER NOT NULL);
+INSERT INTO pet_version (version) VALUES (0);
+CREATE TRIGGER pet_inserted AFTER INSERT ON pet BEGIN UPDATE pet_version SET version = version + 1; END;
+CREATE TRIGGER pet_updated AFTER UPDATE ON pet BEGIN UPDATE pet_version SET version = version + 1; END;
+CREATE TRIGGER pet_deleted AFTER DELETE ON pet BEGIN UPDATE pet_version SET version = version + 1; END;

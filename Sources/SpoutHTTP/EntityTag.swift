@@ -1,0 +1,78 @@
+import Crypto
+
+/// An HTTP entity tag (RFC 9110 §8.8.3): the validator `If-None-Match` is compared with.
+///
+/// Spout makes two kinds. A response sent whole gets a **strong** tag: 128 bits of the SHA-256
+/// of its body, so two servers with the same data give the same tag, and any change to the
+/// bytes changes it. A streamed response can only be tagged before it runs, from what an
+/// endpoint's `versionSql` returns: a **weak** tag, a digest of that value and the response's
+/// format. When the compressor encodes a body (gzip, deflate), ``HTTPServer`` appends
+/// ``codingSuffix`` to the tag, so the two representations never share a tag; comparisons
+/// ignore the suffix, as they ignore `W/` (RFC 9110's weak comparison for `If-None-Match`).
+public struct EntityTag: Sendable, Hashable, CustomStringConvertible {
+    /// The tag between its quotes.
+    public var opaque: String
+    public var isWeak: Bool
+
+    /// Marks the tag of a compressed representation (`"…-z"`).
+    public static let codingSuffix = "-z"
+
+    public init(opaque: String, isWeak: Bool) {
+        self.opaque = opaque
+        self.isWeak = isWeak
+    }
+
+    /// The field value: `"opaque"` or `W/"opaque"`.
+    public var description: String { (self.isWeak ? "W/" : "") + "\"" + self.opaque + "\"" }
+
+    /// A strong tag for `body`.
+    public static func strong(body: [UInt8]) -> EntityTag {
+        EntityTag(opaque: self.hex(SHA256.hash(data: body)), isWeak: false)
+    }
+
+    /// A weak tag digesting `parts` (each length-prefixed, so the split between them counts).
+    public static func weak(digesting parts: [[UInt8]]) -> EntityTag {
+        var hasher = SHA256()
+        for part in parts {
+            withUnsafeBytes(of: UInt64(part.count).bigEndian) { hasher.update(bufferPointer: $0) }
+            hasher.update(data: part)
+        }
+        return EntityTag(opaque: self.hex(hasher.finalize()), isWeak: true)
+    }
+
+    /// Whether an `If-None-Match` field value names this tag: `*`, or one of its
+    /// comma-separated tags equal under weak comparison (ignoring `W/` and ``codingSuffix``).
+    public func isMatched(byIfNoneMatch field: String?) -> Bool {
+        guard let field else { return false }
+        let trimmed = field.trimmingBlanks
+        if trimmed == "*" { return true }
+        for candidate in trimmed.split(separator: ",") {
+            var tag = Substring(candidate.trimmingBlanks)
+            if tag.hasPrefix("W/") { tag = tag.dropFirst(2) }
+            guard tag.count >= 2, tag.hasPrefix("\""), tag.hasSuffix("\"") else { continue }
+            var opaque = tag.dropFirst().dropLast()
+            if opaque.hasSuffix(Self.codingSuffix) { opaque = opaque.dropLast(Self.codingSuffix.count) }
+            if opaque == self.opaque { return true }
+        }
+        return false
+    }
+
+    /// `value` with ``codingSuffix`` added inside its quotes (an `ETag` field of a response the
+    /// compressor encodes); unchanged when it is not a quoted tag.
+    static func markingCompressed(_ value: String) -> String {
+        guard value.hasSuffix("\""), !value.hasSuffix(Self.codingSuffix + "\"") else { return value }
+        return String(value.dropLast()) + Self.codingSuffix + "\""
+    }
+
+    /// The first 16 bytes of a digest in lower-case hexadecimal.
+    private static func hex(_ digest: SHA256.Digest) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(32)
+        for byte in digest.prefix(16) {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+}
