@@ -6,6 +6,7 @@ import Testing
 /// next to the tests and checks that its JSON holds every scenario with numbers. Nothing here
 /// judges speed: the point is that the harness keeps working as the service changes.
 ///
+/// `Benchmarks/run` is a Python program, started directly (its `#!/usr/bin/env python3`).
 /// Runs when `wrk` is installed, and always under `CI=true` (the harness installs what is
 /// missing as root, and fails when it cannot).
 @Suite struct BenchmarkHarnessTests {
@@ -39,9 +40,9 @@ import Testing
         let results = FileManager.default.temporaryDirectory.appendingPathComponent("spout-bench-test-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: results) }
         let run = try await ChildProcess.run(
-            executable: "/bin/bash",
+            executable: Self.root.appendingPathComponent("Benchmarks/run").path,
             arguments: [
-                Self.root.appendingPathComponent("Benchmarks/run").path, "--quick",
+                "--quick",
                 "--binary", try ChildProcess.spoutExecutable(),
                 "--results", results.path,
             ]
@@ -85,6 +86,17 @@ import Testing
         }
         #expect(try Self.number(Self.object(document, "stream.postgres.copy"), "seconds") > 0)
         #expect(try Self.number(Self.object(document, "stream.postgres"), "ratio_spout_to_copy") > 0)
+        #expect(try Self.number(Self.object(document, "stream.postgres.spout"), "ttfb_seconds") > 0)
+
+        // SQLite stream against the sqlite3 shell printing the same query as JSON.
+        #expect(try Self.number(Self.object(document, "stream.sqlite.sqlite3"), "seconds") > 0)
+        #expect(try Self.number(Self.object(document, "stream.sqlite"), "ratio_spout_to_sqlite3") > 0)
+        for database in ["postgres", "sqlite"] {
+            let stream = try Self.object(document, "stream.\(database)")
+            let pairs = try #require(stream["pair_ratios"] as? [Double], "\(database)")
+            #expect(pairs.count == 1, "\(database)")
+            #expect(try Self.number(Self.object(document, "stream.\(database).spout"), "rows") > 0, "\(database)")
+        }
 
         // List with details: parents, and the statements counted in the server log.
         for name in ["last-name", "department"] {
@@ -95,6 +107,28 @@ import Testing
             #expect(try Self.number(list, "statements") >= 1, "\(name)")
         }
         #expect(try Self.number(Self.object(document, "statements.detail"), "statements") >= 1)
+        // The department list against one COPY of the equivalent JOIN: a JOIN row per title.
+        let department = try Self.object(document, "list.postgres.department")
+        let join = try Self.object(document, "list.postgres.department.copy_join")
+        #expect(try Self.number(join, "seconds") > 0)
+        #expect(try Self.number(department, "ratio_spout_to_copy_join") > 0)
+        #expect(try Self.number(department, "rows_per_second") > 0)
+        #expect(try Self.number(department, "children") == Self.number(join, "rows"))
+        #expect(try Self.number(department, "rows") == Self.number(department, "parents") + Self.number(department, "children"))
+
+        // CPU per request and per row, Spout's and PostgreSQL's apart (clock ticks: a short
+        // stream may round to zero, a 2-second detail run may not).
+        let detailCPU = try Self.object(document, "cpu.detail.postgres")
+        #expect(try Self.number(detailCPU, "spout_ms_per_request") > 0)
+        #expect(try Self.number(detailCPU, "postgres_ms_per_request") > 0)
+        #expect(try Self.number(detailCPU, "pgbench_postgres_ms_per_transaction") > 0)
+        #expect(try Self.number(Self.object(document, "cpu.detail.sqlite"), "spout_ms_per_request") > 0)
+        let streamCPU = try Self.object(document, "cpu.stream.postgres")
+        for key in ["spout_us_per_row", "postgres_us_per_row", "copy_postgres_us_per_row"] {
+            #expect(try Self.number(streamCPU, key) >= 0, "\(key)")
+        }
+        #expect(try Self.number(Self.object(document, "cpu.stream.sqlite"), "sqlite3_us_per_row") >= 0)
+        #expect(try Self.number(Self.object(document, "cpu.list.postgres.department"), "spout_us_per_row") >= 0)
 
         // Memory under load: every fast stream completed.
         let memory = try Self.object(document, "memory.postgres")
@@ -104,6 +138,8 @@ import Testing
         // Every target has a measured value.
         let targets = try #require(document["targets"] as? [[String: Any]])
         #expect(targets.count == 6)
+        #expect(Set(targets.compactMap { $0["name"] as? String })
+            == ["stream", "ttfb", "stream-rss", "detail", "sqlite-stream", "list-details"])
         for target in targets {
             #expect(target["value"] is NSNumber, "\(target["name"] ?? "?") has no value")
         }
