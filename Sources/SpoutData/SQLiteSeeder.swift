@@ -44,7 +44,7 @@ public enum SQLiteSeeder {
             try DatabaseCatalog.existingTables(EmployeesSchema.tableNames, on: connection)
         }
         let existingPets = try withDatabaseContext("reading the database catalog failed") {
-            try DatabaseCatalog.existingTables([PetsLoader.tableName], on: connection)
+            try DatabaseCatalog.existingTables(PetsLoader.tableNames, on: connection)
         }
         let needsEmployees = existingEmployees.isEmpty
         if !needsEmployees && existingEmployees.count < EmployeesSchema.tableNames.count {
@@ -53,7 +53,9 @@ public enum SQLiteSeeder {
                 "the database has only some of the employees tables (\(existingEmployees.joined(separator: ", "))); "
                     + "drop them or load the employees data with spout load --replace")
         }
-        let needsPets = existingPets.isEmpty
+        // Pets are loaded when `pet` is missing; what is left of their set (the version
+        // counter) is replaced with them.
+        let needsPets = !existingPets.contains(PetsLoader.tableName)
         guard needsEmployees || needsPets else {
             return Report(loadedEmployees: false, loadedPets: false, employees: nil, pets: nil, seconds: secondsSince(start, clock: clock))
         }
@@ -75,7 +77,7 @@ public enum SQLiteSeeder {
                 report.loadedEmployees = true
             }
             if needsPets {
-                report.pets = try PetsLoader(sqlDirectory: sqlDirectory).load(into: connection, replace: false)
+                report.pets = try PetsLoader(sqlDirectory: sqlDirectory).load(into: connection, replace: !existingPets.isEmpty)
                 report.loadedPets = true
             }
             return report

@@ -116,6 +116,20 @@ import Testing
         #expect(try Self.number(department, "children") == Self.number(join, "rows"))
         #expect(try Self.number(department, "rows") == Self.number(department, "parents") + Self.number(department, "children"))
 
+        // Keyset pages: the first and a deep page (page 20 of 2,000 employees), both 200; on
+        // PostgreSQL the plan of the deep page reads the employees' primary key index.
+        for database in ["postgres", "sqlite"] {
+            let pages = try Self.object(document, "pages.\(database)")
+            #expect(pages["statuses"] as? [Int] == [200], "\(database)")
+            #expect(try Self.number(pages, "deep_page") == 20, "\(database)")
+            #expect(try Self.number(pages, "ratio_deep_to_first") > 0, "\(database)")
+        }
+        let plans = try Self.object(document, "pages.postgres.plan")
+        for mode in ["custom", "generic"] {
+            let plan = try #require(plans[mode] as? [String], "\(mode)")
+            #expect(plan.contains { $0.contains("Index Scan using employees_pkey") }, "\(mode): \(plan)")
+        }
+
         // CPU per request and per row, Spout's and PostgreSQL's apart (clock ticks: a short
         // stream may round to zero, a 2-second detail run may not).
         let detailCPU = try Self.object(document, "cpu.detail.postgres")
