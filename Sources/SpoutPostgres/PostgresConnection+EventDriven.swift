@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import CEventPoll
 import CLibPQ
 import SpoutCore
@@ -154,6 +157,28 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
         return self.interest
     }
 
+    /// Runs to the end on the calling thread, waiting for the socket with `poll(2)` where the
+    /// reactor would wait with epoll: the blocking path (``PostgresConnection/queryAll(_:)``)
+    /// and the event-driven one share this one implementation of pipelines. Call it instead of
+    /// handing the run to the reactor; ``complete()`` is not called.
+    func runBlocking() -> Result<[[QueryResult]], any Error> {
+        var interest = self.start()
+        while let events = interest {
+            var descriptor = pollfd(
+                fd: self.socket, events: Int16(POLLIN) | (events & EPOLLOUT.rawValue != 0 ? Int16(POLLOUT) : 0), revents: 0)
+            guard poll(&descriptor, 1, -1) >= 0 else {
+                if errno == EINTR { continue }
+                self.connectionFailed()
+                break
+            }
+            var happened: UInt32 = 0
+            if descriptor.revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 { happened |= EPOLLIN.rawValue }
+            if descriptor.revents & Int16(POLLOUT) != 0 { happened |= EPOLLOUT.rawValue }
+            interest = self.handle(events: happened)
+        }
+        return self.outcome ?? .failure(DatabaseError(.connectionLost, message: "the pipeline ended without an outcome"))
+    }
+
     var socketIsOpen: Bool {
         PQsocket(self.handle) == self.socket
     }
@@ -203,20 +228,24 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
         return true
     }
 
-    /// Queues `statements`, and the prepares of those not yet prepared. False when the run is
-    /// over (the connection failed).
+    /// Queues `statements`, and the prepares of those not yet prepared (without session state,
+    /// the statements are sent unnamed instead). False when the run is over (the connection
+    /// failed).
     private func queue(_ statements: [BoundStatement], tentative: Bool, pending: inout [String: String]) -> Bool {
         for statement in statements {
             let text = statement.sql.text
-            let name: String
-            if let prepared = self.connection.preparedStatements[text] ?? pending[text] {
+            var name: String?
+            if !self.connection.keepsSessionState {
+                name = nil
+            } else if let prepared = self.connection.preparedStatements[text] ?? pending[text] {
                 name = prepared
             } else {
                 self.connection.preparedStatementCount += 1
-                name = "spout_\(self.connection.preparedStatementCount)"
-                pending[text] = name
-                guard PQsendPrepare(self.handle, name, text, 0, nil) == 1 else { return self.sendFailed() }
-                self.commands.append(.prepare(name: name, text: text, tentative: tentative))
+                let newName = "spout_\(self.connection.preparedStatementCount)"
+                pending[text] = newName
+                guard PQsendPrepare(self.handle, newName, text, 0, nil) == 1 else { return self.sendFailed() }
+                self.commands.append(.prepare(name: newName, text: text, tentative: tentative))
+                name = newName
             }
             let parameters: PostgresTextParameters
             do {
@@ -228,10 +257,9 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
                 break
             }
             self.connection.statistics.recordStatement()
-            let sent = parameters.withUnsafeCValues { count, values in
-                PQsendQueryPrepared(self.handle, name, count, values, nil, nil, 0)
+            guard self.connection.send(text, prepared: name, parameters, handle: self.handle) == 1 else {
+                return self.sendFailed()
             }
-            guard sent == 1 else { return self.sendFailed() }
             self.commands.append(.query(tentative: tentative))
         }
         return true
