@@ -303,12 +303,16 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         self.statistics.recordStatement()
         self.statementStarting()
         let name = try self.preparedStatementName(for: sql.text, handle: handle)
-        let result = parameters.withUnsafeCValues { count, values in
-            if let name {
-                PQexecPrepared(handle, name, count, values, nil, nil, 0)
-            } else {
-                PQexecParams(handle, sql.text, count, nil, values, nil, nil, 0)
-            }
+        guard self.send(sql.text, prepared: name, parameters, handle: handle) == 1 else {
+            let error = self.makeError(nil)
+            self.noteTransactionState()
+            throw error
+        }
+        // Like PQexec*: every result is read, the last one (the statement's) kept.
+        var result: OpaquePointer?
+        while let next = PQgetResult(handle) {
+            PQclear(result)
+            result = next
         }
         defer {
             PQclear(result)
