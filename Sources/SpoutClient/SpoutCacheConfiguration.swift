@@ -1,0 +1,40 @@
+import Foundation
+
+/// The opt-in on-disk response cache of a ``SpoutClient`` (docs/client.md, "The cache").
+///
+/// Successful GET bodies are stored with their `ETag`; the next GET of the same URL sends
+/// `If-None-Match` and a `304` is answered from the stored body. With
+/// ``staleIfUnavailable``, a GET whose server cannot be reached, or answers `5xx`, is answered
+/// from the stored body too, marked ``ResponseSource/stale(storedAt:)``.
+public struct SpoutCacheConfiguration: Sendable {
+    /// The folder of the cache's files (created when missing). One client at a time per folder.
+    public var directory: URL
+    /// The most bytes of bodies kept; the least recently used are evicted beyond it, and a body
+    /// bigger than this is not stored.
+    public var maximumBytes: Int
+    /// Whether a stored copy answers when the network or the server fails (the policy).
+    public var staleIfUnavailable: Bool
+
+    public init(directory: URL, maximumBytes: Int = 64 * 1024 * 1024, staleIfUnavailable: Bool = false) {
+        self.directory = directory
+        self.maximumBytes = maximumBytes
+        self.staleIfUnavailable = staleIfUnavailable
+    }
+}
+
+/// Where a response's body came from.
+public enum ResponseSource: Sendable, Equatable {
+    /// The server sent it.
+    case network
+    /// The server answered `304 Not Modified` to `If-None-Match`: the cached copy is current.
+    case revalidated
+    /// The server could not be reached or failed: a cached copy stored at `storedAt`, which
+    /// may be out of date.
+    case stale(storedAt: Date)
+
+    /// Whether the body may be out of date.
+    public var isStale: Bool {
+        if case .stale = self { return true }
+        return false
+    }
+}
