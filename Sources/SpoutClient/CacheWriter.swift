@@ -28,11 +28,13 @@ final class CacheWriter: Sendable {
     private let etag: String?
     private let contentType: String?
     private let links: [String]
+    private let maximumBytes: Int
     private let callerSide = Mutex(CallerSide())
     private let queueSide = Mutex(QueueSide())
 
-    init(cache: ResponseCache, key: String, etag: String?, contentType: String?, links: [String]) {
+    init(cache: ResponseCache, key: String, etag: String?, contentType: String?, links: [String], maximumBytes: Int) {
         self.cache = cache
+        self.maximumBytes = maximumBytes
         self.links = links
         self.key = key
         self.etag = etag
@@ -46,7 +48,7 @@ final class CacheWriter: Sendable {
             guard !side.finished else { return .ignore }
             side.pending += bytes.count
             side.total += bytes.count
-            guard side.pending <= Self.maximumPendingBytes, side.total <= self.cache.configuration.maximumBytes else {
+            guard side.pending <= Self.maximumPendingBytes, side.total <= self.maximumBytes else {
                 side.finished = true
                 return .giveUp
             }
@@ -93,7 +95,8 @@ final class CacheWriter: Sendable {
             }
             guard let (url, handle) = file else { return }
             try? handle.close()
-            self.cache.commit(temporary: url, key: self.key, etag: self.etag, contentType: self.contentType, links: self.links, size: total)
+            self.cache.commit(temporary: url, key: self.key, etag: self.etag, contentType: self.contentType, links: self.links, size: total,
+                maximumBytes: self.maximumBytes)
         }
     }
 

@@ -35,7 +35,7 @@ extension SpoutClient {
     func get(_ url: URL, accept: String) async throws -> Exchange {
         var headers = self.configuration.headers
         headers.append((name: "Accept", value: accept))
-        guard let cache = self.cache else {
+        guard let cache = self.cache, let policy = self.configuration.cache else {
             let response = try await self.transport.perform(TransportRequest(method: "GET", url: url, headers: headers))
             guard (200..<300).contains(response.status) else {
                 throw SpoutClientError.server(await ErrorBodyDecoder.error(from: response))
@@ -46,7 +46,7 @@ extension SpoutClient {
         let key = ResponseCache.key(url: url, accept: accept)
         let hit = await cache.lookup(key)
         if let etag = hit?.entry.etag { headers.append((name: "If-None-Match", value: etag)) }
-        let allowsStale = cache.configuration.staleIfUnavailable
+        let allowsStale = policy.staleIfUnavailable
         let response: TransportResponse
         do {
             response = try await self.transport.perform(TransportRequest(method: "GET", url: url, headers: headers))
@@ -63,7 +63,8 @@ extension SpoutClient {
         if (200..<300).contains(response.status) {
             hit?.body.close()
             let noStore = response.headers["Cache-Control"]?.lowercased().contains("no-store") ?? false
-            let writer = response.status == 200 && !noStore ? cache.writer(key: key, headers: response.headers) : nil
+            let stores = response.status == 200 && !noStore
+            let writer = stores ? cache.writer(key: key, headers: response.headers, maximumBytes: policy.maximumBytes) : nil
             return Exchange(
                 url: url, status: response.status, headers: response.headers, body: response.body, source: .network,
                 cacheWriter: writer)

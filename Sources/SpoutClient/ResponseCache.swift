@@ -10,6 +10,9 @@ import Synchronization
 /// through the same queue, a body whose write was committed before a lookup was asked for is
 /// found by it.
 ///
+/// Clients of one process that use the same folder share one instance (``shared(directory:)``),
+/// so their lookups and writes are ordered by one queue.
+///
 /// Files, for the key's 64-bit FNV-1a hash `H`: `H.body` and `H.json` (``Entry``, with the
 /// full key, checked on lookup, so a hash collision is a miss, not a wrong body).
 final class ResponseCache: Sendable {
@@ -32,13 +35,28 @@ final class ResponseCache: Sendable {
         var body: CachedBodyReader
     }
 
-    let configuration: SpoutCacheConfiguration
+    /// The folder of the files.
+    let directory: URL
     private let queue = DispatchQueue(label: "SpoutClient.ResponseCache")
     /// The index, by key hash; nil until first loaded from the directory (on the queue).
     private let index = Mutex<[String: Entry]?>(nil)
 
-    init(configuration: SpoutCacheConfiguration) {
-        self.configuration = configuration
+    /// The instances of this process, by standardized folder path.
+    private static let instances = Mutex<[String: ResponseCache]>([:])
+
+    private init(directory: URL) {
+        self.directory = directory
+    }
+
+    /// The one instance of this process for `directory`.
+    static func shared(directory: URL) -> ResponseCache {
+        let path = directory.standardizedFileURL.path
+        return self.instances.withLock { instances in
+            if let existing = instances[path] { return existing }
+            let cache = ResponseCache(directory: URL(fileURLWithPath: path, isDirectory: true))
+            instances[path] = cache
+            return cache
+        }
     }
 
     /// The key of a GET: its URL and what it accepts.
@@ -73,10 +91,12 @@ final class ResponseCache: Sendable {
         }
     }
 
-    /// A writer for a new body of `key`; nothing is visible to lookups until it commits.
-    func writer(key: String, headers: SpoutHeaders) -> CacheWriter {
+    /// A writer for a new body of `key`, stored under a bound of `maximumBytes`; nothing is
+    /// visible to lookups until it commits.
+    func writer(key: String, headers: SpoutHeaders, maximumBytes: Int) -> CacheWriter {
         CacheWriter(
-            cache: self, key: key, etag: headers["ETag"], contentType: headers["Content-Type"], links: headers.values("Link"))
+            cache: self, key: key, etag: headers["ETag"], contentType: headers["Content-Type"], links: headers.values("Link"),
+            maximumBytes: maximumBytes)
     }
 
     // MARK: On the queue
@@ -89,16 +109,16 @@ final class ResponseCache: Sendable {
     /// A new temporary file for a body being written (on the queue).
     func makeTemporaryFile() -> (URL, FileHandle)? {
         self.ensureDirectory()
-        let url = self.configuration.directory.appendingPathComponent("tmp-\(UUID().uuidString)")
+        let url = self.directory.appendingPathComponent("tmp-\(UUID().uuidString)")
         guard FileManager.default.createFile(atPath: url.path, contents: nil),
             let handle = FileHandle(forWritingAtPath: url.path)
         else { return nil }
         return (url, handle)
     }
 
-    /// Moves a complete body into place, indexes it and evicts beyond the size bound (on the
-    /// queue).
-    func commit(temporary: URL, key: String, etag: String?, contentType: String?, links: [String], size: Int) {
+    /// Moves a complete body into place, indexes it and evicts the least recently used bodies
+    /// while all of them take more than `maximumBytes` (on the queue).
+    func commit(temporary: URL, key: String, etag: String?, contentType: String?, links: [String], size: Int, maximumBytes: Int) {
         let name = Self.fileName(for: key)
         var index = self.loadedIndex()
         let now = Date()
@@ -114,7 +134,7 @@ final class ResponseCache: Sendable {
         index[name] = entry
         self.writeMetadata(entry, name: name)
         var total = index.values.reduce(0) { $0 + $1.size }
-        for (victim, old) in index.sorted(by: { $0.value.lastUsed < $1.value.lastUsed }) where total > self.configuration.maximumBytes {
+        for (victim, old) in index.sorted(by: { $0.value.lastUsed < $1.value.lastUsed }) where total > maximumBytes {
             index[victim] = nil
             total -= old.size
             try? FileManager.default.removeItem(at: self.bodyURL(victim))
@@ -127,7 +147,7 @@ final class ResponseCache: Sendable {
     private func loadedIndex() -> [String: Entry] {
         if let index = self.index.withLock({ $0 }) { return index }
         var index: [String: Entry] = [:]
-        let files = (try? FileManager.default.contentsOfDirectory(atPath: self.configuration.directory.path)) ?? []
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: self.directory.path)) ?? []
         let decoder = JSONDecoder()
         for file in files where file.hasSuffix(".json") {
             let name = String(file.dropLast(".json".count))
@@ -138,7 +158,7 @@ final class ResponseCache: Sendable {
         }
         // Bodies left by a process that stopped while writing.
         for file in files where file.hasPrefix("tmp-") {
-            try? FileManager.default.removeItem(at: self.configuration.directory.appendingPathComponent(file))
+            try? FileManager.default.removeItem(at: self.directory.appendingPathComponent(file))
         }
         self.index.withLock { $0 = index }
         return index
@@ -150,15 +170,15 @@ final class ResponseCache: Sendable {
     }
 
     private func ensureDirectory() {
-        try? FileManager.default.createDirectory(at: self.configuration.directory, withIntermediateDirectories: true)
+        try? FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
     }
 
     private func bodyURL(_ name: String) -> URL {
-        self.configuration.directory.appendingPathComponent(name + ".body")
+        self.directory.appendingPathComponent(name + ".body")
     }
 
     private func metadataURL(_ name: String) -> URL {
-        self.configuration.directory.appendingPathComponent(name + ".json")
+        self.directory.appendingPathComponent(name + ".json")
     }
 
     /// The 64-bit FNV-1a hash of `key`, in hex: a file name of fixed length for any URL.

@@ -7,10 +7,11 @@ import Foundation
 /// ``staleIfUnavailable``, a GET whose server cannot be reached, or answers `5xx`, is answered
 /// from the stored body too, marked ``ResponseSource/stale(storedAt:)``.
 public struct SpoutCacheConfiguration: Sendable {
-    /// The folder of the cache's files (created when missing). One client at a time per folder.
+    /// The folder of the cache's files (created when missing). The clients of one process
+    /// may share a folder; two processes may not.
     public var directory: URL
-    /// The most bytes of bodies kept; the least recently used are evicted beyond it, and a body
-    /// bigger than this is not stored.
+    /// The most bytes of bodies kept: when this client stores a body, the least recently used
+    /// are evicted beyond it; a body bigger than this is not stored.
     public var maximumBytes: Int
     /// Whether a stored copy answers when the network or the server fails (the policy).
     public var staleIfUnavailable: Bool

@@ -29,7 +29,7 @@ public final class SpoutClient: Sendable {
         self.baseURL = baseURL
         self.configuration = configuration
         self.transport = transport
-        self.cache = configuration.cache.map { ResponseCache(configuration: $0) }
+        self.cache = configuration.cache.map { ResponseCache.shared(directory: $0.directory) }
     }
 
     /// The rows of a streamed GET, each decoded as `type` as soon as its bytes arrived.

@@ -54,22 +54,22 @@ import Testing
     }
 
     @Test func aBodyShorterThanItsContentLengthThrows() async throws {
-        let server = try await ScriptedHTTPServer.start { _, connection in
+        try await Self.expectTruncated { _, connection in
             try await connection.send("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n[{\"n\":1}]")
         }
-        let rows = try await Self.client(server).rows(Item.self, path: "/items")
-        await #expect(throws: SpoutClientError.truncatedBody) {
-            for try await _ in rows {}
-        }
-        await server.stop()
     }
 
     @Test func aCompleteArrayWithoutItsTerminatingChunkIsStillTruncated() async throws {
         // The JSON is whole, but the stream did not end as HTTP says it ends.
-        let server = try await ScriptedHTTPServer.start { _, connection in
+        try await Self.expectTruncated { _, connection in
             try await connection.sendChunkedHead()
             try await connection.sendChunk(#"[{"n":1}]"#)
         }
+    }
+
+    /// Reading every row of what `answer` sends throws ``SpoutClientError/truncatedBody``.
+    static func expectTruncated(_ answer: @escaping ScriptedHTTPServer.Answer) async throws {
+        let server = try await ScriptedHTTPServer.start(answer)
         let rows = try await Self.client(server).rows(Item.self, path: "/items")
         await #expect(throws: SpoutClientError.truncatedBody) {
             for try await _ in rows {}
