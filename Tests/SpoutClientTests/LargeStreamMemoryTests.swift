@@ -32,22 +32,9 @@ import Testing
     /// The most the peak may grow from 1,000 to 300,000 rows.
     static let allowedGrowth = 12 * 1024 * 1024
 
-    /// The example executable, built next to the test bundle.
-    static func exampleExecutable() throws -> String {
-        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for candidate in [bundle, bundle.deletingLastPathComponent()] {
-            let path = candidate.appendingPathComponent("spout-client-example").path
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        struct NotBuilt: Error, CustomStringConvertible {
-            var description: String { "spout-client-example is not built next to the tests (run swift build --build-tests)" }
-        }
-        throw NotBuilt()
-    }
-
     /// Streams 1,000 then 300,000 rows through the example and checks the counts and the peaks.
     static func measure(_ server: LiveSpout, database: String) async throws {
-        let executable = try Self.exampleExecutable()
+        let executable = try ChildProcess.builtExecutable(named: "spout-client-example")
         let base = server.baseURL.absoluteString
         let small = try await ChildProcess.run(executable: executable, arguments: ["--count", base, "/client-rows?count=1000"])
         let large = try await ChildProcess.run(executable: executable, arguments: ["--count", base, "/client-rows?count=\(Self.rowCount)"])
