@@ -29,9 +29,10 @@ extension SpoutClient {
     ///
     /// With a cache: a stored copy's `ETag` goes out as `If-None-Match`, and `304` answers
     /// from the copy (``ResponseSource/revalidated``); a `200` is copied into the cache as it
-    /// is read (unless `Cache-Control: no-store`); when the server cannot be reached or
-    /// answers `5xx` and the policy allows, the copy answers (``ResponseSource/stale(storedAt:)``).
-    /// Any other status of 300 or more throws ``SpoutClientError/server(_:)``.
+    /// is read (unless `Cache-Control: no-store`); when the server cannot be reached, stays
+    /// silent past the transport's read timeout or answers `5xx`, and the policy allows, the
+    /// copy answers (``ResponseSource/stale(storedAt:)``). Any other status of 300 or more
+    /// throws ``SpoutClientError/server(_:)``.
     func get(_ url: URL, accept: String) async throws -> Exchange {
         var headers = self.configuration.headers
         headers.append((name: "Accept", value: accept))
@@ -50,9 +51,16 @@ extension SpoutClient {
         let response: TransportResponse
         do {
             response = try await self.transport.perform(TransportRequest(method: "GET", url: url, headers: headers))
-        } catch SpoutClientError.connectionFailed(let reason) {
-            guard allowsStale, let hit else { throw SpoutClientError.connectionFailed(reason) }
-            return self.answer(from: hit, cache: cache, url: url, source: .stale(storedAt: hit.entry.storedAt))
+        } catch let error as SpoutClientError {
+            // Unreachable or silent: no answer at all.
+            switch error {
+            case .connectionFailed, .timedOut:
+                guard allowsStale, let hit else { throw error }
+                return self.answer(from: hit, cache: cache, url: url, source: .stale(storedAt: hit.entry.storedAt))
+            default:
+                hit?.body.close()
+                throw error
+            }
         }
 
         if response.status == 304 {

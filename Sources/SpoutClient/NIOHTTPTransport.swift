@@ -25,13 +25,22 @@ import NIOPosix
 public struct NIOHTTPTransport: SpoutTransport {
     private let group: any EventLoopGroup
     private let connectTimeout: TimeAmount
+    private let readTimeout: TimeAmount?
 
     /// - Parameters:
     ///   - group: where the connections live; by default NIO's shared singleton group.
     ///   - connectTimeout: how long a connection may take to be made.
-    public init(group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, connectTimeout: Duration = .seconds(10)) {
+    ///   - readTimeout: how long the server may stay silent while the client waits for the
+    ///     response head or for more of the body (``SpoutClientError/timedOut(_:)``); a
+    ///     consumer's own pauses do not count. Nil (the default) waits as long as the server
+    ///     takes; cancelling the task always stops the wait.
+    public init(
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, connectTimeout: Duration = .seconds(10),
+        readTimeout: Duration? = nil
+    ) {
         self.group = group
         self.connectTimeout = TimeAmount(connectTimeout)
+        self.readTimeout = readTimeout.map { TimeAmount($0) }
     }
 
     public func perform(_ request: TransportRequest) async throws -> TransportResponse {
@@ -41,6 +50,7 @@ public struct NIOHTTPTransport: SpoutTransport {
         let port = request.url.port ?? 80
         let eventLoop = self.group.next()
         let headPromise = eventLoop.makePromise(of: HTTPResponseHead.self)
+        let readTimeout = self.readTimeout
         let channel: any Channel
         do {
             channel = try await ClientBootstrap(group: eventLoop)
@@ -49,7 +59,7 @@ public struct NIOHTTPTransport: SpoutTransport {
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                        try channel.pipeline.syncOperations.addHandler(ResponseStreamHandler(headPromise: headPromise))
+                        try channel.pipeline.syncOperations.addHandler(ResponseStreamHandler(headPromise: headPromise, readTimeout: readTimeout))
                     }
                 }
                 .connect(host: host, port: port)

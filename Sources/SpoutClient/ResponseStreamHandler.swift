@@ -9,12 +9,18 @@ import NIOHTTP1
 /// kernel's receive buffer fills, TCP's window closes and the server stops sending (Spout
 /// then stops reading its database). At most one socket read's worth of chunks is held here.
 ///
+/// With a read timeout, a wait for the head or for a chunk that a consumer asked for fails
+/// with ``SpoutClientError/timedOut(_:)`` when nothing arrives in time; a consumer that is
+/// slow to ask is never timed out.
+///
 /// Every method runs on the channel's event loop: NIO calls the handler methods there, and
 /// ``NIOResponseBody`` reaches ``demand()`` through `NIOLoopBound` on the same loop.
 final class ResponseStreamHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPClientResponsePart
 
     private let headPromise: EventLoopPromise<HTTPResponseHead>
+    private let readTimeout: TimeAmount?
+    private var timeout: Scheduled<Void>?
     private var context: ChannelHandlerContext?
     private var receivedHead = false
     private var chunks: [ByteBuffer] = []
@@ -22,8 +28,9 @@ final class ResponseStreamHandler: ChannelInboundHandler, RemovableChannelHandle
     private var failure: SpoutClientError?
     private var waiter: EventLoopPromise<[ByteBuffer]?>?
 
-    init(headPromise: EventLoopPromise<HTTPResponseHead>) {
+    init(headPromise: EventLoopPromise<HTTPResponseHead>, readTimeout: TimeAmount?) {
         self.headPromise = headPromise
+        self.readTimeout = readTimeout
     }
 
     /// The response head, once it has arrived.
@@ -39,6 +46,7 @@ final class ResponseStreamHandler: ChannelInboundHandler, RemovableChannelHandle
 
     /// Starts reading for the head (call after the request is written).
     func readHead() {
+        self.armTimeout()
         self.context?.read()
     }
 
@@ -58,6 +66,7 @@ final class ResponseStreamHandler: ChannelInboundHandler, RemovableChannelHandle
         }
         let promise = eventLoop.makePromise(of: [ByteBuffer]?.self)
         self.waiter = promise
+        self.armTimeout()
         context.read()
         return promise.futureResult
     }
@@ -66,6 +75,7 @@ final class ResponseStreamHandler: ChannelInboundHandler, RemovableChannelHandle
         switch self.unwrapInboundIn(data) {
         case .head(let head):
             self.receivedHead = true
+            self.cancelTimeout()
             self.headPromise.succeed(head)
         case .body(let buffer):
             self.chunks.append(buffer)
@@ -79,6 +89,7 @@ final class ResponseStreamHandler: ChannelInboundHandler, RemovableChannelHandle
     func channelReadComplete(context: ChannelHandlerContext) {
         if let waiter = self.waiter, !self.chunks.isEmpty || self.ended {
             self.waiter = nil
+            self.cancelTimeout()
             let chunks = self.chunks
             self.chunks.removeAll(keepingCapacity: true)
             waiter.succeed(chunks.isEmpty ? nil : chunks)
@@ -106,7 +117,31 @@ final class ResponseStreamHandler: ChannelInboundHandler, RemovableChannelHandle
         context.fireChannelInactive()
     }
 
+    /// Starts the clock of the current wait (head or chunk), when there is a read timeout.
+    private func armTimeout() {
+        guard let readTimeout = self.readTimeout, let context = self.context else { return }
+        self.timeout?.cancel()
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        self.timeout = context.eventLoop.scheduleTask(in: readTimeout) {
+            loopBound.value.timedOut()
+        }
+    }
+
+    private func cancelTimeout() {
+        self.timeout?.cancel()
+        self.timeout = nil
+    }
+
+    private func timedOut() {
+        self.timeout = nil
+        let waiting = self.receivedHead ? "the next bytes of the body" : "the response head"
+        let milliseconds = (self.readTimeout?.nanoseconds ?? 0) / 1_000_000
+        self.fail(.timedOut("no \(waiting) within \(milliseconds) ms"))
+        self.context?.close(promise: nil)
+    }
+
     private func fail(_ error: SpoutClientError) {
+        self.cancelTimeout()
         if self.failure == nil { self.failure = error }
         if !self.receivedHead {
             self.receivedHead = true

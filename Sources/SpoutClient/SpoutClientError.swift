@@ -4,6 +4,9 @@ public enum SpoutClientError: Error, Sendable, Equatable, CustomStringConvertibl
     case server(SpoutServerError)
     /// No response arrived: the connection could not be made, or closed before the head.
     case connectionFailed(String)
+    /// The server sent nothing for the transport's read timeout while the client waited for
+    /// the response head or for more of the body.
+    case timedOut(String)
     /// The connection closed before the body's end (no terminating chunk, fewer bytes than
     /// `Content-Length`). A truncated body is never a short sequence.
     case truncatedBody
@@ -20,6 +23,7 @@ public enum SpoutClientError: Error, Sendable, Equatable, CustomStringConvertibl
         switch self {
         case .server(let error): return error.description
         case .connectionFailed(let reason): return "connection failed: \(reason)"
+        case .timedOut(let reason): return "timed out: \(reason)"
         case .truncatedBody: return "the response body was truncated (the connection closed before its end)"
         case .malformedBody(let reason): return "malformed body: \(reason)"
         case .decoding(let row, let reason): return "row \(row) did not decode: \(reason)"
