@@ -19,7 +19,9 @@ import PackageDescription
 //   spout-client-example  prints employees as they stream, through SpoutClient
 let package = Package(
     name: "Spout",
-    platforms: [.macOS(.v15)],
+    // The server runs on Linux and macOS; SpoutClient also builds for Apple's other platforms
+    // (its locks are the Synchronization module's Mutex, hence these versions).
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .visionOS(.v2)],
     products: [
         .executable(name: "spout", targets: ["spout"]),
         .library(name: "SpoutCore", targets: ["SpoutCore"]),
