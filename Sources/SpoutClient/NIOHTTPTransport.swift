@@ -66,6 +66,7 @@ public struct NIOHTTPTransport: SpoutTransport {
                 .get()
         } catch {
             headPromise.fail(SpoutClientError.connectionFailed(String(describing: error)))
+            try Task.checkCancellation()
             throw SpoutClientError.connectionFailed("\(host):\(port): \(error)")
         }
         let handler = try await channel.eventLoop.submit {
@@ -91,6 +92,9 @@ public struct NIOHTTPTransport: SpoutTransport {
             }
         } catch {
             channel.close(promise: nil)
+            // A cancelled task's closed connection is its cancellation, not an outage (the
+            // stale policy must not answer it).
+            try Task.checkCancellation()
             throw error
         }
         let headers = SpoutHeaders(responseHead.headers.map { (name: $0.name, value: $0.value) })
@@ -117,7 +121,8 @@ public struct NIOHTTPTransport: SpoutTransport {
 
 /// The body of a response read through ``ResponseStreamHandler``: each ``nextChunk()`` asks
 /// the handler on its event loop for what has arrived, and it reads the socket when nothing
-/// has. Releasing the reader closes the connection.
+/// has. Releasing the reader closes the connection; so does cancelling the reading task,
+/// which then throws `CancellationError`.
 final class NIOResponseBody: ResponseBodyReader {
     private let channel: any Channel
     private let handler: NIOLoopBound<ResponseStreamHandler>
@@ -134,10 +139,16 @@ final class NIOResponseBody: ResponseBodyReader {
     func nextChunk() async throws -> [UInt8]? {
         let handler = self.handler
         let channel = self.channel
-        let buffers = try await withTaskCancellationHandler {
-            try await channel.eventLoop.flatSubmit { handler.value.demand() }.get()
-        } onCancel: {
-            channel.close(promise: nil)
+        let buffers: [ByteBuffer]?
+        do {
+            buffers = try await withTaskCancellationHandler {
+                try await channel.eventLoop.flatSubmit { handler.value.demand() }.get()
+            } onCancel: {
+                channel.close(promise: nil)
+            }
+        } catch {
+            try Task.checkCancellation()
+            throw error
         }
         guard let buffers else { return nil }
         var bytes: [UInt8] = []

@@ -86,6 +86,27 @@ import Testing
         await server.stop()
     }
 
+    @Test func cancellingTheReadingTaskThrowsCancellation() async throws {
+        let (release, releaser) = AsyncStream<Void>.makeStream()
+        let server = try await ScriptedHTTPServer.start { _, connection in
+            try await connection.sendChunkedHead()
+            try await connection.sendChunk(#"[{"n":1,"pad":""},"#)
+            for await _ in release { break }
+        }
+        let client = SpoutClient(baseURL: try #require(URL(string: "http://127.0.0.1:\(server.port)")))
+        let (firstRow, firstRowSeen) = AsyncStream<Void>.makeStream()
+        let reader = Task {
+            for try await _ in try await client.rows(Padded.self, path: "/held") {
+                firstRowSeen.yield()
+            }
+        }
+        for await _ in firstRow { break }
+        reader.cancel()
+        await #expect(throws: CancellationError.self) { try await reader.value }
+        releaser.finish()
+        await server.stop()
+    }
+
     @Test func aSilentServerTimesOutWhenAReadTimeoutIsSet() async throws {
         let (release, releaser) = AsyncStream<Void>.makeStream()
         let server = try await ScriptedHTTPServer.start { request, connection in
