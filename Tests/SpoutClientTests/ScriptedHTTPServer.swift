@@ -8,7 +8,7 @@ import Synchronization
 ///
 /// Each connection's request head is read, recorded in ``requests``, and handed with a
 /// ``ScriptedConnection`` to the test's `answer` closure; the connection closes when `answer`
-/// returns. Call ``stop()`` at the end of the test.
+/// returns, after everything it wrote has reached the socket. Call ``stop()`` at the end of the test.
 final class ScriptedHTTPServer: Sendable {
     /// A request as received: request line and headers.
     struct Request: Sendable {
@@ -76,6 +76,10 @@ final class ScriptedHTTPServer: Sendable {
             guard let request = Self.parse(text) else { return }
             self.received.withLock { $0.append(request) }
             try await answer(request, ScriptedConnection(outbound: outbound))
+            // A full close fails the writes still pending in the channel (a slow client's): shut
+            // the output down once they are written, so the client reads all that was sent.
+            outbound.finish()
+            try? await connection.channel.close(mode: .output)
         }
     }
 
