@@ -7,7 +7,8 @@ import NIOHTTP1
 /// The channel runs with `autoRead` off. The handler calls `read()` while the head is awaited
 /// and when a consumer asks for a chunk that has not arrived; otherwise nothing is read, the
 /// kernel's receive buffer fills, TCP's window closes and the server stops sending (Spout
-/// then stops reading its database). At most one socket read's worth of chunks is held here.
+/// then stops reading its database). What one `read()` brings in is all that is held here: at
+/// most `maxMessagesPerRead` socket reads of the receive allocator's buffer size.
 ///
 /// With a read timeout, a wait for the head or for a chunk that a consumer asked for fails
 /// with ``SpoutClientError/timedOut(_:)`` when nothing arrives in time; a consumer that is
