@@ -89,6 +89,16 @@ import Testing
                 count += 1
             }
             #expect(count > 1)
+
+            // The same stream as JSON Lines.
+            let lines = server.client(SpoutClientConfiguration(rowFormat: .jsonLines))
+            var numbers: [Int] = []
+            for try await employee in try await lines.rows(EmployeeWithDetails.self, path: "/employees", query: query) {
+                #expect(!employee.titles.isEmpty)
+                numbers.append(employee.employeeNumber)
+            }
+            #expect(numbers.count == count)
+            #expect(numbers == numbers.sorted())
         }
     }
 
