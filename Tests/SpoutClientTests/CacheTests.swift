@@ -53,6 +53,62 @@ import Testing
         await server.stop()
     }
 
+    @Test func aTruncatedBodyIsNeverStored() async throws {
+        let server = try await ScriptedHTTPServer.start { request, connection in
+            try await connection.sendChunkedHead(headers: [#"ETag: "v1""#])
+            try await connection.sendChunk(#"[{"n":1},"#)
+            if request.header("X-Finish") != nil {
+                try await connection.sendChunk(#"{"n":2}]"#)
+                try await connection.sendLastChunk()
+            }
+        }
+        let directory = Self.makeCacheDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let base = try #require(URL(string: "http://127.0.0.1:\(server.port)"))
+        let cache = SpoutCacheConfiguration(directory: directory, staleIfUnavailable: true)
+        let cutting = SpoutClient(baseURL: base, configuration: SpoutClientConfiguration(cache: cache))
+        let finishing = SpoutClient(
+            baseURL: base, configuration: SpoutClientConfiguration(headers: [(name: "X-Finish", value: "1")], cache: cache))
+
+        await #expect(throws: SpoutClientError.truncatedBody) {
+            _ = try await Self.collect(try await cutting.rows(Item.self, path: "/items"))
+        }
+        #expect(try await Self.collect(try await finishing.rows(Item.self, path: "/items")) == [Item(n: 1), Item(n: 2)])
+        #expect(server.requests.map { $0.header("If-None-Match") } == [nil, nil])
+        await server.stop()
+    }
+
+    @Test func aFailingServerIsAnsweredFromTheStaleCopyWhenAllowed() async throws {
+        let server = try await ScriptedHTTPServer.start { request, connection in
+            if request.header("If-None-Match") == nil {
+                try await connection.sendResponse(headers: ["Content-Type: application/json", #"ETag: "v1""#], body: #"[{"n":1}]"#)
+            } else {
+                try await connection.sendResponse(status: "503 Service Unavailable", body: #"{"error":"database unavailable"}"#)
+            }
+        }
+        let directory = Self.makeCacheDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let base = try #require(URL(string: "http://127.0.0.1:\(server.port)"))
+        let stale = SpoutClient(
+            baseURL: base,
+            configuration: SpoutClientConfiguration(cache: SpoutCacheConfiguration(directory: directory, staleIfUnavailable: true)))
+        let strict = SpoutClient(
+            baseURL: base, configuration: SpoutClientConfiguration(cache: SpoutCacheConfiguration(directory: directory)))
+
+        #expect(try await Self.collect(try await stale.rows(Item.self, path: "/items")) == [Item(n: 1)])
+        let answered = try await stale.rows(Item.self, path: "/items")
+        #expect(answered.source.isStale)
+        #expect(try await Self.collect(answered) == [Item(n: 1)])
+        do {
+            _ = try await strict.rows(Item.self, path: "/items")
+            Issue.record("a 503 must throw without the stale policy")
+        } catch SpoutClientError.server(let error) {
+            #expect(error.status == 503)
+            #expect(error.message == "database unavailable")
+        }
+        await server.stop()
+    }
+
     @Test func leastRecentlyUsedBodiesAreEvictedBeyondTheBound() async throws {
         // Every body is 100 bytes; the cache holds 250.
         let server = try await ScriptedHTTPServer.start { request, connection in
