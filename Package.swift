@@ -14,12 +14,19 @@ import PackageDescription
 //   SpoutEndpoints     endpoints declared in config/ with SQL in sql/, API docs
 //   SpoutData          the test_db dump loader and the data generator
 //   spout              the executable: serve, load, generate
+//   SpoutClient        the Swift client library: rows decoded as they stream, paging, an
+//                      on-disk cache (NIO only; no dependency on the server's modules)
+//   spout-client-example  prints employees as they stream, through SpoutClient
 let package = Package(
     name: "Spout",
-    platforms: [.macOS(.v15)],
+    // The server runs on Linux and macOS; SpoutClient also builds for Apple's other platforms
+    // (its locks are the Synchronization module's Mutex, hence these versions).
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .visionOS(.v2)],
     products: [
         .executable(name: "spout", targets: ["spout"]),
         .library(name: "SpoutCore", targets: ["SpoutCore"]),
+        .library(name: "SpoutClient", targets: ["SpoutClient"]),
+        .executable(name: "spout-client-example", targets: ["spout-client-example"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -89,6 +96,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The client library: NIO is its transport on every platform (docs/client.md says why).
+        .target(
+            name: "SpoutClient",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        .executableTarget(name: "spout-client-example", dependencies: ["SpoutClient"]),
         .target(
             name: "SpoutTestSupport",
             dependencies: ["SpoutCore", "SpoutDrivers", .product(name: "Logging", package: "swift-log")],
@@ -119,6 +136,14 @@ let package = Package(
             dependencies: [
                 "SpoutCore", "SpoutDrivers", "SpoutHTTP", "SpoutEndpoints", "SpoutData", "SpoutTestSupport",
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "SpoutClientTests",
+            dependencies: [
+                "SpoutClient", "SpoutTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         .testTarget(name: "SpoutDataTests", dependencies: ["SpoutCore", "SpoutDrivers", "SpoutPostgres", "SpoutSQLite", "SpoutData", "SpoutTestSupport"]),

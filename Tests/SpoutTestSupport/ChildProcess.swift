@@ -21,15 +21,22 @@ public enum ChildProcess {
 
     /// The `spout` executable built next to the test bundle.
     public static func spoutExecutable() throws -> String {
+        try self.builtExecutable(named: "spout")
+    }
+
+    /// An executable product of the package (`spout`, `spout-client-example`) built next to
+    /// the test bundle.
+    public static func builtExecutable(named name: String) throws -> String {
         let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         for candidate in [bundle, bundle.deletingLastPathComponent()] {
-            let path = candidate.appendingPathComponent("spout").path
+            let path = candidate.appendingPathComponent(name).path
             if FileManager.default.isExecutableFile(atPath: path) { return path }
         }
         struct NotBuilt: Error, CustomStringConvertible {
-            var description: String { "the spout executable is not built next to the tests (run swift build first)" }
+            var name: String
+            var description: String { "the \(self.name) executable is not built next to the tests (run swift build --build-tests first)" }
         }
-        throw NotBuilt()
+        throw NotBuilt(name: name)
     }
 
     /// Like ``run(executable:arguments:environment:)``, but waits on a thread of its own, so a

@@ -1,0 +1,56 @@
+import Foundation
+
+/// Turns an error response into a ``SpoutServerError``.
+enum ErrorBodyDecoder {
+    /// The most of an error body that is read; Spout's are a few hundred bytes.
+    static let maximumBytes = 64 * 1024
+
+    /// The fields of Spout's error body; `value` may be any JSON scalar.
+    private struct Body: Decodable {
+        var error: String
+        var parameter: String?
+        var value: Scalar?
+        var allowed: [Scalar]?
+    }
+
+    /// A JSON scalar kept as its text.
+    private struct Scalar: Decodable {
+        var text: String
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let string = try? container.decode(String.self) {
+                self.text = string
+            } else if let integer = try? container.decode(Int64.self) {
+                self.text = String(integer)
+            } else if let number = try? container.decode(Double.self) {
+                self.text = String(number)
+            } else if let flag = try? container.decode(Bool.self) {
+                self.text = String(flag)
+            } else {
+                self.text = "null"
+            }
+        }
+    }
+
+    /// Reads at most ``maximumBytes`` of `response`'s body and decodes it.
+    static func error(from response: TransportResponse) async -> SpoutServerError {
+        var bytes: [UInt8] = []
+        while bytes.count < self.maximumBytes, let chunk = try? await response.body.nextChunk() {
+            bytes += chunk
+        }
+        response.body.close()
+        return self.decode(status: response.status, body: bytes, requestID: response.headers["X-Request-Id"])
+    }
+
+    /// Spout's JSON error fields, or the body's text as the message when it is not that JSON.
+    static func decode(status: Int, body: [UInt8], requestID: String?) -> SpoutServerError {
+        if let decoded = try? JSONDecoder().decode(Body.self, from: Data(body)) {
+            return SpoutServerError(
+                status: status, message: decoded.error, parameter: decoded.parameter, value: decoded.value?.text,
+                allowed: decoded.allowed?.map(\.text), requestID: requestID)
+        }
+        let text = String(decoding: body.prefix(200), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return SpoutServerError(status: status, message: text.isEmpty ? "HTTP \(status)" : text, requestID: requestID)
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+
+/// A GET's response as the client uses it: from the network or from the cache, with the
+/// cache writer that copies it when it is to be stored.
+struct Exchange: Sendable {
+    /// The URL asked for (relative `Link` targets resolve against it).
+    var url: URL
+    var status: Int
+    var headers: SpoutHeaders
+    var body: any ResponseBodyReader
+    var source: ResponseSource
+    var cacheWriter: CacheWriter?
+
+    init(
+        url: URL, status: Int, headers: SpoutHeaders, body: any ResponseBodyReader, source: ResponseSource,
+        cacheWriter: CacheWriter? = nil
+    ) {
+        self.url = url
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.source = source
+        self.cacheWriter = cacheWriter
+    }
+}
+
+extension SpoutClient {
+    /// A GET of `url`, through the cache when there is one.
+    ///
+    /// With a cache: a stored copy's `ETag` goes out as `If-None-Match`, and `304` answers
+    /// from the copy (``ResponseSource/revalidated``); a `200` is copied into the cache as it
+    /// is read (unless `Cache-Control: no-store`); when the server cannot be reached, stays
+    /// silent past the transport's read timeout or answers `5xx`, and the policy allows, the
+    /// copy answers (``ResponseSource/stale(storedAt:)``). Any other status of 300 or more
+    /// throws ``SpoutClientError/server(_:)``.
+    func get(_ url: URL, accept: String) async throws -> Exchange {
+        var headers = self.configuration.headers
+        headers.append((name: "Accept", value: accept))
+        guard let cache = self.cache, let policy = self.configuration.cache else {
+            let response = try await self.transport.perform(TransportRequest(method: "GET", url: url, headers: headers))
+            guard (200..<300).contains(response.status) else {
+                throw SpoutClientError.server(await ErrorBodyDecoder.error(from: response))
+            }
+            return Exchange(url: url, status: response.status, headers: response.headers, body: response.body, source: .network)
+        }
+
+        let key = ResponseCache.key(url: url, accept: accept)
+        let hit = await cache.lookup(key)
+        if let etag = hit?.entry.etag { headers.append((name: "If-None-Match", value: etag)) }
+        let allowsStale = policy.staleIfUnavailable
+        let response: TransportResponse
+        do {
+            response = try await self.transport.perform(TransportRequest(method: "GET", url: url, headers: headers))
+        } catch let error as SpoutClientError {
+            // Unreachable or silent: no answer at all.
+            switch error {
+            case .connectionFailed, .timedOut:
+                guard allowsStale, let hit else { throw error }
+                return self.answer(from: hit, cache: cache, url: url, source: .stale(storedAt: hit.entry.storedAt))
+            default:
+                hit?.body.close()
+                throw error
+            }
+        }
+
+        if response.status == 304 {
+            response.body.close()
+            guard let hit else { throw SpoutClientError.unexpectedNotModified }
+            return self.answer(from: hit, cache: cache, url: url, source: .revalidated)
+        }
+        if (200..<300).contains(response.status) {
+            hit?.body.close()
+            let noStore = response.headers["Cache-Control"]?.lowercased().contains("no-store") ?? false
+            let stores = response.status == 200 && !noStore
+            let writer = stores ? cache.writer(key: key, headers: response.headers, maximumBytes: policy.maximumBytes) : nil
+            return Exchange(
+                url: url, status: response.status, headers: response.headers, body: response.body, source: .network,
+                cacheWriter: writer)
+        }
+        if response.status >= 500, allowsStale, let hit {
+            response.body.close()
+            return self.answer(from: hit, cache: cache, url: url, source: .stale(storedAt: hit.entry.storedAt))
+        }
+        hit?.body.close()
+        throw SpoutClientError.server(await ErrorBodyDecoder.error(from: response))
+    }
+
+    /// An exchange answered from a stored copy, with the headers that were stored with it.
+    private func answer(from hit: ResponseCache.Hit, cache: ResponseCache, url: URL, source: ResponseSource) -> Exchange {
+        cache.markUsed(hit.entry.key)
+        var headers: [(name: String, value: String)] = []
+        if let contentType = hit.entry.contentType { headers.append((name: "Content-Type", value: contentType)) }
+        if let etag = hit.entry.etag { headers.append((name: "ETag", value: etag)) }
+        for link in hit.entry.links ?? [] { headers.append((name: "Link", value: link)) }
+        return Exchange(url: url, status: 200, headers: SpoutHeaders(headers), body: hit.body, source: source)
+    }
+}

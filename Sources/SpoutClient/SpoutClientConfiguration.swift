@@ -1,0 +1,37 @@
+/// How a ``SpoutClient`` talks to its server.
+public struct SpoutClientConfiguration: Sendable {
+    /// How the server writes dates: match its `dateFormat` (`SPOUT_DATE_FORMAT`).
+    public var dateFormat: SpoutDateFormat
+    /// The representation streamed rows are asked for (`Accept`); both are decoded as they
+    /// arrive, and the response's `Content-Type` decides which splitter reads it.
+    public var rowFormat: RowFormat
+    /// Headers sent with every request (an API key: `("X-API-Key", "…")`).
+    public var headers: [(name: String, value: String)]
+    /// The on-disk response cache; nil (the default) caches nothing.
+    public var cache: SpoutCacheConfiguration?
+
+    /// The body format asked for by ``SpoutClient/rows(_:path:query:allPages:)``.
+    public enum RowFormat: Sendable {
+        /// `Accept: application/json`: one JSON array.
+        case jsonArray
+        /// `Accept: application/x-ndjson`: one JSON object a line.
+        case jsonLines
+
+        var accept: String {
+            switch self {
+            case .jsonArray: return "application/json"
+            case .jsonLines: return "application/x-ndjson"
+            }
+        }
+    }
+
+    public init(
+        dateFormat: SpoutDateFormat = .epochMilliseconds, rowFormat: RowFormat = .jsonArray,
+        headers: [(name: String, value: String)] = [], cache: SpoutCacheConfiguration? = nil
+    ) {
+        self.dateFormat = dateFormat
+        self.rowFormat = rowFormat
+        self.headers = headers
+        self.cache = cache
+    }
+}

@@ -1,0 +1,34 @@
+/// Everything a ``SpoutClient`` call can fail with.
+public enum SpoutClientError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The server answered with an error status; its JSON error body, decoded.
+    case server(SpoutServerError)
+    /// No response arrived: the connection could not be made, or closed before the head.
+    case connectionFailed(String)
+    /// The server sent nothing for the transport's read timeout while the client waited for
+    /// the response head or for more of the body.
+    case timedOut(String)
+    /// The connection closed before the body's end (no terminating chunk, fewer bytes than
+    /// `Content-Length`). A truncated body is never a short sequence.
+    case truncatedBody
+    /// The body is not the JSON array or JSON Lines it should be.
+    case malformedBody(String)
+    /// A row (counted from 0 across pages) did not decode into the requested type.
+    case decoding(row: Int, String)
+    /// A URL could not be built, or a `Link` pointed to another origin.
+    case invalidURL(String)
+    /// The server answered 304 although there was no cached copy to revalidate.
+    case unexpectedNotModified
+
+    public var description: String {
+        switch self {
+        case .server(let error): return error.description
+        case .connectionFailed(let reason): return "connection failed: \(reason)"
+        case .timedOut(let reason): return "timed out: \(reason)"
+        case .truncatedBody: return "the response body was truncated (the connection closed before its end)"
+        case .malformedBody(let reason): return "malformed body: \(reason)"
+        case .decoding(let row, let reason): return "row \(row) did not decode: \(reason)"
+        case .invalidURL(let reason): return "invalid URL: \(reason)"
+        case .unexpectedNotModified: return "304 Not Modified without a cached copy"
+        }
+    }
+}

@@ -1,0 +1,8 @@
+/// A single object and where it came from (the network, a revalidated or a stale copy).
+public struct SpoutObject<Value> {
+    public var value: Value
+    public var source: ResponseSource
+    public var headers: SpoutHeaders
+}
+
+extension SpoutObject: Sendable where Value: Sendable {}

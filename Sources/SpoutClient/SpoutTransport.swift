@@ -1,0 +1,56 @@
+import Foundation
+
+/// What carries one HTTP exchange for ``SpoutClient``: send a request, hand back the status
+/// and headers as soon as they arrive, and the body as chunks read on demand.
+///
+/// The client needs nothing more of a transport, so another one (an Apple `URLSession`
+/// transport using `bytes(for:)`, say) fits behind this protocol without touching the
+/// decoding, paging or caching. The default is ``NIOHTTPTransport``, on every platform.
+///
+/// Contract:
+/// - ``perform(_:)`` returns once the response head has arrived (any status), or throws
+///   ``SpoutClientError/connectionFailed(_:)`` when no response head was received.
+/// - The body is read only when asked: a consumer that does not call
+///   ``ResponseBodyReader/nextChunk()`` stops the transport from reading the socket.
+public protocol SpoutTransport: Sendable {
+    func perform(_ request: TransportRequest) async throws -> TransportResponse
+}
+
+/// One request as the client built it: an absolute `http` URL, headers, an optional body.
+public struct TransportRequest: Sendable {
+    public var method: String
+    public var url: URL
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]?
+
+    public init(method: String, url: URL, headers: [(name: String, value: String)] = [], body: [UInt8]? = nil) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// A response head and its body, still to be read.
+public struct TransportResponse: Sendable {
+    public var status: Int
+    public var headers: SpoutHeaders
+    public var body: any ResponseBodyReader
+
+    public init(status: Int, headers: SpoutHeaders, body: any ResponseBodyReader) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// A response body read one chunk at a time, by one consumer.
+///
+/// Contract: ``nextChunk()`` returns the next bytes (never an empty array), nil once the body
+/// ended as the protocol says it ends (the terminating chunk, or `Content-Length` bytes), and
+/// throws ``SpoutClientError/truncatedBody`` when the connection closed before that.
+/// ``close()`` gives the connection up early; calling it after the end is harmless.
+public protocol ResponseBodyReader: Sendable {
+    func nextChunk() async throws -> [UInt8]?
+    func close()
+}

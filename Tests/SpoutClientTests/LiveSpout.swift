@@ -1,0 +1,62 @@
+import Foundation
+import SpoutClient
+import SpoutTestSupport
+
+/// A real `spout serve` (``ServedSpout``: a child process on the seeded SQLite default, as
+/// `nobody` when the tests run as root) for the client to call through real sockets.
+///
+/// `@unchecked Sendable` because ``ServedSpout`` is not `Sendable` (it is a plain class owned
+/// by one test). This wrapper is created and stopped by one test, which awaits each step in
+/// turn: its `ServedSpout` is never touched by two threads at once. Its only mutable state
+/// is inside `ServedSpout`, read by `stop()` alone.
+final class LiveSpout: @unchecked Sendable {
+    private let served: ServedSpout
+
+    /// The server's URL, `http://127.0.0.1:PORT`.
+    let baseURL: URL
+
+    private init(served: ServedSpout) {
+        self.served = served
+        self.baseURL = URL(string: "http://127.0.0.1:\(served.port)")!
+    }
+
+    /// Starts the server on a thread of its own (it seeds, then logs "listening") and returns
+    /// once it listens. `extraFiles`, `environment` and `extraArguments` are ``ServedSpout``'s.
+    static func start(
+        extraFiles: [String: String] = [:], environment: [String: String] = [:], extraArguments: [String] = []
+    ) async throws -> LiveSpout {
+        try await OwnThread.run {
+            LiveSpout(
+                served: try ServedSpout(
+                    root: TestFixtures.repositoryRoot, extraArguments: extraArguments, environment: environment,
+                    extraFiles: extraFiles))
+        }
+    }
+
+    /// Runs `body` with a started server and stops the server afterwards, also when `body`
+    /// throws.
+    static func with<Result>(
+        extraFiles: [String: String] = [:], environment: [String: String] = [:], extraArguments: [String] = [],
+        _ body: (LiveSpout) async throws -> Result
+    ) async throws -> Result {
+        let server = try await Self.start(extraFiles: extraFiles, environment: environment, extraArguments: extraArguments)
+        do {
+            let result = try await body(server)
+            await server.stop()
+            return result
+        } catch {
+            await server.stop()
+            throw error
+        }
+    }
+
+    /// A client of this server.
+    func client(_ configuration: SpoutClientConfiguration = SpoutClientConfiguration()) -> SpoutClient {
+        SpoutClient(baseURL: self.baseURL, configuration: configuration)
+    }
+
+    /// Stops the server (SIGTERM, then waits) on a thread of its own.
+    func stop() async {
+        _ = try? await OwnThread.run { self.served.stop() }
+    }
+}

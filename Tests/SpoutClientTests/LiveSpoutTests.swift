@@ -1,0 +1,148 @@
+import Foundation
+import SpoutClient
+import SpoutTestSupport
+import Testing
+
+/// The client against a real `spout serve` on the seeded SQLite default: typed errors,
+/// nested details, both date formats, writes.
+@Suite struct LiveSpoutTests {
+    struct Title: Decodable, Equatable {
+        var title: String
+        var fromDate: Date
+        var toDate: Date
+    }
+
+    struct Salary: Decodable {
+        var salary: Int
+        var fromDate: Date
+    }
+
+    struct EmployeeWithDetails: Decodable {
+        var employeeNumber: Int
+        var firstName: String
+        var lastName: String
+        var titles: [Title]
+        var salaries: [Salary]?
+    }
+
+    struct Pet: Decodable, Equatable {
+        var name: String
+        var owner: String?
+        var species: String
+        var sex: String?
+        var birth: Date
+        var death: Date?
+    }
+
+    /// `GET /employees/10004?details=titles` as README.md shows it.
+    static let greta = (
+        staff: Title(
+            title: "Staff", fromDate: Date(timeIntervalSince1970: 907_804_800), toDate: Date(timeIntervalSince1970: 983_232_000)),
+        senior: Title(
+            title: "Senior Staff", fromDate: Date(timeIntervalSince1970: 983_232_000),
+            toDate: Date(timeIntervalSince1970: 253_370_764_800))
+    )
+
+    @Test func aBadArgumentThrowsTheTypedErrorNamingTheParameter() async throws {
+        try await LiveSpout.with { server in
+            let client = server.client()
+            do {
+                _ = try await client.object(EmployeeWithDetails.self, path: "/employees/abc")
+                Issue.record("GET /employees/abc must throw")
+            } catch SpoutClientError.server(let error) {
+                #expect(error.status == 400)
+                #expect(error.message == "invalid integer")
+                #expect(error.parameter == "employeeNumber")
+                #expect(error.value == "abc")
+                #expect(error.requestID?.isEmpty == false)
+            }
+            do {
+                _ = try await client.rows(Title.self, path: "/employees/10004", query: [URLQueryItem(name: "details", value: "children")])
+                Issue.record("details=children must throw")
+            } catch SpoutClientError.server(let error) {
+                #expect(error.status == 400)
+                #expect(error.parameter == "details")
+                #expect(error.allowed == ["titles", "salaries"])
+            }
+            await #expect(throws: SpoutClientError.self) {
+                _ = try await client.object(EmployeeWithDetails.self, path: "/employees/999999999")
+            }
+        }
+    }
+
+    @Test func nestedDetailsDecodeIntoNestedDecodables() async throws {
+        try await LiveSpout.with { server in
+            let client = server.client()
+            let greta = try await client.object(
+                EmployeeWithDetails.self, path: "/employees/10004",
+                query: [URLQueryItem(name: "details", value: "titles"), URLQueryItem(name: "details", value: "salaries")])
+            #expect(greta.firstName == "Greta" && greta.lastName == "Haddad")
+            #expect(greta.titles == [Self.greta.staff, Self.greta.senior])
+            #expect(greta.salaries?.isEmpty == false)
+
+            // The same details on every row of a stream.
+            var count = 0
+            let query = [URLQueryItem(name: "lastName", value: "Haddad"), URLQueryItem(name: "details", value: "titles")]
+            for try await employee in try await client.rows(EmployeeWithDetails.self, path: "/employees", query: query) {
+                #expect(employee.lastName == "Haddad")
+                #expect(!employee.titles.isEmpty)
+                count += 1
+            }
+            #expect(count > 1)
+
+            // The same stream as JSON Lines.
+            let lines = server.client(SpoutClientConfiguration(rowFormat: .jsonLines))
+            var numbers: [Int] = []
+            for try await employee in try await lines.rows(EmployeeWithDetails.self, path: "/employees", query: query) {
+                #expect(!employee.titles.isEmpty)
+                numbers.append(employee.employeeNumber)
+            }
+            #expect(numbers.count == count)
+            #expect(numbers == numbers.sorted())
+        }
+    }
+
+    @Test func isoDatesWhenTheServerWritesThem() async throws {
+        try await LiveSpout.with(environment: ["SPOUT_DATE_FORMAT": "iso-8601"]) { server in
+            let greta = try await server.client(SpoutClientConfiguration(dateFormat: .iso8601))
+                .object(EmployeeWithDetails.self, path: "/employees/10004", query: [URLQueryItem(name: "details", value: "titles")])
+            #expect(greta.titles == [Self.greta.staff, Self.greta.senior])
+            // A client configured for the other format fails loudly instead of guessing.
+            await #expect(throws: SpoutClientError.self) {
+                _ = try await server.client().object(
+                    EmployeeWithDetails.self, path: "/employees/10004", query: [URLQueryItem(name: "details", value: "titles")])
+            }
+        }
+    }
+
+    @Test func writesWithFormAndJSONBodies() async throws {
+        try await LiveSpout.with { server in
+            let client = server.client()
+            let form: [URLQueryItem] = [
+                URLQueryItem(name: "name", value: "Rex & Co"), URLQueryItem(name: "owner", value: "Diane"),
+                URLQueryItem(name: "species", value: "dog"), URLQueryItem(name: "sex", value: "m"),
+                URLQueryItem(name: "birth", value: "2019-04-01"),
+            ]
+            let created = try await client.send(.post, path: "/pets", body: .form(form))
+            #expect(created.status == 201)
+            #expect(created.location?.hasPrefix("/pets/Rex") == true)
+
+            struct Update: Encodable { var owner: String }
+            let updated = try await client.send(.post, path: "/pets/Rex%20%26%20Co", body: try .json(Update(owner: "Gwen")))
+            #expect(updated.status == 200)
+            let pet = try updated.decode(Pet.self)
+            #expect(pet == Pet(name: "Rex & Co", owner: "Gwen", species: "dog", sex: "m", birth: Date(timeIntervalSince1970: 1_554_076_800)))
+
+            let duplicate = await #expect(throws: SpoutClientError.self) {
+                _ = try await client.send(.post, path: "/pets", body: .form(form))
+            }
+            if case .server(let error) = duplicate { #expect(error.status == 409) }
+
+            #expect(try await client.send(.delete, path: "/pets/Rex%20%26%20Co").status == 204)
+            let gone = await #expect(throws: SpoutClientError.self) {
+                _ = try await client.send(.delete, path: "/pets/Rex%20%26%20Co")
+            }
+            if case .server(let error) = gone { #expect(error.status == 404) }
+        }
+    }
+}
