@@ -9,7 +9,8 @@ public struct DatabaseConfiguration: Sendable, Hashable {
     /// Parent rows per batched child query for attached arrays (PostgreSQL).
     public var attachmentBatchSize: Int
     /// Rows per batch when a result is streamed. On PostgreSQL a streamed result is read through
-    /// a server-side cursor, `FETCH fetchSize` at a time, each FETCH a statement of its own
+    /// a server-side cursor, `FETCH fetchSize` at a time (fewer when rows are wide: a batch
+    /// stays near 1 MiB of libpq memory), each FETCH a statement of its own
     /// under the statement timeout; on SQLite the statement timeout starts again after each
     /// batch of this many rows. Either way the time a stream waits for its client is never
     /// counted against the timeout (see docs/configuration.md).
@@ -32,7 +33,7 @@ public struct DatabaseConfiguration: Sendable, Hashable {
         maximumConnections: Int = 8,
         acquireTimeout: Duration = .seconds(5),
         attachmentBatchSize: Int = 500,
-        fetchSize: Int = 1_000,
+        fetchSize: Int = 5_000,
         preparedStatements: Bool = true,
         dateFormat: DateFormat = .epochMilliseconds,
         statementTimeout: Duration? = nil

@@ -1,8 +1,12 @@
 import CLibPQ
 import SpoutCore
 
-/// A cursor over a server-side cursor (`DECLARE spout_cN NO SCROLL CURSOR`), read `batchSize`
-/// rows per `FETCH`. Between batches the connection runs other statements, unless the cursor
+/// A cursor over a server-side cursor (`DECLARE spout_cN NO SCROLL CURSOR`), read in batches of
+/// one `FETCH` each: the first of `batchSize` rows, the later ones of as many rows as fit in
+/// ``batchBytes`` by the size of the rows before (at most `batchSize`, at least
+/// ``minimumBatch``), so that after the first batch wide rows never hold much more than
+/// ``batchBytes`` at a time.
+/// Between batches the connection runs other statements, unless the cursor
 /// reads ahead (`prefetch`): then each next `FETCH` is sent as soon as a batch arrives, so the
 /// server produces it while the caller encodes and writes the current one (as a single-row
 /// stream overlaps the two), and the connection is busy until the cursor is closed.
@@ -16,6 +20,10 @@ final class PostgresServerCursor: RowCursor {
     private let connection: PostgresConnection
     private let name: String
     private let batchSize: Int
+    /// The rows the next `FETCH` asks for.
+    private(set) var nextCount: Int
+    /// The rows the current batch's `FETCH` asked for.
+    private var requested: Int
     private let prefetch: Bool
     private let epoch: Int
     /// A FETCH for the next batch was sent ahead and not read yet.
@@ -32,6 +40,8 @@ final class PostgresServerCursor: RowCursor {
         self.connection = connection
         self.name = name
         self.batchSize = batchSize
+        self.nextCount = batchSize
+        self.requested = batchSize
         self.prefetch = prefetch
         self.epoch = epoch
     }
@@ -61,17 +71,28 @@ final class PostgresServerCursor: RowCursor {
             self.nextBatchSent = false
             result = try self.connection.receiveFetch()
         } else {
-            result = try self.connection.fetch(from: self.name, count: self.batchSize, epoch: self.epoch)
+            self.requested = self.nextCount
+            result = try self.connection.fetch(from: self.name, count: self.requested, epoch: self.epoch)
         }
         self.batch = result
         self.rowCount = PQntuples(result)
         self.row = -1
-        self.isExhausted = Int(self.rowCount) < self.batchSize
+        self.isExhausted = Int(self.rowCount) < self.requested
+        if self.rowCount > 0 {
+            let bytesPerRow = max(1, Int(PQresultMemorySize(result)) / Int(self.rowCount))
+            self.nextCount = max(min(self.batchSize, Self.batchBytes / bytesPerRow), min(Self.minimumBatch, self.batchSize))
+        }
         if self.prefetch && !self.isExhausted {
-            try self.connection.sendFetch(from: self.name, count: self.batchSize, epoch: self.epoch)
+            self.requested = self.nextCount
+            try self.connection.sendFetch(from: self.name, count: self.requested, epoch: self.epoch)
             self.nextBatchSent = true
         }
     }
+
+    /// The most memory a batch takes when its rows are wide (libpq's memory for the result).
+    static let batchBytes = 1024 * 1024
+    /// The fewest rows a batch asks for, however wide they are.
+    static let minimumBatch = 100
 
     func next() throws -> Bool {
         guard !self.isFinished else { return false }

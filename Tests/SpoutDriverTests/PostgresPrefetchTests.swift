@@ -51,3 +51,39 @@ struct PostgresPrefetchTests {
         withExtendedLifetime(open) {}
     }
 }
+
+/// Batches sized by bytes: after the first `FETCH`, wide rows come in batches of about
+/// `PostgresServerCursor.batchBytes`, narrow ones in batches of `batchSize`.
+@Suite(.serialized)
+struct PostgresBatchSizeTests {
+    @Test(.enabled(if: PostgresTestEnvironment.isEnabled), arguments: [false, true])
+    func wideRowsComeInSmallerBatches(prefetch: Bool) throws {
+        let connection = try PostgresTestEnvironment.connect()
+        defer { connection.close() }
+        try connection.begin(readOnly: true)
+        // 20,000-byte rows: 500 of them are 10 MB; a batch of 1 MiB holds about 50, so the
+        // batches after the first ask for the floor of 100.
+        let wide = try ParsedSQL("SELECT g, repeat('x', 20000) AS text FROM generate_series(1, 1200) g", dialect: .postgres)
+        let cursor = try #require(
+            try connection.query(wide, [], options: QueryOptions(interleaved: true, batchSize: 500, prefetch: prefetch))
+                as? PostgresServerCursor)
+        var count = 0
+        while try cursor.next() {
+            count += 1
+            if count == 501 { #expect(cursor.nextCount == PostgresServerCursor.minimumBatch) }
+        }
+        #expect(count == 1200)
+
+        let narrow = try ParsedSQL("SELECT g FROM generate_series(1, 1200) g", dialect: .postgres)
+        let narrowCursor = try #require(
+            try connection.query(narrow, [], options: QueryOptions(interleaved: true, batchSize: 500, prefetch: prefetch))
+                as? PostgresServerCursor)
+        var narrowCount = 0
+        while try narrowCursor.next() {
+            narrowCount += 1
+            if narrowCount == 501 { #expect(narrowCursor.nextCount == 500) }
+        }
+        #expect(narrowCount == 1200)
+        try connection.commit()
+    }
+}
