@@ -56,7 +56,12 @@ let package = Package(
             providers: [.apt(["libsqlite3-dev"])]
         ),
         .target(name: "SpoutCore"),
-        .target(name: "SpoutPostgres", dependencies: ["SpoutCore", "CLibPQ", "CEventPoll"]),
+        // The reactor's epoll is Linux's; elsewhere the driver runs every statement on the
+        // thread pool (see docs/ARCHITECTURE.md).
+        .target(
+            name: "SpoutPostgres",
+            dependencies: ["SpoutCore", "CLibPQ", .target(name: "CEventPoll", condition: .when(platforms: [.linux]))]
+        ),
         .target(name: "SpoutSQLite", dependencies: ["SpoutCore", "CSQLite3"]),
         .target(name: "SpoutDrivers", dependencies: ["SpoutCore", "SpoutPostgres", "SpoutSQLite"]),
         .target(

@@ -1,12 +1,17 @@
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
-import CEventPoll
 import CLibPQ
 import SpoutCore
 
 extension PostgresConnection: EventDrivenConnection {
     public func canRunEventDriven(readOnly: Bool, statementTimeout milliseconds: Int?) -> Bool {
+        #if !os(Linux)
+        // The reactor needs Linux's epoll; elsewhere every statement takes the thread pool.
+        return false
+        #else
         // Without session state every statement needs its transaction's settings first: the
         // thread-pool path does that round trip.
         guard self.keepsSessionState, let handle = self.handle, !self.isBroken, self.activity == .idle,
@@ -16,6 +21,7 @@ extension PostgresConnection: EventDrivenConnection {
             return false
         }
         return PQtransactionStatus(handle) == PQTRANS_IDLE
+        #endif
     }
 
     /// Sends each batch in libpq pipeline mode (prepares of new statements, then the
@@ -34,6 +40,7 @@ extension PostgresConnection: EventDrivenConnection {
             completion(.failure(error))
             return
         }
+        #if os(Linux)
         self.activity = .eventDriven
         self.statistics.recordEventDrivenRun()
         let run = PostgresEventDrivenRun(connection: self, handle: handle, first: first, next: next, completion: completion)
@@ -42,6 +49,10 @@ extension PostgresConnection: EventDrivenConnection {
         } else {
             run.complete()
         }
+        #else
+        _ = handle
+        completion(.failure(DatabaseError(.unsupported, message: "event-driven runs need Linux's epoll")))
+        #endif
     }
 }
 
@@ -94,13 +105,13 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
         self.completion = completion
     }
 
-    private var interest: UInt32 {
-        EPOLLIN.rawValue | (self.isFlushing ? EPOLLOUT.rawValue : 0)
+    private var interest: SocketInterest {
+        self.isFlushing ? [.readable, .writable] : .readable
     }
 
     /// Sends the first batch; returns the events to wait for, or nil when the run is already
     /// over (then call ``complete()``).
-    func start() -> UInt32? {
+    func start() -> SocketInterest? {
         guard !self.batch.statements.isEmpty else {
             self.connection.activity = .idle
             self.outcome = .success([])
@@ -113,8 +124,8 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
         return self.send() ? self.interest : nil
     }
 
-    func handle(events: UInt32) -> UInt32? {
-        if self.isFlushing && events & EPOLLOUT.rawValue != 0 {
+    func handle(events: SocketInterest) -> SocketInterest? {
+        if self.isFlushing && events.contains(.writable) {
             guard self.flush() else { return nil }
         }
         guard PQconsumeInput(self.handle) == 1 else {
@@ -165,15 +176,15 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
         var interest = self.start()
         while let events = interest {
             var descriptor = pollfd(
-                fd: self.socket, events: Int16(POLLIN) | (events & EPOLLOUT.rawValue != 0 ? Int16(POLLOUT) : 0), revents: 0)
+                fd: self.socket, events: Int16(POLLIN) | (events.contains(.writable) ? Int16(POLLOUT) : 0), revents: 0)
             guard poll(&descriptor, 1, -1) >= 0 else {
                 if errno == EINTR { continue }
                 self.connectionFailed()
                 break
             }
-            var happened: UInt32 = 0
-            if descriptor.revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 { happened |= EPOLLIN.rawValue }
-            if descriptor.revents & Int16(POLLOUT) != 0 { happened |= EPOLLOUT.rawValue }
+            var happened: SocketInterest = []
+            if descriptor.revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 { happened.insert(.readable) }
+            if descriptor.revents & Int16(POLLOUT) != 0 { happened.insert(.writable) }
             interest = self.handle(events: happened)
         }
         return self.outcome ?? .failure(DatabaseError(.connectionLost, message: "the pipeline ended without an outcome"))

@@ -1,18 +1,7 @@
+#if os(Linux)
 import CEventPoll
 import Glibc
 import Synchronization
-
-/// Something the reactor drives: it owns one socket while it is watched.
-protocol PostgresReactorTask: AnyObject {
-    /// `events` arrived on the socket (on the reactor thread). Returns the epoll events to
-    /// wait for next, or nil when the task is over.
-    func handle(events: UInt32) -> UInt32?
-    /// Called once the task is over and its socket no longer watched (on the reactor thread).
-    func complete()
-    /// Whether the task's socket is still open (libpq closes it when the connection is lost;
-    /// the kernel then forgets it, and the descriptor may already belong to another socket).
-    var socketIsOpen: Bool { get }
-}
 
 /// One thread that waits, with epoll, on the sockets of the PostgreSQL connections running
 /// event-driven (``PostgresConnection/runEventDriven(_:then:completion:)``), and drives each
@@ -45,9 +34,10 @@ final class PostgresReactor: Sendable {
         self.startThread()
     }
 
-    /// Hands `task` to the reactor, which calls it back when `events` (EPOLLIN, EPOLLOUT) arrive
-    /// on `socket`. The caller must not touch the task afterwards.
-    func watch(_ task: any PostgresReactorTask, socket: Int32, events: UInt32) {
+    /// Hands `task` to the reactor, which calls it back when `events` arrive on `socket`. The
+    /// caller must not touch the task afterwards.
+    func watch(_ task: any PostgresReactorTask, socket: Int32, events interest: SocketInterest) {
+        let events = Self.epollEvents(interest)
         self.tasks.withLock { $0.value[socket] = task }
         let watched = self.control(EPOLL_CTL_MOD, socket, events) || (errno == ENOENT && self.control(EPOLL_CTL_ADD, socket, events))
         if !watched {
@@ -86,9 +76,9 @@ final class PostgresReactor: Sendable {
             for index in 0..<Int(count) {
                 let socket = events[index].data.fd
                 guard let task = self.tasks.withLock({ $0.value[socket] }) else { continue }
-                let next = task.handle(events: events[index].events)
+                let next = task.handle(events: Self.interest(events[index].events))
                 if let next, task.socketIsOpen {
-                    if self.control(EPOLL_CTL_MOD, socket, next) { continue }
+                    if self.control(EPOLL_CTL_MOD, socket, Self.epollEvents(next)) { continue }
                     _ = epoll_ctl(self.epoll, EPOLL_CTL_DEL, socket, nil)
                 }
                 // Over: the socket stays registered, disarmed, for the connection's next task.
@@ -96,6 +86,20 @@ final class PostgresReactor: Sendable {
                 task.complete()
             }
         }
+    }
+
+    /// The epoll events for `interest`.
+    private static func epollEvents(_ interest: SocketInterest) -> UInt32 {
+        (interest.contains(.readable) ? EPOLLIN.rawValue : 0) | (interest.contains(.writable) ? EPOLLOUT.rawValue : 0)
+    }
+
+    /// What arrived, from epoll's events: an error or a hang-up reads as readable (libpq then
+    /// reports it).
+    private static func interest(_ events: UInt32) -> SocketInterest {
+        var interest: SocketInterest = []
+        if events & (EPOLLIN.rawValue | EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 { interest.insert(.readable) }
+        if events & EPOLLOUT.rawValue != 0 { interest.insert(.writable) }
+        return interest
     }
 
     /// Adds or re-arms `socket`, one-shot; false when epoll refuses.
@@ -113,3 +117,4 @@ struct SendableBox<Value: ~Copyable>: ~Copyable, @unchecked Sendable {
     var value: Value
     init(_ value: consuming Value) { self.value = value }
 }
+#endif
