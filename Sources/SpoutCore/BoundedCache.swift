@@ -3,21 +3,21 @@ import Synchronization
 /// A dictionary behind a lock that starts over once it holds `capacity` entries: the memo of
 /// work done once per distinct input (parsed SQL, rewritten child statements, the columns a
 /// statement answered with), bounded for callers whose inputs are not a fixed set.
-final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+public final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private let entries = Mutex<[Key: Value]>([:])
     private let capacity: Int
 
-    init(capacity: Int) {
+    public init(capacity: Int) {
         self.capacity = capacity
     }
 
     /// The value stored under `key`, if any.
-    subscript(key: Key) -> Value? {
+    public subscript(key: Key) -> Value? {
         self.entries.withLock { $0[key] }
     }
 
     /// Stores `value` under `key`, first emptying the cache when it is full.
-    func store(_ value: Value, for key: Key) {
+    public func store(_ value: Value, for key: Key) {
         self.entries.withLock { entries in
             if entries.count >= self.capacity { entries.removeAll(keepingCapacity: true) }
             entries[key] = value
@@ -25,7 +25,7 @@ final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// The value under `key`, made by `make` (outside the lock) and stored when missing.
-    func value(for key: Key, orMake make: () throws -> Value) rethrows -> Value {
+    public func value(for key: Key, orMake make: () throws -> Value) rethrows -> Value {
         if let hit = self[key] { return hit }
         let value = try make()
         self.store(value, for: key)

@@ -19,7 +19,7 @@ public final class Database: Sendable {
     /// Statements run by every connection of this database.
     public let statistics = QueryStatistics()
     /// The columns each statement answered with last, by SQL text, so work that depends on
-    /// them can be planned before the statement answers (``SingleRowPlan``'s children). Only
+    /// them can be planned before the statement answers (``PipelinedSingleRowPlan``'s children). Only
     /// ever a guess, checked against the columns that arrive. Endpoints have a fixed set of
     /// statements; the bound is for ad-hoc SQL.
     let resultColumns = BoundedCache<String, [Column]>(capacity: 1024)

@@ -85,6 +85,10 @@ public protocol BulkInserter: AnyObject {
 public protocol DatabaseConnection: AnyObject, Sendable {
     var dialect: SQLDialect { get }
 
+    /// How attached child queries run on this connection (the driver's strategy); by default
+    /// once per parent row (``PerParentChildQueries``).
+    var childQueries: any ChildQueryStrategy { get }
+
     /// Runs a statement and returns a cursor over its rows.
     ///
     /// `parameters[i]` binds placeholder `i + 1` of `sql.text` (see ``ParsedSQL``). Prepared
@@ -182,4 +186,8 @@ public protocol DatabaseDriver: Sendable {
     ///   - readOnly: open a connection that can only read (when ``hasReadOnlyConnections``).
     ///   - statistics: counters the connection increments for every statement it runs.
     func connect(readOnly: Bool, statistics: QueryStatistics) throws -> any DatabaseConnection
+}
+
+extension DatabaseConnection {
+    public var childQueries: any ChildQueryStrategy { PerParentChildQueries(dialect: self.dialect) }
 }

@@ -29,6 +29,18 @@ public struct ParsedSQL: Sendable, Hashable {
         self.init(source: source, dialect: dialect, segments: segments)
     }
 
+    /// A statement assembled from segments (a driver's rewriting of a parsed statement); its
+    /// source spells each parameter as `:name` again.
+    public init(segments: [Segment], dialect: SQLDialect) {
+        let source = segments.map { segment -> String in
+            switch segment {
+            case .sql(let text): return text
+            case .parameter(let name): return ":" + name
+            }
+        }.joined()
+        self.init(source: source, dialect: dialect, segments: segments)
+    }
+
     init(source: String, dialect: SQLDialect, segments: [Segment]) {
         var names: [String] = []
         var numbers: [String: Int] = [:]

@@ -179,7 +179,7 @@ struct ResponseRunner: Sendable {
     private func runEventDriven(_ rows: RowResult, format: OutputFormat, lease: ConnectionLease) async -> Result<WholeBody, any Error>? {
         let timeout = rows.statementTimeout?.statementTimeoutMilliseconds
         guard let connection = lease.eventDrivenConnection(statementTimeout: timeout),
-            let plan = try? SingleRowPlan(rows.stream, shape: rows.shape, format: format, dialect: connection.dialect)
+            let plan = try? PipelinedSingleRowPlan(rows.stream, shape: rows.shape, format: format, children: connection.childQueries)
         else { return nil }
         let result: Result<WholeBody, any Error>
         do {

@@ -70,6 +70,9 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
 
     public var dialect: SQLDialect { .postgres }
 
+    /// Children in one `LATERAL` query per window, and a parent's children in one round trip.
+    public var childQueries: any ChildQueryStrategy { PostgresChildQueries() }
+
     /// The libpq connection (`PGconn *`); nil once closed.
     private(set) var handle: OpaquePointer?
     let statistics: QueryStatistics

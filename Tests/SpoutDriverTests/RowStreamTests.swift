@@ -1,6 +1,7 @@
 import Foundation
 import SpoutCore
 import SpoutDrivers
+import SpoutPostgres
 import SpoutTestSupport
 import Testing
 
@@ -179,7 +180,7 @@ import Testing
             """)
     }
 
-    /// A single-row response run event-driven (``SingleRowPlan``) writes the bytes the cursor
+    /// A single-row response run event-driven (``PipelinedSingleRowPlan``) writes the bytes the cursor
     /// path writes, in two batches and with the same statements.
     @Test(.enabled(if: TestDatabases.postgresEnabled))
     func singleRowPlanWritesWhatTheCursorPathWrites() async throws {
@@ -193,7 +194,7 @@ import Testing
                 return stream
             }
             func planned(_ stream: RowStream, _ shape: ResultShape, _ format: OutputFormat) async throws -> (String, Int) {
-                let plan = try #require(try SingleRowPlan(stream, shape: shape, format: format, dialect: .postgres))
+                let plan = try #require(try PipelinedSingleRowPlan(stream, shape: shape, format: format, children: PostgresChildQueries()))
                 let before = database.statistics.statementCount
                 let batches = try await connection.runEventDriven(plan.parent) { try plan.batch(after: $0) }
                 let sink = CollectingSink()
@@ -220,10 +221,10 @@ import Testing
             await #expect(throws: RowStreamError.noRow) { _ = try await planned(try employee(99), .object, .json()) }
 
             // What the plan leaves to the cursor path.
-            #expect(try SingleRowPlan(try employee(10), shape: .array, format: .json(), dialect: .postgres) == nil)
-            #expect(try SingleRowPlan(try employee(10), shape: .object, format: .csv, dialect: .postgres) == nil)
-            #expect(try SingleRowPlan(try employee(10), shape: .object, format: .json(), dialect: .sqlite) == nil)
-            #expect(try SingleRowPlan(try Self.departments(in: database), shape: .object, format: .json(), dialect: .postgres) == nil)
+            #expect(try PipelinedSingleRowPlan(try employee(10), shape: .array, format: .json(), children: PostgresChildQueries()) == nil)
+            #expect(try PipelinedSingleRowPlan(try employee(10), shape: .object, format: .csv, children: PostgresChildQueries()) == nil)
+            #expect(try PipelinedSingleRowPlan(try employee(10), shape: .object, format: .json(), children: PerParentChildQueries(dialect: .sqlite)) == nil)
+            #expect(try PipelinedSingleRowPlan(try Self.departments(in: database), shape: .object, format: .json(), children: PostgresChildQueries()) == nil)
             #expect(connection.canRunEventDriven(readOnly: true, statementTimeout: nil))
         }
     }
@@ -245,7 +246,7 @@ import Testing
                 return stream
             }
             func planned(_ stream: RowStream) async throws -> ForeseeingRun {
-                let plan = try #require(try SingleRowPlan(stream, shape: .object, format: .json(), dialect: .postgres))
+                let plan = try #require(try PipelinedSingleRowPlan(stream, shape: .object, format: .json(), children: PostgresChildQueries()))
                 let before = database.statistics.statementCount
                 let batches = try await connection.runEventDriven(plan.parent) { try plan.batch(after: $0) }
                 let sink = CollectingSink()

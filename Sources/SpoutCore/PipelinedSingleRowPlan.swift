@@ -1,6 +1,7 @@
-/// A single-row response (an object or a value) planned as batches of statements that a
-/// connection can run without holding a thread (``EventDrivenConnection``): the parent
-/// statement, then every attachment's statement for the parent row, sent together. The rows
+/// A single-row response (an object or a value) planned as pipelined batches of statements that
+/// a connection can run without holding a thread (``EventDrivenConnection``): the parent
+/// statement, then every attachment's statement for the parent row, sent together as the
+/// connection's ``ChildQueryStrategy`` makes them. The rows
 /// are then encoded by ``write(_:as:shape:dateFormat:to:)`` exactly as
 /// ``RowStream/write(as:shape:to:on:dateFormat:attachmentBatchSize:)`` would write them.
 ///
@@ -13,12 +14,14 @@
 /// the statements are the ones the parent row would have produced; otherwise (or when they
 /// failed) the children run after the parent as before.
 ///
-/// Only PostgreSQL streams whose attachments have no attachments of their own are planned
-/// (``init(_:shape:format:dialect:)`` returns nil otherwise): deeper trees and SQLite go through
-/// the cursor path. The parent row and the children are held in memory, as the cursor path
+/// Only streams whose attachments have no attachments of their own, on a connection whose
+/// strategy sends a parent's children together, are planned (``init(_:shape:format:children:)``
+/// returns nil otherwise): deeper trees and SQLite go through the cursor path. The parent row and the children are held in memory, as the cursor path
 /// holds the children of a single parent.
-public struct SingleRowPlan: Sendable {
+public struct PipelinedSingleRowPlan: Sendable {
     public let stream: RowStream
+    /// How the children's statements are made (the connection's).
+    private let children: any ChildQueryStrategy
     /// The parent statement (only its first row is kept), with the children as tentative
     /// statements when they can be foreseen.
     public let parent: StatementBatch
@@ -34,22 +37,25 @@ public struct SingleRowPlan: Sendable {
         let keys: [(index: Int, value: SQLValue)]
     }
 
-    /// Nil when the stream is not a single-row PostgreSQL stream with flat attachments, or
-    /// when it cannot be written in `format` (CSV with attachments: the cursor path reports it).
+    /// Nil when the stream is not a single-row stream with flat attachments, when `children`
+    /// does not send a parent's children together, or when the stream cannot be written in
+    /// `format` (CSV with attachments: the cursor path reports it).
+    /// - Parameter children: the connection's ``DatabaseConnection/childQueries``.
     /// - Throws: when the parent statement cannot be parsed or bound.
-    public init?(_ stream: RowStream, shape: ResultShape, format: OutputFormat, dialect: SQLDialect) throws {
-        guard shape != .array, dialect == .postgres, stream.attachments.allSatisfy({ $0.stream.attachments.isEmpty }),
-            format != .csv || stream.attachments.isEmpty
+    public init?(_ stream: RowStream, shape: ResultShape, format: OutputFormat, children: any ChildQueryStrategy) throws {
+        guard shape != .array, children.sendsSingleParentChildrenTogether,
+            stream.attachments.allSatisfy({ $0.stream.attachments.isEmpty }), format != .csv || stream.attachments.isEmpty
         else { return nil }
-        let parsed = try stream.statement(for: dialect)
+        let parsed = try stream.statement(for: children.dialect)
         let statement = BoundStatement(parsed, try parsed.bind(stream.arguments))
         self.stream = stream
+        self.children = children
         self.parentText = parsed.text
         if !stream.attachments.isEmpty, let columns = stream.database?.resultColumns[parsed.text],
-            let (foreseen, children) = Self.foresee(stream, columns: columns)
+            let (foreseen, tentative) = Self.foresee(stream, columns: columns, children: children)
         {
             self.foreseen = foreseen
-            self.parent = StatementBatch([statement], rowLimit: 1, tentative: children)
+            self.parent = StatementBatch([statement], rowLimit: 1, tentative: tentative)
         } else {
             self.foreseen = nil
             self.parent = StatementBatch([statement], rowLimit: 1)
@@ -59,12 +65,14 @@ public struct SingleRowPlan: Sendable {
     /// The children's statements for a parent row with `columns` that holds the stream's
     /// arguments under the labels the children bind from; nil when an argument is missing or
     /// the statements cannot be built.
-    private static func foresee(_ stream: RowStream, columns: [Column]) -> (ForeseenParent, [BoundStatement])? {
+    private static func foresee(
+        _ stream: RowStream, columns: [Column], children strategy: any ChildQueryStrategy
+    ) -> (ForeseenParent, [BoundStatement])? {
         let labels = AttachmentExecutor.labelIndex(columns)
         var keys: [(index: Int, value: SQLValue)] = []
         var values = [SQLValue](repeating: .null, count: columns.count)
         for attachment in stream.attachments {
-            guard let child = try? attachment.stream.statement(for: .postgres) else { return nil }
+            guard let child = try? attachment.stream.statement(for: strategy.dialect) else { return nil }
             for name in child.parameterNames {
                 guard let index = labels[name], !keys.contains(where: { $0.index == index }) else { continue }
                 guard let value = stream.arguments[name] else { return nil }
@@ -74,7 +82,7 @@ public struct SingleRowPlan: Sendable {
         }
         guard let children = try? AttachmentExecutor.singleParentStatements(
             stream.attachments, parent: BufferedRow(values: values, children: []), parentColumns: columns,
-            inherited: stream.arguments)
+            inherited: stream.arguments, strategy: strategy)
         else { return nil }
         return (ForeseenParent(columns: columns, keys: keys), children)
     }
@@ -94,7 +102,7 @@ public struct SingleRowPlan: Sendable {
         }
         return StatementBatch(try AttachmentExecutor.singleParentStatements(
             self.stream.attachments, parent: BufferedRow(values: row, children: []), parentColumns: parent.columns,
-            inherited: self.stream.arguments))
+            inherited: self.stream.arguments, strategy: self.children))
     }
 
     /// The tentative children's results in `first` (the first batch's results) when they
@@ -120,8 +128,8 @@ public struct SingleRowPlan: Sendable {
             throw DatabaseError(.other, message: "the parent statement returned no result")
         }
         // A parent row without one result per attachment fails in the executor.
-        let children = results.count > 1 ? results[1] : self.foreseenChildren(results[0]).map(Array.init) ?? []
-        let executor = AttachmentExecutor(prefetched: children, dialect: .postgres)
+        let prefetched = results.count > 1 ? results[1] : self.foreseenChildren(results[0]).map(Array.init) ?? []
+        let executor = AttachmentExecutor(prefetched: prefetched, strategy: self.children)
         return try self.stream.encode(
             BufferedCursor(parent), executor: executor, format: format, shape: shape, dateFormat: dateFormat, sink: sink
         ).rows
