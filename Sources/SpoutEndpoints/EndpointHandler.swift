@@ -279,27 +279,18 @@ struct EndpointHandler: Sendable {
         _ stream: RowStream, result: EndpointResult, format: OutputFormat, readOnly: Bool, timeout: Duration?,
         dateFormat: DateFormat, on connection: any DatabaseConnection
     ) throws -> Outcome {
-        if let timeout { try connection.setStatementTimeout(milliseconds: timeout.statementTimeoutMilliseconds) }
-        try connection.begin(readOnly: readOnly)
-        do {
-            let outcome: Outcome
+        try connection.runRequest(statementTimeout: timeout, transaction: .always(readOnly: readOnly)) {
             if let shape = result.shape {
                 let sink = CollectingSink()
                 do {
                     try stream.write(as: format, shape: shape, to: sink, on: connection, dateFormat: dateFormat)
-                    outcome = .body(sink.bytes)
+                    return .body(sink.bytes)
                 } catch RowStreamError.noRow where result == .created {
-                    outcome = .body(nil)
+                    return .body(nil)
                 }
-            } else {
-                let parsed = try stream.statement(for: connection.dialect)
-                outcome = .changed(try connection.execute(parsed, try parsed.bind(stream.arguments)))
             }
-            try connection.commit()
-            return outcome
-        } catch {
-            if connection.isInTransaction { try? connection.rollback() }
-            throw error
+            let parsed = try stream.statement(for: connection.dialect)
+            return .changed(try connection.execute(parsed, try parsed.bind(stream.arguments)))
         }
     }
 }

@@ -264,8 +264,8 @@ struct ResponseRunner: Sendable {
         return result
     }
 
-    /// Runs `body` on a thread-pool thread with the lease's connection set up for `rows` (its
-    /// statement timeout; a read-only transaction where the dialect reads in one), and
+    /// Runs `body` on a thread-pool thread with the lease's connection set up for `rows` by
+    /// ``DatabaseConnection/runRequest(statementTimeout:transaction:_:)`` (Core's rules), and
     /// releases the lease there unless `releasing` is false. The lease is released here too
     /// when the pool did not run the body (cancelled, shut down).
     private func runBlocking<Value: Sendable>(
@@ -277,15 +277,9 @@ struct ResponseRunner: Sendable {
             let outcome = try await self.threadPool.runIfActive {
                 defer { if releasing { lease.release() } }
                 return try lease.withConnection { connection in
-                    if let timeout = rows.statementTimeout {
-                        try connection.setStatementTimeout(milliseconds: timeout.statementTimeoutMilliseconds)
+                    try connection.runRequest(statementTimeout: rows.statementTimeout, transaction: rows.readOnly ? .read : .none) {
+                        try body(connection, configuration)
                     }
-                    // Read-only by the lease; a transaction only where it buys one snapshot.
-                    let transaction = rows.readOnly && connection.dialect.readsInTransaction
-                    if transaction { try connection.begin(readOnly: true) }
-                    let outcome = try body(connection, configuration)
-                    if transaction { try connection.commit() }
-                    return outcome
                 }
             }
             return .success(outcome)

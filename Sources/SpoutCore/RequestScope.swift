@@ -1,0 +1,44 @@
+/// The one home of the rules a request's statements run under: the statement timeout, and
+/// the transaction around them. The HTTP layer's row responses and the endpoints' writes both
+/// go through ``DatabaseConnection/runRequest(statementTimeout:transaction:_:)``.
+public enum RequestTransaction: Sendable, Hashable {
+    /// No transaction: each statement commits on its own.
+    case none
+    /// A read on a read-only lease: in a read-only transaction only where the dialect reads
+    /// in one (``SQLDialect/readsInTransaction``: SQLite, so parent and children see one
+    /// snapshot); PostgreSQL's read-only session needs none (a stream's cursor opens its own).
+    case read
+    /// A write, or a read that must see one snapshot: in a transaction that commits only when
+    /// `body` returns (read-only or not).
+    case always(readOnly: Bool)
+}
+
+extension DatabaseConnection {
+    /// Sets the statement timeout (when given), runs `body` in the transaction `transaction`
+    /// asks for, and commits; when `body` throws, rolls back what it opened and rethrows.
+    /// Blocking: call it off the event loop, on the connection's thread.
+    public func runRequest<T>(
+        statementTimeout: Duration?, transaction: RequestTransaction, _ body: () throws -> T
+    ) throws -> T {
+        if let statementTimeout { try self.setStatementTimeout(milliseconds: statementTimeout.statementTimeoutMilliseconds) }
+        let readOnly: Bool
+        switch transaction {
+        case .none:
+            return try body()
+        case .read:
+            guard self.dialect.readsInTransaction else { return try body() }
+            readOnly = true
+        case .always(let mode):
+            readOnly = mode
+        }
+        try self.begin(readOnly: readOnly)
+        do {
+            let value = try body()
+            try self.commit()
+            return value
+        } catch {
+            if self.isInTransaction { try? self.rollback() }
+            throw error
+        }
+    }
+}
