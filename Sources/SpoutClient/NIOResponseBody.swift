@@ -1,4 +1,5 @@
 import NIOCore
+import Synchronization
 
 /// The body of a response read through ``ResponseStreamHandler``: each ``nextChunk()`` asks
 /// the handler on its event loop for what has arrived, and it reads the socket when nothing
@@ -7,6 +8,9 @@ import NIOCore
 final class NIOResponseBody: ResponseBodyReader {
     private let channel: any Channel
     private let handler: NIOLoopBound<ResponseStreamHandler>
+    private let receivedTrailers = Mutex(SpoutHeaders())
+
+    var trailers: SpoutHeaders { self.receivedTrailers.withLock { $0 } }
 
     init(channel: any Channel, handler: NIOLoopBound<ResponseStreamHandler>) {
         self.channel = channel
@@ -21,9 +25,12 @@ final class NIOResponseBody: ResponseBodyReader {
         let handler = self.handler
         let channel = self.channel
         let buffers: [ByteBuffer]?
+        let trailers: SpoutHeaders
         do {
-            buffers = try await withTaskCancellationHandler {
-                try await channel.eventLoop.flatSubmit { handler.value.demand() }.get()
+            (buffers, trailers) = try await withTaskCancellationHandler {
+                try await channel.eventLoop.flatSubmit {
+                    handler.value.demand().map { buffers in (buffers, buffers == nil ? handler.value.trailers : SpoutHeaders()) }
+                }.get()
             } onCancel: {
                 channel.close(promise: nil)
             }
@@ -31,7 +38,10 @@ final class NIOResponseBody: ResponseBodyReader {
             try Task.checkCancellation()
             throw error
         }
-        guard let buffers else { return nil }
+        guard let buffers else {
+            self.receivedTrailers.withLock { $0 = trailers }
+            return nil
+        }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(buffers.reduce(0) { $0 + $1.readableBytes })
         for buffer in buffers { bytes += buffer.readableBytesView }

@@ -26,6 +26,8 @@ final class ResponseStreamHandler: ChannelInboundHandler, RemovableChannelHandle
     private var receivedHead = false
     private var chunks: [ByteBuffer] = []
     private var ended = false
+    /// The trailer fields of a chunked body, once it ended (Spout's `Spout-Truncated`).
+    private(set) var trailers = SpoutHeaders()
     private var failure: SpoutClientError?
     private var waiter: EventLoopPromise<[ByteBuffer]?>?
 
@@ -80,8 +82,9 @@ final class ResponseStreamHandler: ChannelInboundHandler, RemovableChannelHandle
             self.headPromise.succeed(head)
         case .body(let buffer):
             self.chunks.append(buffer)
-        case .end:
+        case .end(let trailers):
             self.ended = true
+            if let trailers { self.trailers = SpoutHeaders(trailers.map { ($0.name, $0.value) }) }
             // One connection per exchange: nothing else will come on it.
             context.close(promise: nil)
         }

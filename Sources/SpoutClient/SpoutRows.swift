@@ -13,6 +13,16 @@ public struct SpoutRows<Row: Decodable>: AsyncSequence {
     /// The first page's response headers.
     public var headers: SpoutHeaders { self.first.headers }
 
+    /// Whether the endpoint's `rowLimit` cut the result (Spout's `Spout-Truncated: true`: a
+    /// header when the result was sent whole, a trailer after a streamed one): the rows read
+    /// are the first of more. Read it after the rows; before the last one it may not be known
+    /// yet. A paged endpoint reports more rows with `Link` instead (``SpoutClient/rows(_:path:query:allPages:)``).
+    public var isCutByRowLimit: Bool {
+        (self.first.headers[Self.truncatedField] ?? self.first.body.trailers[Self.truncatedField]) == "true"
+    }
+
+    static var truncatedField: String { "Spout-Truncated" }
+
     let client: SpoutClient
     let first: Exchange
     let allPages: Bool

@@ -53,4 +53,11 @@ public struct TransportResponse: Sendable {
 public protocol ResponseBodyReader: Sendable {
     func nextChunk() async throws -> [UInt8]?
     func close()
+    /// The trailer fields that followed a chunked body, once ``nextChunk()`` returned nil
+    /// (empty before, and for a body without any).
+    var trailers: SpoutHeaders { get }
+}
+
+extension ResponseBodyReader {
+    public var trailers: SpoutHeaders { SpoutHeaders() }
 }

@@ -74,4 +74,51 @@ import Testing
             #expect(try await client.objectResponse(Pet.self, path: "/pets/Fluffy").source == .revalidated)
         }
     }
+
+    struct Salary: Decodable {
+        var employeeNumber: Int
+        var salary: Int
+    }
+
+    struct Department: Decodable {
+        var departmentNumber: String
+    }
+
+    /// Endpoints with a row limit: one cut while streamed (a trailer), one cut while sent whole
+    /// (a header).
+    static let limitedEndpoints = [
+        "config/endpoints/limited.yaml": """
+            paths:
+              /limited/salaries:
+                get:
+                  sql: SELECT emp_no AS "employeeNumber", salary FROM salaries ORDER BY emp_no, from_date
+                  rowLimit: 20000
+              /limited/departments:
+                get:
+                  sql: SELECT dept_no AS "departmentNumber" FROM departments ORDER BY dept_no
+                  rowLimit: 3
+            """
+    ]
+
+    @Test func aCutByTheRowLimitIsReportedAfterTheRows() async throws {
+        try await LiveSpout.with(extraFiles: Self.limitedEndpoints) { server in
+            let client = server.client()
+            let salaries = try await client.rows(Salary.self, path: "/limited/salaries")
+            var count = 0
+            for try await _ in salaries { count += 1 }
+            #expect(count == 20_000)
+            #expect(salaries.headers["Trailer"] == "Spout-Truncated")
+            #expect(salaries.isCutByRowLimit)
+
+            let departments = try await client.rows(Department.self, path: "/limited/departments")
+            var names: [String] = []
+            for try await department in departments { names.append(department.departmentNumber) }
+            #expect(names.count == 3)
+            #expect(departments.isCutByRowLimit)
+
+            let whole = try await client.rows(Department.self, path: "/departments")
+            for try await _ in whole {}
+            #expect(!whole.isCutByRowLimit)
+        }
+    }
 }
