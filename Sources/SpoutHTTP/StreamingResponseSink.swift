@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import NIOCore
 import SpoutCore
 
@@ -27,7 +28,10 @@ final class StreamingResponseSink: ByteSink, @unchecked Sendable {
     typealias ChunkHandler = @Sendable (_ chunk: ByteBuffer, _ isFirst: Bool) -> Void
 
     let maximumChunksInFlight: Int
-    private let lock = ConditionLock()
+    /// The lock of the fields below. Its value says whether they changed since the producer
+    /// last looked: the producer sets it false and waits for true, and every change on the
+    /// event loop's side sets it true (NIO's `ConditionLock` broadcasts when it does).
+    private let lock = NIOConcurrencyHelpers.ConditionLock(value: true)
     private let allocator: ByteBufferAllocator
     private let hop: LoopHop
     private let deliverChunk: ChunkHandler
@@ -59,7 +63,9 @@ final class StreamingResponseSink: ByteSink, @unchecked Sendable {
             let blockedByChannel = !self.isWritable
             if blockedByChannel && !self.waitingForWritability { self.pauses += 1 }
             self.waitingForWritability = blockedByChannel
-            self.lock.waitForSignal()
+            // Seen: wait for the next change.
+            self.lock.unlock(withValue: false)
+            self.lock.lock(whenValue: true)
         }
         self.waitingForWritability = false
         if self.isClosed {
@@ -78,7 +84,7 @@ final class StreamingResponseSink: ByteSink, @unchecked Sendable {
     }
 
     func finish(_ last: [UInt8]) throws {
-        try self.lock.withLock {
+        try self.withLock {
             if self.isClosed { throw ChannelClosed() }
             self.byteCount += last.count
             self.finishedRest = last
@@ -90,7 +96,7 @@ final class StreamingResponseSink: ByteSink, @unchecked Sendable {
     /// A chunk handed over by ``write(_:)`` has been written; `channelIsWritable` is the
     /// channel's writability after the write.
     func chunkWritten(channelIsWritable: Bool) {
-        self.lock.withLockSignalling {
+        self.withLockSignalling {
             self.chunksInFlight -= 1
             self.isWritable = channelIsWritable
         }
@@ -98,14 +104,14 @@ final class StreamingResponseSink: ByteSink, @unchecked Sendable {
 
     /// The channel's writability changed (`channelWritabilityChanged`).
     func writabilityChanged(_ isWritable: Bool) {
-        self.lock.withLockSignalling {
+        self.withLockSignalling {
             self.isWritable = isWritable
         }
     }
 
     /// The channel is gone: fail the producer's next call, wake it, and cancel its statement.
     func close() {
-        let onClose: (@Sendable () -> Void)? = self.lock.withLockSignalling {
+        let onClose: (@Sendable () -> Void)? = self.withLockSignalling {
             guard !self.isClosed else { return nil }
             self.isClosed = true
             defer { self.onClose = nil }
@@ -116,7 +122,7 @@ final class StreamingResponseSink: ByteSink, @unchecked Sendable {
 
     /// Runs `handler` when the sink is closed, or now if it already is. Replaces an earlier one.
     func onClose(_ handler: @escaping @Sendable () -> Void) {
-        let runNow: Bool = self.lock.withLock {
+        let runNow: Bool = self.withLock {
             if self.isClosed { return true }
             self.onClose = handler
             return false
@@ -126,7 +132,23 @@ final class StreamingResponseSink: ByteSink, @unchecked Sendable {
 
     /// Forgets the close handler (the producer is done; the lease is released).
     func clearOnClose() {
-        self.lock.withLock { self.onClose = nil }
+        self.withLock { self.onClose = nil }
+    }
+
+    // MARK: Locking
+
+    /// Runs `body` holding the lock, leaving its value as it was.
+    private func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        return try body()
+    }
+
+    /// Runs `body` holding the lock, then marks the fields changed and wakes the producer.
+    private func withLockSignalling<T>(_ body: () throws -> T) rethrows -> T {
+        self.lock.lock()
+        defer { self.lock.unlock(withValue: true) }
+        return try body()
     }
 
     // MARK: State
@@ -147,7 +169,7 @@ final class StreamingResponseSink: ByteSink, @unchecked Sendable {
     }
 
     var snapshot: Snapshot {
-        self.lock.withLock {
+        self.withLock {
             Snapshot(
                 headSent: self.chunkCount > 0, chunkCount: self.chunkCount, byteCount: self.byteCount,
                 finishedRest: self.finishedRest, isWaitingForWritability: self.waitingForWritability,
