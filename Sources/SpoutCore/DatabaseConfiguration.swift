@@ -15,6 +15,8 @@ public struct DatabaseConfiguration: Sendable, Hashable {
     /// batch of this many rows. Either way the time a stream waits for its client is never
     /// counted against the timeout (see docs/configuration.md).
     public var fetchSize: Int
+    /// ``fetchSize`` unless configured.
+    public static let defaultFetchSize = 5_000
     /// Whether PostgreSQL connections may keep state beyond a transaction: named prepared
     /// statements and session settings. False behind a transaction pooler (PgBouncer in
     /// `pool_mode = transaction`): statements are sent unnamed, and the read-only setting, the
@@ -33,7 +35,7 @@ public struct DatabaseConfiguration: Sendable, Hashable {
         maximumConnections: Int = 8,
         acquireTimeout: Duration = .seconds(5),
         attachmentBatchSize: Int = 500,
-        fetchSize: Int = 5_000,
+        fetchSize: Int = DatabaseConfiguration.defaultFetchSize,
         preparedStatements: Bool = true,
         dateFormat: DateFormat = .epochMilliseconds,
         statementTimeout: Duration? = nil

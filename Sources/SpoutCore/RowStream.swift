@@ -149,7 +149,7 @@ public struct RowStream: Sendable {
         // single-row shape needs none: its one row is read, the statement closed, and then the
         // children fetched.
         let interleaved = shape == .array
-        let batch = self.attachments.isEmpty ? (fetchSize ?? self.database?.configuration.fetchSize ?? 5_000) : window
+        let batch = self.attachments.isEmpty ? (fetchSize ?? self.database?.configuration.fetchSize ?? DatabaseConfiguration.defaultFetchSize) : window
         let ownsTransaction = interleaved && connection.dialect == .postgres && !connection.isInTransaction
         if ownsTransaction { try connection.begin(readOnly: true) }
         do {

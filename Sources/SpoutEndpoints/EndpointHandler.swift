@@ -29,6 +29,9 @@ struct EndpointHandler: Sendable {
     let version: ParsedSQL?
     /// Seals and opens page cursors.
     let cursorKey: PageCursorKey
+    /// `Cache-Control` (when the endpoint sets `cache`) and `Vary` for a read's response: the
+    /// format follows `Accept`, the coding `Accept-Encoding`.
+    let cachingHeaders: HeaderFields
 
     init(
         endpoint: Endpoint, database: Database, timeout: Duration?, documentation: APIDocumentation, logger: Logger,
@@ -55,6 +58,9 @@ struct EndpointHandler: Sendable {
         } else {
             self.pages = nil
         }
+        var caching: HeaderFields = ["Vary": "Accept, Accept-Encoding"]
+        if let cache = endpoint.cache { caching.add("Cache-Control", cache.headerValue) }
+        self.cachingHeaders = caching
         self.version = endpoint.versionSQL.flatMap { try? ParsedSQL($0.text(for: database.dialect), dialect: database.dialect) }
     }
 
@@ -94,13 +100,6 @@ struct EndpointHandler: Sendable {
         return try await self.runInTransaction(stream, request: request)
     }
 
-    /// `Cache-Control` (when the endpoint sets `cache`) and `Vary` for a read's response: the
-    /// format follows `Accept`, the coding `Accept-Encoding`.
-    private var cachingHeaders: HeaderFields {
-        var headers: HeaderFields = ["Vary": "Accept, Accept-Encoding"]
-        if let cache = self.endpoint.cache { headers.add("Cache-Control", cache.headerValue) }
-        return headers
-    }
 
     // MARK: Pages
 

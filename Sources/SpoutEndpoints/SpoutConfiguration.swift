@@ -100,7 +100,7 @@ public struct SpoutConfiguration: Sendable, Hashable {
         public var statementTimeoutMs = 30_000
         /// Rows per batch when a result is streamed (a PostgreSQL `FETCH`; on SQLite the rows a
         /// statement timeout is renewed after).
-        public var fetchSize = 5_000
+        public var fetchSize = DatabaseConfiguration.defaultFetchSize
         /// False behind a transaction pooler (PgBouncer in transaction mode): no named prepared
         /// statements, no session state (see ``DatabaseConfiguration/preparedStatements``).
         public var preparedStatements = true

@@ -66,13 +66,9 @@ public struct EntityTag: Sendable, Hashable, CustomStringConvertible {
 
     /// The first 16 bytes of a digest in lower-case hexadecimal.
     private static func hex(_ digest: SHA256.Digest) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(32)
-        for byte in digest.prefix(16) {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
+        digest.withUnsafeBytes { bytes in
+            RequestID.hex(UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self)))
+                + RequestID.hex(UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
         }
-        return String(decoding: text, as: UTF8.self)
     }
 }

@@ -101,7 +101,7 @@ struct ResponseRunner: Sendable {
             }
             if let next = try rows.nextPage?(whole.outcome) { headers.add("Link", "<\(next)>; rel=\"next\"") }
             if rows.stream.rowLimit != nil && rows.nextPage == nil {
-                headers.replaceOrAdd(Self.truncatedField, whole.outcome.truncated ? "true" : "false")
+                headers.replaceOrAdd(Self.truncatedField, String(whole.outcome.truncated))
             }
             if self.timingHeader {
                 headers.add(
@@ -140,7 +140,7 @@ struct ResponseRunner: Sendable {
         let timing = self.timingHeader ? ServerTiming.header([("acquire", acquire), ("db", ContinuousClock.now - runStarted)]) : nil
         var trailers: HeaderFields? = nil
         if rows.stream.rowLimit != nil, case .success(let outcome) = result {
-            trailers = [Self.truncatedField: outcome.truncated ? "true" : "false"]
+            trailers = [Self.truncatedField: String(outcome.truncated)]
         }
         self.onLoop { [exchange, result, trailers] in
             $0.streamDone(exchange, sink: sink, result: result.map(\.rows), timing: timing, trailers: trailers)
