@@ -122,7 +122,8 @@ let package = Package(
         .testTarget(
             name: "SpoutHTTPTests",
             dependencies: [
-                "SpoutCore", "SpoutHTTP", "SpoutDrivers", "SpoutPostgres", "SpoutSQLite", "SpoutTestSupport",
+                // SpoutEndpoints: the row responses these tests serve (`Response.rows`).
+                "SpoutCore", "SpoutHTTP", "SpoutEndpoints", "SpoutDrivers", "SpoutPostgres", "SpoutSQLite", "SpoutTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

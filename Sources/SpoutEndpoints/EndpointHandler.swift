@@ -5,7 +5,7 @@ import SpoutHTTP
 
 /// Serves one endpoint on one database.
 ///
-/// Read-only endpoints with rows hand a `RowStream` to the HTTP layer, which streams it on a
+/// Read-only endpoints with rows answer with a ``RowResult``, which ``RowResponder`` runs on a
 /// read-only lease (PostgreSQL: a read-only session, with a read-only transaction only where a
 /// stream reads through a cursor; SQLite: a read-only connection in one transaction), on a
 /// read replica when there are any and the endpoint allows it. Everything else (writes, `none`, `created`) runs here, in one
@@ -95,7 +95,7 @@ struct EndpointHandler: Sendable {
             } else if let version = self.version {
                 rows.validator = .version(RowStream(version, request.arguments))
             }
-            return Response(headers: self.cachingHeaders, body: .rows(rows))
+            return Response(headers: self.cachingHeaders, body: .produced(rows))
         }
         return try await self.runInTransaction(stream, request: request)
     }
@@ -172,7 +172,7 @@ struct EndpointHandler: Sendable {
             let cursor = PageCursor(values: outcome.lastKey).sealed(with: cursorKey, context: context)
             return base + cursor
         }
-        return Response(headers: self.cachingHeaders, body: .rows(rows))
+        return Response(headers: self.cachingHeaders, body: .produced(rows))
     }
 
     /// The next page's URL up to the cursor: the request's path and query without `pageSize`

@@ -32,7 +32,6 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         let queryString: Substring?
         let version: HTTPVersion
         let start: NIODeadline
-        let acceptHeader: String?
         /// The CORS fields every response head of this exchange carries (empty when CORS is off).
         let corsHeaders: HeaderFields
         var keepAlive: Bool
@@ -61,7 +60,6 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             }
             self.version = head.version
             self.start = .now()
-            self.acceptHeader = head.headers.first(name: "accept")
             self.corsHeaders = cors.responseHeaders(origin: head.headers.first(name: "origin"))
             self.keepAlive = head.isKeepAlive
         }
@@ -294,15 +292,11 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 exchange.keepAlive = false
             }
             let runner = ResponseRunner(
-                handler: NIOLoopBound(self, eventLoop: context.eventLoop), hop: self.hop!, exchange: exchange.number,
-                allocator: context.channel.allocator, threadPool: self.environment.threadPool,
-                acceptHeader: exchange.acceptHeader,
-                chunksInFlight: self.environment.configuration.chunksInFlight,
-                metrics: self.environment.metrics,
-                timingHeader: self.environment.configuration.timingHeader,
-                logger: self.environment.logger,
-                requestID: exchange.id
-            )
+                exchange: ResponseExchange(
+                    request: request, timingHeader: self.environment.configuration.timingHeader, logger: self.environment.logger,
+                    handler: NIOLoopBound(self, eventLoop: context.eventLoop), hop: self.hop!, number: exchange.number,
+                    allocator: context.channel.allocator, chunksInFlight: self.environment.configuration.chunksInFlight,
+                    metrics: self.environment.metrics))
             exchange.task = Task(executorPreference: self.hop!.taskExecutor) {
                 await runner.run(route: route, request: request)
             }

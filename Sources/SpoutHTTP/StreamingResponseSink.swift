@@ -20,9 +20,9 @@ import SpoutCore
 ///
 /// `@unchecked Sendable`: every mutable field is read and written holding `lock`; the
 /// loop-side callbacks only touch the connection handler through the hop onto its event loop.
-final class StreamingResponseSink: ByteSink, @unchecked Sendable {
+public final class StreamingResponseSink: ByteSink, @unchecked Sendable {
     /// The channel closed before or while the body was written.
-    struct ChannelClosed: Error {}
+    public struct ChannelClosed: Error {}
 
     /// Delivers a chunk on the event loop; `isFirst` tells it to send the head before.
     typealias ChunkHandler = @Sendable (_ chunk: ByteBuffer, _ isFirst: Bool) -> Void
@@ -56,7 +56,7 @@ final class StreamingResponseSink: ByteSink, @unchecked Sendable {
 
     // MARK: Producer side
 
-    func write(_ chunk: [UInt8]) throws {
+    public func write(_ chunk: [UInt8]) throws {
         let isFirst: Bool
         self.lock.lock()
         while !self.isClosed && (!self.isWritable || self.chunksInFlight >= self.maximumChunksInFlight) {
@@ -83,7 +83,7 @@ final class StreamingResponseSink: ByteSink, @unchecked Sendable {
         self.hop.execute { deliver(buffer, isFirst) }
     }
 
-    func finish(_ last: [UInt8]) throws {
+    public func finish(_ last: [UInt8]) throws {
         try self.withLock {
             if self.isClosed { throw ChannelClosed() }
             self.byteCount += last.count
@@ -121,7 +121,7 @@ final class StreamingResponseSink: ByteSink, @unchecked Sendable {
     }
 
     /// Runs `handler` when the sink is closed, or now if it already is. Replaces an earlier one.
-    func onClose(_ handler: @escaping @Sendable () -> Void) {
+    public func onClose(_ handler: @escaping @Sendable () -> Void) {
         let runNow: Bool = self.withLock {
             if self.isClosed { return true }
             self.onClose = handler
@@ -131,8 +131,14 @@ final class StreamingResponseSink: ByteSink, @unchecked Sendable {
     }
 
     /// Forgets the close handler (the producer is done; the lease is released).
-    func clearOnClose() {
+    public func clearOnClose() {
         self.withLock { self.onClose = nil }
+    }
+
+    /// Whether nothing was written and the channel is still there: another producer may
+    /// still answer into this sink.
+    public var isUntouched: Bool {
+        self.withLock { self.byteCount == 0 && !self.isClosed }
     }
 
     // MARK: Locking

@@ -1,6 +1,7 @@
 import Foundation
 import NIOPosix
 import SpoutCore
+import SpoutEndpoints
 import SpoutDrivers
 import SpoutHTTP
 import SpoutPostgres

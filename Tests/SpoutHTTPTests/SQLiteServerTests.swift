@@ -1,6 +1,7 @@
 import Foundation
 import NIOPosix
 import SpoutCore
+import SpoutEndpoints
 import SpoutHTTP
 import SpoutSQLite
 import SpoutTestSupport

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SpoutCore
+import SpoutEndpoints
 import SpoutHTTP
 import SpoutTestSupport
 import Synchronization

@@ -4,6 +4,7 @@ import NIOEmbedded
 import NIOHTTP1
 import NIOPosix
 import SpoutCore
+import SpoutEndpoints
 import SpoutTestSupport
 import Synchronization
 import Testing

@@ -1,0 +1,114 @@
+import Logging
+import NIOCore
+import SpoutCore
+
+/// Makes the body of a response itself, through the exchange it is given
+/// (``Response/Body/produced(_:)``).
+///
+/// The HTTP layer moves bytes; a producer decides what to send. SpoutEndpoints' row results
+/// are the producers of the service: they lease a connection, read, and answer whole,
+/// streamed or 304 through the exchange.
+public protocol ResponseProducer: Sendable {
+    /// Answers the request through `exchange`, with `status` and `headers` as the route
+    /// handler set them (the producer adds its own): exactly one of ``ResponseExchange/send(status:headers:body:rows:)``,
+    /// ``ResponseExchange/sendNotModified(_:)``, or ``ResponseExchange/startStream(status:headers:)``
+    /// followed by ``ResponseExchange/finishStream(_:result:timing:trailers:)``. An error thrown
+    /// before any of them becomes the error response (``ErrorResponse``).
+    func produce(status: Int, headers: HeaderFields, through exchange: ResponseExchange) async throws
+}
+
+/// The HTTP layer's side of one exchange whose body a ``ResponseProducer`` makes.
+///
+/// Contract: every call may come from any thread or task; the writes hop onto the connection's
+/// event loop. A response already sent, or a connection gone, makes later calls no-ops (a
+/// stream's sink is closed instead, which wakes its producer with
+/// ``StreamingResponseSink/ChannelClosed``).
+public struct ResponseExchange: Sendable {
+    /// The request being answered.
+    public let request: Request
+    /// Whether row responses add `Server-Timing` (``ServerConfiguration/timingHeader``).
+    public let timingHeader: Bool
+    /// The server's logger; messages about this exchange carry `request.id`.
+    public let logger: Logger
+
+    let handler: NIOLoopBound<HTTPConnectionHandler>
+    let hop: LoopHop
+    let number: Int
+    let allocator: ByteBufferAllocator
+    let chunksInFlight: Int
+    let metrics: ServerMetrics?
+
+    /// The request's `Accept` field, as sent.
+    public var acceptHeader: String? { self.request.headers["Accept"] }
+
+    /// The request's `If-None-Match` field, as sent.
+    public var ifNoneMatch: String? { self.request.headers["If-None-Match"] }
+
+    // MARK: Whole responses
+
+    /// Sends a whole response with `Content-Length`; `rows` is what a row stream wrote, for the
+    /// access log.
+    public func send(status: Int, headers: HeaderFields, body: [UInt8], rows: Int? = nil) {
+        self.onLoop { [number] in $0.sendResponse(number, status: status, headers: headers, body: body, contentType: nil, rows: rows) }
+    }
+
+    /// Answers 304 Not Modified, keeping of `headers` only what a 304 repeats of the 200 it
+    /// stands for (RFC 9110 §15.4.5: `ETag`, `Cache-Control`, `Vary`, `Expires`,
+    /// `Content-Location`).
+    public func sendNotModified(_ headers: HeaderFields) {
+        let kept = HeaderFields(headers.filter { Self.notModifiedFields.contains($0.name.lowercased()) }.map { ($0.name, $0.value) })
+        self.onLoop { [number] in $0.sendResponse(number, status: 304, headers: kept, body: [], contentType: nil) }
+    }
+
+    private static let notModifiedFields: Set<String> = ["etag", "cache-control", "vary", "expires", "content-location"]
+
+    // MARK: Streamed responses
+
+    /// Prepares a streamed response and returns the sink its body goes into. The head
+    /// (`status`, `headers`, chunked) is sent with the first chunk the sink writes; a body
+    /// that ends before any chunk is sent whole instead (see ``finishStream(_:result:timing:trailers:)``).
+    /// When the client goes away, the sink closes and runs its close handler.
+    public func startStream(status: Int, headers: HeaderFields) -> StreamingResponseSink {
+        let handler = self.handler
+        let number = self.number
+        let sink = StreamingResponseSink(allocator: self.allocator, hop: self.hop, maximumChunksInFlight: self.chunksInFlight) {
+            chunk, isFirst in
+            handler.value.streamChunk(number, chunk, isFirst: isFirst)
+        }
+        self.metrics?.streamsInFlight.increment()
+        self.onLoop { [number] in $0.attachSink(number, sink: sink, status: status, headers: headers) }
+        return sink
+    }
+
+    /// Ends the stream `sink` belongs to: with the rest of the body and `trailers` on success
+    /// (`rows` written), or, on failure, with an error response when no chunk went out, and by
+    /// cutting the body short (no last chunk) when one did. `timing` is a `Server-Timing` value
+    /// for a response that is still sent whole.
+    public func finishStream(_ sink: StreamingResponseSink, result: Result<Int, any Error>, timing: String? = nil, trailers: HeaderFields? = nil) {
+        self.metrics?.streamsInFlight.decrement()
+        self.onLoop { [number] in $0.streamDone(number, sink: sink, result: result, timing: timing, trailers: trailers) }
+    }
+
+    // MARK: Work and measurements
+
+    /// Runs blocking work (database calls) on the server's thread pool, off the event loops;
+    /// throws when the pool has shut down and did not run it.
+    public func runBlocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await self.request.runBlocking(body)
+    }
+
+    /// Records how long the request waited for a connection of `database`.
+    public func connectionAcquired(database: String, after wait: Duration) {
+        self.metrics?.acquiredConnection(database: database, after: wait)
+    }
+
+    /// Records that the request cancelled its statement (the client went away).
+    public func statementCancelled() {
+        self.metrics?.cancelsSent.increment()
+    }
+
+    private func onLoop(_ body: @escaping @Sendable (HTTPConnectionHandler) -> Void) {
+        let handler = self.handler
+        self.hop.execute { body(handler.value) }
+    }
+}
