@@ -280,26 +280,6 @@ public final class HTTPServer: Sendable {
         return .compressIfPossible
     }
 
-    /// Whether `database` answers `SELECT 1` now.
-    private static func answers(_ database: Database, request: Request) async -> Bool {
-        do {
-            let lease = try await database.lease(readOnly: true)
-            try await request.runBlocking {
-                defer { lease.release() }
-                try lease.withConnection { connection in
-                    let cursor = try connection.query(
-                        try ParsedSQL.cached("SELECT 1", dialect: connection.dialect), [], options: QueryOptions()
-                    )
-                    defer { cursor.close() }
-                    _ = try cursor.next()
-                }
-            }
-            return true
-        } catch {
-            return false
-        }
-    }
-
     /// `GET /metrics`: `metrics` in the Prometheus text format (version 0.0.4), with the pool
     /// gauges of `databases` read at that moment. A route of the same path in `router` wins.
     public static func addMetricsRoute(to router: inout Router, metrics: ServerMetrics, databases: [Database]) {
@@ -322,12 +302,12 @@ public final class HTTPServer: Sendable {
             ) { request in
                 var replicas: [JSONObjectWriter] = []
                 for database in databases {
-                    guard await Self.answers(database, request: request) else {
+                    guard await database.answers(runBlocking: { try await request.runBlocking($0) }) else {
                         throw HTTPError(status: 503, message: "not ready")
                     }
                     // Replicas do not decide readiness (reads fall back to the primary): reported.
                     for replica in database.replicas?.replicas ?? [] {
-                        let up = await Self.answers(replica.database, request: request)
+                        let up = await replica.database.answers(runBlocking: { try await request.runBlocking($0) })
                         let status = replica.status
                         var entry = JSONObjectWriter()
                         entry.add("name", replica.name)
