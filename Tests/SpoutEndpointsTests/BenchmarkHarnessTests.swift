@@ -136,6 +136,11 @@ import Testing
         #expect(try Self.number(detailCPU, "spout_ms_per_request") > 0)
         #expect(try Self.number(detailCPU, "postgres_ms_per_request") > 0)
         #expect(try Self.number(detailCPU, "pgbench_postgres_ms_per_transaction") > 0)
+        // The clients' CPU, and Spout's on GET /health (no database), price the whole request.
+        #expect(try Self.number(detailCPU, "pgbench_client_ms_per_transaction") > 0)
+        #expect(try Self.number(detailCPU, "wrk_ms_per_request") > 0)
+        #expect(try Self.number(detailCPU, "http_floor_spout_ms_per_request") > 0)
+        #expect(try Self.number(Self.object(document, "detail.postgres.http_floor"), "requests_per_second") > 0)
         #expect(try Self.number(Self.object(document, "cpu.detail.sqlite"), "spout_ms_per_request") > 0)
         let streamCPU = try Self.object(document, "cpu.stream.postgres")
         for key in ["spout_us_per_row", "postgres_us_per_row", "copy_postgres_us_per_row"] {
