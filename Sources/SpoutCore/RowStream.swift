@@ -30,6 +30,12 @@ public struct RowStream: Sendable {
     /// Column labels whose values in the last row written are reported in
     /// ``StreamOutcome/lastKey`` (a page's keyset key); empty: none are kept.
     public var keyLabels: [String] = []
+    /// Whether the statement itself returns at most ``rowLimit`` + 1 rows (its own `LIMIT`, as
+    /// a ``KeysetQuery`` page has). An array without attachments is then read in one statement
+    /// (PostgreSQL: single-row mode, no server-side cursor and no transaction of its own: one
+    /// round trip instead of `BEGIN`, `DECLARE`, `FETCH`, `CLOSE`, `COMMIT`). Meant for results
+    /// read whole; a stream that waits for a slow client keeps its statement open meanwhile.
+    public var isLimitedBySQL = false
     let database: Database?
 
     /// A stream not tied to a database; write it with ``write(as:shape:to:on:dateFormat:attachmentBatchSize:fetchSize:)``.
@@ -147,8 +153,8 @@ public struct RowStream: Sendable {
         // fetched between windows of parent rows, and each batch is a statement of its own
         // under the statement timeout, so waiting for a slow client never counts against it. A
         // single-row shape needs none: its one row is read, the statement closed, and then the
-        // children fetched.
-        let interleaved = shape == .array
+        // children fetched. Neither does a page without attachments (``isLimitedBySQL``).
+        let interleaved = shape == .array && !(self.isLimitedBySQL && self.rowLimit != nil && self.attachments.isEmpty)
         let batch = self.attachments.isEmpty ? (fetchSize ?? self.database?.configuration.fetchSize ?? DatabaseConfiguration.defaultFetchSize) : window
         let ownsTransaction = interleaved && connection.dialect == .postgres && !connection.isInTransaction
         if ownsTransaction { try connection.begin(readOnly: true) }
@@ -231,6 +237,11 @@ public struct RowStream: Sendable {
         }
         // Stopped by the limit: one more row tells a cut result from one that ended there.
         let truncated = try shape == .array && self.rowLimit != nil && !exhausted && count >= limit && cursor.next()
+        if truncated && self.isLimitedBySQL {
+            // The statement's own LIMIT ends it within a row or two: read it to its end, so
+            // closing it needs no cancel.
+            while try cursor.next() {}
+        }
         try encoder.end()
         return StreamOutcome(rows: count, truncated: truncated, lastKey: lastKey)
     }

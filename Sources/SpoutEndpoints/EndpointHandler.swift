@@ -158,6 +158,7 @@ struct EndpointHandler: Sendable {
         }
         var stream = self.database.query(page.after == nil ? pages.first : pages.next, arguments)
         stream.rowLimit = page.size
+        stream.isLimitedBySQL = true
         stream.keyLabels = key
         self.attachDetails(to: &stream, arguments: arguments)
         var rows = RowResult(

@@ -107,6 +107,11 @@ import Testing
             #expect(try Self.number(list, "statements") >= 1, "\(name)")
         }
         #expect(try Self.number(Self.object(document, "statements.detail"), "statements") >= 1)
+        // A page is one statement: its own LIMIT bounds it, so no cursor and no transaction.
+        let page = try Self.object(document, "statements.page")
+        #expect(try Self.number(page, "statements") == 1)
+        #expect(try Self.number(page, "cursor_fetches") == 0)
+        #expect(try Self.number(page, "control") == 0)
         // The department list against one COPY of the equivalent JOIN: a JOIN row per title.
         let department = try Self.object(document, "list.postgres.department")
         let join = try Self.object(document, "list.postgres.department.copy_join")
