@@ -1,60 +1,75 @@
 /// JSON scalars written straight into a ``ChunkedOutput``: escaped strings, numbers, dates.
-enum JSONText {
+///
+/// Public so that a driver writing values straight from its own buffers (a
+/// ``JSONWritingCursor``) writes exactly the bytes ``writeValue(_:dateFormat:to:)`` writes for
+/// the same ``SQLValue``.
+public enum JSONText {
     private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// Writes `text` as a JSON string: quotes, backslashes and every control character escaped.
     /// Swift strings are valid UTF-8, so invalid input was already replaced by U+FFFD.
-    static func writeString(_ text: String, to out: inout ChunkedOutput) {
+    public static func writeString(_ text: String, to out: inout ChunkedOutput) {
         var text = text
-        text.withUTF8 { bytes in
-            out.append(UInt8(ascii: "\""))
-            var runStart = 0
-            for index in 0..<bytes.count {
-                let byte = bytes[index]
-                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-                if index > runStart { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index])) }
-                runStart = index + 1
-                out.append(UInt8(ascii: "\\"))
-                switch byte {
-                case UInt8(ascii: "\""): out.append(UInt8(ascii: "\""))
-                case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\"))
-                case 0x0A: out.append(UInt8(ascii: "n"))
-                case 0x0D: out.append(UInt8(ascii: "r"))
-                case 0x09: out.append(UInt8(ascii: "t"))
-                case 0x08: out.append(UInt8(ascii: "b"))
-                case 0x0C: out.append(UInt8(ascii: "f"))
-                default:
-                    out.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-                }
-            }
-            if runStart < bytes.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...])) }
-            out.append(UInt8(ascii: "\""))
-        }
+        text.withUTF8 { self.writeString(utf8: $0, to: &out) }
     }
 
-    /// Writes a signed integer in decimal without allocating.
-    @inline(__always)
-    static func writeInteger(_ value: Int64, to out: inout ChunkedOutput) {
-        if value < 0 { out.append(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
-        if magnitude < 10 {
-            out.append(UInt8(ascii: "0") + UInt8(magnitude))
-            return
-        }
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
-            var count = 0
-            while magnitude > 0 {
-                digits[19 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-                count += 1
+    /// Writes the UTF-8 bytes `bytes` as a JSON string, escaped as ``writeString(_:to:)`` escapes.
+    /// `bytes` must be valid UTF-8 (they are copied as they are).
+    public static func writeString(utf8 bytes: UnsafeBufferPointer<UInt8>, to out: inout ChunkedOutput) {
+        out.append(UInt8(ascii: "\""))
+        var runStart = 0
+        for index in 0..<bytes.count {
+            let byte = bytes[index]
+            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+            if index > runStart { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index])) }
+            runStart = index + 1
+            out.append(UInt8(ascii: "\\"))
+            switch byte {
+            case UInt8(ascii: "\""): out.append(UInt8(ascii: "\""))
+            case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\"))
+            case 0x0A: out.append(UInt8(ascii: "n"))
+            case 0x0D: out.append(UInt8(ascii: "r"))
+            case 0x09: out.append(UInt8(ascii: "t"))
+            case 0x08: out.append(UInt8(ascii: "b"))
+            case 0x0C: out.append(UInt8(ascii: "f"))
+            default:
+                out.append("u00")
+                out.append(hex[Int(byte >> 4)])
+                out.append(hex[Int(byte & 0xF)])
             }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[(20 - count)...]))
+        }
+        if runStart < bytes.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...])) }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// Writes a signed integer in decimal, in place, without allocating.
+    @inlinable @inline(__always)
+    public static func writeInteger(_ value: Int64, to out: inout ChunkedOutput) {
+        out.appendDecimal(value)
+    }
+
+    /// Writes a calendar day (days since 1970-01-01) in `dateFormat`: epoch milliseconds of
+    /// its UTC midnight, or `"YYYY-MM-DD"`.
+    @inlinable
+    public static func writeDate(days: Int64, dateFormat: DateFormat, to out: inout ChunkedOutput) {
+        switch dateFormat {
+        case .epochMilliseconds:
+            // 86,400,000 ms is 864 × 10⁵: a day other than the epoch's is its count times 864
+            // followed by five zeros, the same digits as `days &* 86_400_000` with fewer
+            // divisions (only where that product does not overflow).
+            if days != 0 && days.magnitude < 100_000_000_000 {
+                self.writeInteger(days &* 864, to: &out)
+                out.append("00000")
+            } else {
+                self.writeInteger(days &* 86_400_000, to: &out)
+            }
+        case .iso8601: self.writeString(CivilTime.formatDate(days: days), to: &out)
         }
     }
 
     /// Writes a double as the shortest text that reads back as the same value; NaN and
     /// infinities (which JSON cannot express) as `null`.
-    static func writeDouble(_ value: Double, to out: inout ChunkedOutput) {
+    public static func writeDouble(_ value: Double, to out: inout ChunkedOutput) {
         guard value.isFinite else {
             out.append("null")
             return
@@ -131,7 +146,7 @@ enum JSONText {
     }
 
     /// Writes one value as JSON.
-    static func writeValue(_ value: SQLValue, dateFormat: DateFormat, to out: inout ChunkedOutput) {
+    public static func writeValue(_ value: SQLValue, dateFormat: DateFormat, to out: inout ChunkedOutput) {
         switch value {
         case .null: out.append("null")
         case .integer(let number): self.writeInteger(number, to: &out)
@@ -139,11 +154,7 @@ enum JSONText {
         case .decimal(let digits): self.writeDecimal(digits, to: &out)
         case .bool(let flag): flag ? out.append("true") : out.append("false")
         case .text(let text): self.writeString(text, to: &out)
-        case .date(let days):
-            switch dateFormat {
-            case .epochMilliseconds: self.writeInteger(days &* 86_400_000, to: &out)
-            case .iso8601: self.writeString(CivilTime.formatDate(days: days), to: &out)
-            }
+        case .date(let days): self.writeDate(days: days, dateFormat: dateFormat, to: &out)
         case .timestamp(let micros):
             switch dateFormat {
             case .epochMilliseconds: self.writeInteger(CivilTime.floorDivide(micros, 1000), to: &out)

@@ -1,6 +1,27 @@
 /// Values of the current row, read by index.
 protocol RowValues {
     func value(at index: Int) -> SQLValue
+    /// Writes value `index` as JSON: exactly the bytes
+    /// `JSONText.writeValue(value(at: index), dateFormat:to:)` writes (the default).
+    func writeJSON(at index: Int, dateFormat: DateFormat, to out: inout ChunkedOutput)
+}
+
+extension RowValues {
+    func writeJSON(at index: Int, dateFormat: DateFormat, to out: inout ChunkedOutput) {
+        JSONText.writeValue(self.value(at: index), dateFormat: dateFormat, to: &out)
+    }
+}
+
+/// A cursor that writes the values of its current row as JSON itself, straight from the
+/// driver's buffers, instead of making an ``SQLValue`` for each one. ``RowStream`` uses it for
+/// JSON and JSON Lines rows without attachments; CSV and attached rows still read
+/// ``RowCursor/value(at:)``.
+public protocol JSONWritingCursor: RowCursor {
+    /// Writes value `index` of the current row as JSON into `out`: exactly the bytes
+    /// `JSONText.writeValue(value(at: index), dateFormat: dateFormat, to: &out)` writes, so
+    /// either path gives the same output. Called only while the cursor is on a row (after
+    /// ``RowCursor/next()`` returned true), with `index` a valid column index.
+    func writeJSON(at index: Int, dateFormat: DateFormat, to out: inout ChunkedOutput)
 }
 
 /// A child row held in memory for a window of parents, with its own attached arrays.
@@ -21,8 +42,8 @@ struct AttachmentLayout: Sendable {
 /// Writes rows in one ``OutputFormat`` and ``ResultShape`` into a ``ChunkedOutput``.
 ///
 /// Call ``begin()``, then ``row(_:children:)`` for each row, then ``end()``; the encoder
-/// never holds more than the row it is writing.
-struct RowEncoder {
+/// never holds more than the row it is writing. Noncopyable, as its ``ChunkedOutput`` is.
+struct RowEncoder: ~Copyable {
     let format: OutputFormat
     let shape: ResultShape
     let columns: [Column]
@@ -30,6 +51,12 @@ struct RowEncoder {
     let dateFormat: DateFormat
     var out: ChunkedOutput
     private var rowCount = 0
+    /// For a compact object of plain columns (no dotted label, no attachment), what comes
+    /// before each value: `{"a":`, `,"b":`, … one after the other (`columnPrefixEnds[i]` is
+    /// where the `i`th ends); the object is written from these without walking ``plan``.
+    /// Nil otherwise.
+    private let columnPrefixes: [UInt8]?
+    private let columnPrefixEnds: [Int]
 
     init(format: OutputFormat, shape: ResultShape, columns: [Column], attachmentKeys: [String], dateFormat: DateFormat, sink: any ByteSink) {
         self.format = format
@@ -38,6 +65,26 @@ struct RowEncoder {
         self.plan = ObjectPlan(labels: columns.map(\.label), attachmentKeys: attachmentKeys)
         self.dateFormat = dateFormat
         self.out = ChunkedOutput(sink: sink)
+        let isCompactObject = format == .jsonLines || (format == .json(pretty: false) && shape != .scalar)
+        let prefixes = isCompactObject ? Self.columnPrefixes(of: self.plan) : nil
+        self.columnPrefixes = prefixes?.bytes
+        self.columnPrefixEnds = prefixes?.ends ?? []
+    }
+
+    /// ``columnPrefixes`` and ``columnPrefixEnds`` for `plan`; nil unless the plan is plain
+    /// columns in order.
+    private static func columnPrefixes(of plan: ObjectPlan) -> (bytes: [UInt8], ends: [Int])? {
+        guard !plan.members.isEmpty else { return nil }
+        var bytes: [UInt8] = []
+        var ends: [Int] = []
+        for (position, member) in plan.members.enumerated() {
+            guard case .column(let key, let index) = member, index == position else { return nil }
+            bytes.append(position == 0 ? UInt8(ascii: "{") : UInt8(ascii: ","))
+            bytes.append(contentsOf: key)
+            bytes.append(UInt8(ascii: ":"))
+            ends.append(bytes.count)
+        }
+        return (bytes, ends)
     }
 
     private var indent: Int? {
@@ -75,10 +122,16 @@ struct RowEncoder {
                 if self.rowCount > 0 { self.out.append(UInt8(ascii: ",")) }
                 if pretty { self.newline(depth: 1) }
             }
-            self.writeObject(self.plan, values, children: children, depth: pretty ? (self.shape == .array ? 1 : 0) : nil)
+            if let prefixes = self.columnPrefixes {
+                self.writeColumns(values, prefixes: prefixes)
+            } else {
+                self.writeObject(self.plan, values, children: children, depth: pretty ? (self.shape == .array ? 1 : 0) : nil)
+            }
         case .jsonLines:
             if self.shape == .scalar {
                 JSONText.writeValue(values.value(at: 0), dateFormat: self.dateFormat, to: &self.out)
+            } else if let prefixes = self.columnPrefixes {
+                self.writeColumns(values, prefixes: prefixes)
             } else {
                 self.writeObject(self.plan, values, children: children, depth: nil)
             }
@@ -108,6 +161,24 @@ struct RowEncoder {
         for _ in 0..<depth { self.out.append("  ") }
     }
 
+    /// Writes a compact object of plain columns from ``columnPrefixes`` (its `prefixes`).
+    private mutating func writeColumns(_ values: some RowValues, prefixes: [UInt8]) {
+        let dateFormat = self.dateFormat
+        let ends = self.columnPrefixEnds
+        prefixes.withUnsafeBufferPointer { prefixes in
+            ends.withUnsafeBufferPointer { ends in
+                var start = 0
+                for index in 0..<ends.count {
+                    let end = ends[index]
+                    self.out.append(prefixes.baseAddress! + start, count: end - start)
+                    values.writeJSON(at: index, dateFormat: dateFormat, to: &self.out)
+                    start = end
+                }
+            }
+        }
+        self.out.append(UInt8(ascii: "}"))
+    }
+
     /// Writes one object; `depth` is nil for compact output, else the indentation level.
     private mutating func writeObject(_ plan: ObjectPlan, _ values: some RowValues, children: [(AttachmentLayout, [BufferedRow])], depth: Int?) {
         self.out.append(UInt8(ascii: "{"))
@@ -119,7 +190,7 @@ struct RowEncoder {
                 self.out.append(contentsOf: key)
                 self.out.append(UInt8(ascii: ":"))
                 if depth != nil { self.out.append(UInt8(ascii: " ")) }
-                JSONText.writeValue(values.value(at: index), dateFormat: self.dateFormat, to: &self.out)
+                values.writeJSON(at: index, dateFormat: self.dateFormat, to: &self.out)
             case .object(let key, let nested):
                 self.out.append(contentsOf: key)
                 self.out.append(UInt8(ascii: ":"))

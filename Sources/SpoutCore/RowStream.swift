@@ -196,16 +196,14 @@ public struct RowStream: Sendable {
         var count = 0
         var exhausted = false
         if self.attachments.isEmpty {
-            let values = CursorValues(cursor: cursor)
-            while count < limit {
-                guard try cursor.next() else {
-                    exhausted = true
-                    break
-                }
-                if count == 0 { encoder.begin() }
-                try encoder.row(values, children: [])
-                if !keyIndices.isEmpty { lastKey = keyIndices.map(cursor.value(at:)) }
-                count += 1
+            if format != .csv, let writer = cursor as? any JSONWritingCursor {
+                (count, exhausted) = try Self.encodeRows(
+                    cursor, JSONWritingCursorValues(cursor: writer), limit: limit, keyIndices: keyIndices, lastKey: &lastKey,
+                    encoder: &encoder)
+            } else {
+                (count, exhausted) = try Self.encodeRows(
+                    cursor, CursorValues(cursor: cursor), limit: limit, keyIndices: keyIndices, lastKey: &lastKey,
+                    encoder: &encoder)
             }
         } else {
             var window: [BufferedRow] = []
@@ -246,6 +244,23 @@ public struct RowStream: Sendable {
         return StreamOutcome(rows: count, truncated: truncated, lastKey: lastKey)
     }
 
+    /// Reads and encodes the rows of `cursor` (no attachments) up to `limit`; `values` is the
+    /// cursor's current row. Returns the rows written and whether the cursor ran out.
+    private static func encodeRows(
+        _ cursor: any RowCursor, _ values: some RowValues, limit: Int, keyIndices: [Int], lastKey: inout [SQLValue],
+        encoder: inout RowEncoder
+    ) throws -> (count: Int, exhausted: Bool) {
+        var count = 0
+        while count < limit {
+            guard try cursor.next() else { return (count, true) }
+            if count == 0 { encoder.begin() }
+            try encoder.row(values, children: [])
+            if !keyIndices.isEmpty { lastKey = keyIndices.map(cursor.value(at:)) }
+            count += 1
+        }
+        return (count, false)
+    }
+
     /// The positions of ``keyLabels`` among `columns`.
     private func keyIndices(in columns: [Column]) throws -> [Int] {
         try self.keyLabels.map { label in
@@ -279,4 +294,15 @@ private struct CursorValues: RowValues {
     let cursor: any RowCursor
     @inline(__always)
     func value(at index: Int) -> SQLValue { self.cursor.value(at: index) }
+}
+
+/// The current row of a ``JSONWritingCursor``: its values are written as JSON by the cursor.
+private struct JSONWritingCursorValues: RowValues {
+    let cursor: any JSONWritingCursor
+    @inline(__always)
+    func value(at index: Int) -> SQLValue { self.cursor.value(at: index) }
+    @inline(__always)
+    func writeJSON(at index: Int, dateFormat: DateFormat, to out: inout ChunkedOutput) {
+        self.cursor.writeJSON(at: index, dateFormat: dateFormat, to: &out)
+    }
 }

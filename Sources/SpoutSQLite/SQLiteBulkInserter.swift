@@ -13,12 +13,12 @@ final class SQLiteBulkInserter: BulkInserter {
     private let statement: SQLiteStatement
     private let lease: UInt64
     private let columnCount: Int
-    private let deadline: ContinuousClock.Instant?
+    private let deadline: MonotonicInstant?
     private var count = 0
 
     init(
         connection: SQLiteConnection, statement: SQLiteStatement, lease: UInt64, columnCount: Int,
-        deadline: ContinuousClock.Instant?
+        deadline: MonotonicInstant?
     ) {
         self.connection = connection
         self.statement = statement

@@ -60,7 +60,7 @@ public final class SQLiteConnection: DatabaseConnection, @unchecked Sendable {
     private var sessionQueryOnly = false
     private var statementTimeout: Duration?
     /// The deadline of the statement being stepped; read by the progress handler.
-    private var currentDeadline: ContinuousClock.Instant?
+    private var currentDeadline: MonotonicInstant?
     /// Set by the progress handler when it stopped a statement at its deadline.
     private var deadlineExpired = false
 
@@ -198,17 +198,17 @@ public final class SQLiteConnection: DatabaseConnection, @unchecked Sendable {
             self.endLease(of: statement, lease: lease)
             throw error
         }
-        let (columns, types) = statement.columns()
+        let resultColumns = statement.columns()
         // A streamed result (read in batches, others may interleave) counts only its stepping
         // time against the timeout, as a PostgreSQL cursor counts only its FETCHes.
         var budget: SQLiteCursor.StepBudget?
         if options.interleaved, let timeout = self.statementTimeout, let deadline {
             budget = SQLiteCursor.StepBudget(
-                timeout: timeout, batchRows: options.batchSize, spent: timeout - (deadline - ContinuousClock.now))
+                timeout: timeout, batchRows: options.batchSize, spent: timeout - (deadline - MonotonicInstant.now))
         }
         return SQLiteCursor(
-            connection: self, statement: statement, lease: lease, deadline: deadline, budget: budget, columns: columns,
-            types: types, firstStepFoundRow: first == SQLITE_ROW)
+            connection: self, statement: statement, lease: lease, deadline: deadline, budget: budget,
+            resultColumns: resultColumns, firstStepFoundRow: first == SQLITE_ROW)
     }
 
     @discardableResult
@@ -361,7 +361,7 @@ public final class SQLiteConnection: DatabaseConnection, @unchecked Sendable {
 
     /// Called by the progress handler on the thread stepping a statement.
     private func deadlinePassed() -> Bool {
-        guard let deadline = self.currentDeadline, ContinuousClock.now >= deadline else { return false }
+        guard let deadline = self.currentDeadline, MonotonicInstant.now >= deadline else { return false }
         self.deadlineExpired = true
         return true
     }
@@ -422,9 +422,9 @@ public final class SQLiteConnection: DatabaseConnection, @unchecked Sendable {
     // MARK: Internals shared with cursors and bulk inserters
 
     /// Checks the connection is open and returns the deadline of a statement starting now.
-    private func startStatement() throws -> ContinuousClock.Instant? {
+    private func startStatement() throws -> MonotonicInstant? {
         try self.checkOpen()
-        return self.statementTimeout.map { ContinuousClock.now + $0 }
+        return self.statementTimeout.map { MonotonicInstant.now + $0 }
     }
 
     private func checkOpen() throws {
@@ -437,7 +437,7 @@ public final class SQLiteConnection: DatabaseConnection, @unchecked Sendable {
 
     /// Steps `statement` under `deadline`.
     @inline(__always)
-    func step(_ statement: OpaquePointer, deadline: ContinuousClock.Instant?) -> Int32 {
+    func step(_ statement: OpaquePointer, deadline: MonotonicInstant?) -> Int32 {
         self.currentDeadline = deadline
         self.deadlineExpired = false
         return sqlite3_step(statement)

@@ -10,16 +10,18 @@ import SpoutCore
 /// called, whichever comes first; dropping the cursor closes it too. When the connection
 /// reclaims the statement (``SQLiteConnection/reset()``, ``SQLiteConnection/close()``), the
 /// cursor ends: ``next()`` returns `false`.
-final class SQLiteCursor: RowCursor {
+final class SQLiteCursor: JSONWritingCursor {
     let columns: [Column]
     private let connection: SQLiteConnection
     private let statement: SQLiteStatement
     private let lease: UInt64
-    private let deadline: ContinuousClock.Instant?
+    private let deadline: MonotonicInstant?
     /// For a streamed result: the statement timeout counts database time only (see
-    /// ``init(connection:statement:lease:deadline:budget:columns:types:firstStepFoundRow:)``).
+    /// ``init(connection:statement:lease:deadline:budget:resultColumns:firstStepFoundRow:)``).
     private var budget: StepBudget?
     private let types: [ColumnType]
+    /// How ``SQLiteJSONWriter`` writes each column (`jsonKinds[i]` is `Kind(types[i])`).
+    private let jsonKinds: [SQLiteJSONWriter.Kind]
     private var position: Position
 
     private enum Position {
@@ -52,16 +54,17 @@ final class SQLiteCursor: RowCursor {
     ///   - firstStepFoundRow: the result of the first `sqlite3_step`, which the connection ran
     ///     (true: a row is ready; false: the statement is done).
     init(
-        connection: SQLiteConnection, statement: SQLiteStatement, lease: UInt64, deadline: ContinuousClock.Instant?,
-        budget: StepBudget? = nil, columns: [Column], types: [ColumnType], firstStepFoundRow: Bool
+        connection: SQLiteConnection, statement: SQLiteStatement, lease: UInt64, deadline: MonotonicInstant?,
+        budget: StepBudget? = nil, resultColumns: SQLiteStatement.ResultColumns, firstStepFoundRow: Bool
     ) {
         self.connection = connection
         self.statement = statement
         self.lease = lease
         self.deadline = deadline
         self.budget = budget
-        self.columns = columns
-        self.types = types
+        self.columns = resultColumns.columns
+        self.types = resultColumns.types
+        self.jsonKinds = resultColumns.jsonKinds
         self.position = .beforeFirst(foundRow: firstStepFoundRow)
     }
 
@@ -94,9 +97,9 @@ final class SQLiteCursor: RowCursor {
                 budget.rowsInBatch = 0
                 budget.remaining = budget.timeout
             }
-            let start = ContinuousClock.now
+            let start = MonotonicInstant.now
             result = self.connection.step(handle, deadline: start + budget.remaining)
-            budget.remaining -= ContinuousClock.now - start
+            budget.remaining -= MonotonicInstant.now - start
             self.budget = budget
         } else {
             result = self.connection.step(handle, deadline: self.deadline)
@@ -119,6 +122,23 @@ final class SQLiteCursor: RowCursor {
             let handle = self.statement.handle
         else { return .null }
         return SQLiteValueReader.value(of: handle, at: Int32(index), type: self.types[index])
+    }
+
+    /// Writes the value straight from the statement (``SQLiteJSONWriter``); `null` where
+    /// ``value(at:)`` would return `.null` because the cursor is not on a row.
+    func writeJSON(at index: Int, dateFormat: DateFormat, to out: inout ChunkedOutput) {
+        guard case .onRow = self.position, self.jsonKinds.indices.contains(index), self.statement.isHeld(by: self.lease),
+            let handle = self.statement.handle
+        else {
+            out.append("null")
+            return
+        }
+        switch self.jsonKinds[index] {
+        case .plain: SQLiteJSONWriter.write(handle, at: Int32(index), isDate: false, dateFormat: dateFormat, to: &out)
+        case .date: SQLiteJSONWriter.write(handle, at: Int32(index), isDate: true, dateFormat: dateFormat, to: &out)
+        case .read:
+            SQLiteJSONWriter.writeRead(handle, at: Int32(index), type: self.types[index], dateFormat: dateFormat, to: &out)
+        }
     }
 
     func close() {

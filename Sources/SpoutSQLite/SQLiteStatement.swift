@@ -18,8 +18,8 @@ final class SQLiteStatement {
     private(set) var handle: OpaquePointer?
     private(set) var isLeased = false
     private var leaseNumber: UInt64 = 0
-    /// The result columns and their types, computed once per compilation of the statement.
-    private var resultColumns: (columns: [Column], types: [ColumnType])?
+    /// The result columns, computed once per compilation of the statement.
+    private var resultColumns: ResultColumns?
     /// `SQLITE_STMTSTATUS_REPREPARE` when ``resultColumns`` was computed.
     private var resultColumnsReprepareCount: Int32 = -1
 
@@ -33,17 +33,29 @@ final class SQLiteStatement {
         self.finalize()
     }
 
+    /// The result columns of a statement, and what reading them needs.
+    struct ResultColumns {
+        var columns: [Column]
+        /// `columns[i].type`.
+        var types: [ColumnType]
+        /// How ``SQLiteJSONWriter`` writes each column's values.
+        var jsonKinds: [SQLiteJSONWriter.Kind]
+
+        static let empty = ResultColumns(columns: [], types: [], jsonKinds: [])
+    }
+
     /// The result columns (see ``SQLiteColumnTypes/columns(of:)``) and their types, as of the
     /// statement's current compilation: SQLite recompiles a statement after a schema change,
     /// which may change its columns, so the cached list is rebuilt when that happened.
-    func columns() -> (columns: [Column], types: [ColumnType]) {
-        guard let handle = self.handle else { return ([], []) }
+    func columns() -> ResultColumns {
+        guard let handle = self.handle else { return .empty }
         let reprepareCount = sqlite3_stmt_status(handle, SQLITE_STMTSTATUS_REPREPARE, 0)
         if let resultColumns = self.resultColumns, reprepareCount == self.resultColumnsReprepareCount {
             return resultColumns
         }
         let columns = SQLiteColumnTypes.columns(of: handle)
-        let resultColumns = (columns: columns, types: columns.map(\.type))
+        let types = columns.map(\.type)
+        let resultColumns = ResultColumns(columns: columns, types: types, jsonKinds: types.map(SQLiteJSONWriter.Kind.init))
         self.resultColumns = resultColumns
         self.resultColumnsReprepareCount = reprepareCount
         return resultColumns

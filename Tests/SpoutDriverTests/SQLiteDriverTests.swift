@@ -154,6 +154,56 @@ import Testing
         }
     }
 
+    /// The cursor's own JSON (``SQLiteJSONWriter``, what streams use) is byte for byte what
+    /// ``JSONText`` writes for ``SQLiteCursor/value(at:)``, for every storage class in every
+    /// kind of declared column: NULL, integers at the extremes, reals, ASCII and non-ASCII
+    /// text, invalid UTF-8, text that needs escaping, blobs, dates and text that is not one.
+    @Test(arguments: [DateFormat.epochMilliseconds, .iso8601])
+    func writtenJSONMatchesTheValues(dateFormat: DateFormat) throws {
+        try SQLiteTestDatabase.with { database in
+            let connection = try database.connect()
+            defer { connection.close() }
+            let columns = "i INTEGER, t TEXT, d DATE, b BOOLEAN, r REAL, n NUMERIC, j JSON, x BLOB, u, ts TIMESTAMP, tm TIME"
+            let values = [
+                "1, 'plain', '2024-02-29', 1, 1.5, '12.50', '{\"a\":1}', x'00ff', NULL, '2024-01-02 03:04:05', '10:11:12'",
+                "NULL, 'caf\u{E9} \"q\" \\ ' || char(10) || char(1), 'not a date', 2, 3, 'NaN', '[1]', NULL, 'x', 'soon', 5",
+                "'text', CAST(x'C328' AS TEXT), 20240229, 0, NULL, 7, NULL, 'blob as text', 2.5, NULL, NULL",
+                "-9223372036854775808, '', '1969-12-31', 'yes', -0.0, '-1', 'null', x'', 9223372036854775807, 3, x'01'",
+                "0, 'tab' || char(9) || 'end', '1970-01-01', NULL, 1e300, 1.25, '{}', x'616263', -7, '1970-01-01T00:00:00Z', ''",
+                "10, x'41', '2024-13-01', 1, 0.1, 'abc', 'x', 1, 'ascii', 1.5, 'noon'",
+            ]
+            try connection.executeScript(
+                "CREATE TABLE mixed (\(columns)); " + values.map { "INSERT INTO mixed VALUES (\($0));" }.joined(separator: " "))
+            let sql = try sqliteSQL("SELECT *, i + 1 AS expression FROM mixed ORDER BY rowid")
+
+            let written = CollectingSink()
+            try RowStream(sql).write(as: .json(pretty: false), to: written, on: connection, dateFormat: dateFormat)
+
+            let expected = CollectingSink()
+            var out = ChunkedOutput(sink: expected)
+            let cursor = try connection.query(sql, [], options: QueryOptions())
+            defer { cursor.close() }
+            out.append(UInt8(ascii: "["))
+            var rows = 0
+            while try cursor.next() {
+                if rows > 0 { out.append(UInt8(ascii: ",")) }
+                for (index, column) in cursor.columns.enumerated() {
+                    out.append(UInt8(ascii: index == 0 ? "{" : ","))
+                    JSONText.writeString(column.label, to: &out)
+                    out.append(UInt8(ascii: ":"))
+                    JSONText.writeValue(cursor.value(at: index), dateFormat: dateFormat, to: &out)
+                }
+                out.append(UInt8(ascii: "}"))
+                rows += 1
+            }
+            out.append(UInt8(ascii: "]"))
+            try out.finish()
+            #expect(rows == values.count)
+            #expect(written.text == expected.text)
+            #expect(written.bytes == expected.bytes)
+        }
+    }
+
     // MARK: Parameters
 
     @Test func bindsEveryValueType() throws {
