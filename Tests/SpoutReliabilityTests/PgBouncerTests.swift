@@ -98,6 +98,25 @@ struct PgBouncerTests {
         }
     }
 
+    @Test("a test's PgBouncer stops when it is removed (its children start with no signal blocked)",
+          .enabled(if: ThrowawayPostgres.isAvailable && ThrowawayPgBouncer.isAvailable))
+    func pgBouncerStopsWhenRemoved() async throws {
+        let cluster = try await onThread { try ThrowawayPostgres.create() }
+        defer { cluster.remove() }
+        let bouncer = try await onThread { try ThrowawayPgBouncer.start(in: cluster, serverConnections: 1) }
+        let pid = try #require(bouncer.pid)
+        #expect(ThrowawayPgBouncer.isRunning(pid))
+        // PgBouncer keeps the mask it was started with: SIGTERM must not be blocked in it.
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let blockedLine = try #require(status.split(separator: "\n").first { $0.hasPrefix("SigBlk:") })
+        let blocked = try #require(UInt64(blockedLine.dropFirst("SigBlk:".count).trimmingCharacters(in: .whitespaces), radix: 16))
+        for signal in [SIGTERM, SIGINT] {
+            #expect(blocked & (1 << UInt64(signal - 1)) == 0, "signal \(signal) is blocked in PgBouncer (SigBlk \(blockedLine))")
+        }
+        try await onThread { bouncer.remove() }
+        #expect(!ThrowawayPgBouncer.isRunning(pid), "PgBouncer \(pid) outlived remove()")
+    }
+
     // MARK: Topology
 
     /// A cluster with the sample data in database `employees`, PgBouncer in front of it with 4

@@ -66,7 +66,7 @@ public enum ChildProcess {
         defer { envp.forEach { free($0) } }
 
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        let spawned = Self.spawn(&pid, executable, &actions, argv, envp)
         guard spawned == 0 else { throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EINVAL) }
         var status: Int32 = 0
         var usage = rusage()
@@ -90,6 +90,31 @@ public enum ChildProcess {
             standardError: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "",
             peakResidentBytes: peakResidentBytes
         )
+    }
+
+    /// `posix_spawn` with the signal state a shell gives a program: no signal blocked, and
+    /// the default action for the signals a test stops its children with.
+    ///
+    /// Without it a child inherits the spawning thread's mask, and the threads tests run on
+    /// (Swift concurrency's, Dispatch's) block SIGINT and SIGTERM. A daemon that does not reset
+    /// its mask (PgBouncer 1.18) then never sees the signal meant to stop it and outlives the
+    /// suite. Returns `posix_spawn`'s result.
+    public static func spawn(
+        _ pid: inout pid_t, _ executable: String, _ actions: inout posix_spawn_file_actions_t,
+        _ argv: [UnsafeMutablePointer<CChar>?], _ envp: [UnsafeMutablePointer<CChar>?]
+    ) -> Int32 {
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var unblocked = sigset_t()
+        sigemptyset(&unblocked)
+        posix_spawnattr_setsigmask(&attributes, &unblocked)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGPIPE] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        return posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
     }
 
     /// The `VmHWM` line of `/proc/PID/status` in KiB, or nil once the process is gone.

@@ -49,7 +49,7 @@ final class ServerProcess: Sendable {
         let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { envp.forEach { free($0) } }
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        let spawned = ChildProcess.spawn(&pid, executable, &actions, argv, envp)
         guard spawned == 0 else { throw RawSocket.Failure(description: "posix_spawn failed: \(spawned)") }
 
         let deadline = ContinuousClock.now + .seconds(120)

@@ -88,15 +88,31 @@ final class ThrowawayPgBouncer: Sendable {
         (try? String(contentsOfFile: self.directory + "/pgbouncer.log", encoding: .utf8)) ?? ""
     }
 
-    /// Stops PgBouncer (SIGINT: immediate shutdown) and deletes its directory.
+    /// Stops PgBouncer and deletes its directory. SIGTERM is an immediate shutdown up to
+    /// PgBouncer 1.22 (Debian 12 ships 1.18); from 1.23 it waits for the clients, and a second
+    /// SIGTERM is immediate. SIGKILL if it is still there after that.
     func remove() {
-        if let text = try? String(contentsOfFile: self.directory + "/pgbouncer.pid", encoding: .utf8),
-            let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines))
-        {
-            kill(pid, SIGINT)
-            let deadline = ContinuousClock.now + .seconds(5)
-            while kill(pid, 0) == 0 && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        if let pid = self.pid {
+            for signal in [SIGTERM, SIGTERM, SIGKILL] where Self.isRunning(pid) {
+                kill(pid, signal)
+                let deadline = ContinuousClock.now + .seconds(3)
+                while Self.isRunning(pid) && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
+            }
         }
         try? FileManager.default.removeItem(atPath: self.directory)
+    }
+
+    /// The daemon's process id, from its pid file (nil once the directory is gone).
+    var pid: pid_t? {
+        guard let text = try? String(contentsOfFile: self.directory + "/pgbouncer.pid", encoding: .utf8) else { return nil }
+        return pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// Whether `pid` is a process that has not exited (a zombie has: the daemon is not our
+    /// child, so its parent reaps it).
+    static func isRunning(_ pid: pid_t) -> Bool {
+        guard kill(pid, 0) == 0 else { return false }
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        return !status.contains("State:\tZ")
     }
 }
