@@ -69,7 +69,9 @@ final class ThrowawayPgBouncer: Sendable {
             throw RawSocket.Failure(description: "pgbouncer failed to start (\(result.status)): \(result.standardError)\(bouncer.log)")
         }
         let deadline = ContinuousClock.now + .seconds(15)
-        while (try? LoopbackSocket.connect(port: bouncer.port, timeout: 1)).map({ close($0) }) == nil {
+        // Listening comes before the daemon writes its pid file: wait for both, so remove()
+        // always knows whom to stop.
+        while bouncer.pid == nil || (try? LoopbackSocket.connect(port: bouncer.port, timeout: 1)).map({ close($0) }) == nil {
             guard ContinuousClock.now < deadline else {
                 bouncer.remove()
                 throw RawSocket.Failure(description: "pgbouncer did not listen on \(bouncer.port): \(bouncer.log)")
