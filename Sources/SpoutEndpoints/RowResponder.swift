@@ -258,7 +258,7 @@ struct RowResponder: Sendable {
     ) async -> Result<Value, any Error> {
         let configuration = rows.database.configuration
         do {
-            return try await self.exchange.runBlocking {
+            return try await self.exchange.request.runBlocking {
                 defer { if releasing { lease.release() } }
                 return Result {
                     try lease.withConnection { connection in
@@ -278,7 +278,7 @@ struct RowResponder: Sendable {
     /// Releases `lease` off the event loop (returning it may take a round trip, a rollback,
     /// or closing it), unless the thread pool has shut down and did not run it.
     private func release(_ lease: ConnectionLease) async {
-        let released = (try? await self.exchange.runBlocking { lease.release() }) != nil
+        let released = (try? await self.exchange.request.runBlocking { lease.release() }) != nil
         if !released { lease.release() }
     }
 }

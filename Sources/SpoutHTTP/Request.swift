@@ -75,7 +75,8 @@ public struct Request: Sendable {
         self.query.contains(name)
     }
 
-    /// Runs blocking work (database calls) on the server's thread pool, off the event loops.
+    /// Runs blocking work (database calls) on the server's thread pool, off the event loops;
+    /// throws when the pool has shut down and did not run it.
     ///
     /// Requests created by tests (without a server) run `body` on the calling task.
     public func runBlocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {

@@ -89,12 +89,12 @@ public struct ResponseExchange: Sendable {
         self.onLoop { [number] in $0.streamDone(number, sink: sink, result: result, timing: timing, trailers: trailers) }
     }
 
-    // MARK: Work and measurements
+    // MARK: Failures and measurements
 
-    /// Runs blocking work (database calls) on the server's thread pool, off the event loops;
-    /// throws when the pool has shut down and did not run it.
-    public func runBlocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await self.request.runBlocking(body)
+    /// Answers with the error response for `error` (``ErrorResponse``), unless a response was
+    /// already sent.
+    func sendFailure(_ error: any Error) {
+        self.onLoop { [number] in $0.sendFailure(number, error: error) }
     }
 
     /// Records how long the request waited for a connection of `database`.

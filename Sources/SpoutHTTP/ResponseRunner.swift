@@ -23,9 +23,7 @@ struct ResponseRunner: Sendable {
                 try await producer.produce(status: response.status, headers: response.headers, through: self.exchange)
             }
         } catch {
-            let handler = self.exchange.handler
-            let number = self.exchange.number
-            self.exchange.hop.execute { handler.value.sendFailure(number, error: error) }
+            self.exchange.sendFailure(error)
         }
     }
 }
