@@ -9,13 +9,17 @@ import Synchronization
 ///   never on the thread that waits for a lease.
 /// - A caller that finds every connection leased waits, without blocking a thread, until one is
 ///   released or `acquireTimeout` passes; then it gets ``DatabaseError/Code/poolExhausted``.
-///   Waiters are served first come, first served.
+///   Waiters are served first come, first served, except that a stream's lease
+///   (`forStream`) is granted only while fewer than `streamLimit` streams hold connections:
+///   the rest of the pool stays for requests answered whole, and a waiting stream lets later
+///   short requests go first.
 /// - A released connection is reset (``DatabaseConnection/reset()``); a broken one, or one
 ///   that cannot be reset, is closed and its slot freed, so the next lease opens a new one.
 final class ConnectionPool: Sendable {
     private struct Waiter {
         var id: UInt64
         var readOnly: Bool
+        var forStream: Bool
         var resume: @Sendable (Result<ConnectionLease, DatabaseError>) -> Void
     }
 
@@ -26,12 +30,18 @@ final class ConnectionPool: Sendable {
         var waiters: [Waiter] = []
         var nextWaiterID: UInt64 = 0
         var isClosed = false
+        /// Leases held by streams.
+        var streamLeases = 0
     }
 
     let driver: any DatabaseDriver
     let readOnly: Bool
     let maximumConnections: Int
+    /// The most leases streams may hold at once (``DatabaseConfiguration/streamConnectionLimit``).
+    let streamLimit: Int
     let acquireTimeout: Duration
+    /// How long a stream's lease waits (its turn among streams, usually).
+    let streamAcquireTimeout: Duration
     /// The statement timeout (ms) every connection has between leases; nil: none.
     let statementTimeout: Int?
     let statistics: QueryStatistics
@@ -41,9 +51,12 @@ final class ConnectionPool: Sendable {
 
     init(
         driver: any DatabaseDriver, readOnly: Bool, maximumConnections: Int, acquireTimeout: Duration,
-        statementTimeout: Int? = nil, statistics: QueryStatistics, name: String = "primary"
+        statementTimeout: Int? = nil, statistics: QueryStatistics, name: String = "primary", streamLimit: Int? = nil,
+        streamAcquireTimeout: Duration? = nil
     ) {
+        self.streamAcquireTimeout = streamAcquireTimeout ?? acquireTimeout
         self.driver = driver
+        self.streamLimit = min(maximumConnections, max(1, streamLimit ?? maximumConnections))
         self.name = name
         self.readOnly = readOnly
         self.maximumConnections = maximumConnections
@@ -54,12 +67,12 @@ final class ConnectionPool: Sendable {
 
     /// Leases a connection slot, waiting asynchronously up to the acquire timeout. With
     /// `readOnly`, statements outside explicit transactions cannot write
-    /// (``DatabaseConnection/setReadOnly(_:)``).
-    func lease(readOnly: Bool) async throws -> ConnectionLease {
+    /// (``DatabaseConnection/setReadOnly(_:)``); `forStream` counts it against ``streamLimit``.
+    func lease(readOnly: Bool, forStream: Bool = false) async throws -> ConnectionLease {
         let waiterID = Mutex<UInt64?>(nil)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ConnectionLease, any Error>) in
-                let id = self.lease(readOnly: readOnly) { result in continuation.resume(with: result.mapError { $0 }) }
+                let id = self.lease(readOnly: readOnly, forStream: forStream) { result in continuation.resume(with: result.mapError { $0 }) }
                 waiterID.withLock { $0 = id }
             }
         } onCancel: {
@@ -74,7 +87,7 @@ final class ConnectionPool: Sendable {
     func leaseBlocking(readOnly: Bool) throws -> ConnectionLease {
         let semaphore = DispatchSemaphore(value: 0)
         let outcome = Mutex<Result<ConnectionLease, DatabaseError>?>(nil)
-        _ = self.lease(readOnly: readOnly) { result in
+        _ = self.lease(readOnly: readOnly, forStream: false) { result in
             outcome.withLock { $0 = result }
             semaphore.signal()
         }
@@ -85,7 +98,7 @@ final class ConnectionPool: Sendable {
     /// Calls `resume` exactly once with a lease or an error; returns the waiter's id when it had
     /// to wait (for cancellation), nil when it was answered at once.
     private func lease(
-        readOnly: Bool, _ resume: @escaping @Sendable (Result<ConnectionLease, DatabaseError>) -> Void
+        readOnly: Bool, forStream: Bool, _ resume: @escaping @Sendable (Result<ConnectionLease, DatabaseError>) -> Void
     ) -> UInt64? {
         enum Decision {
             case ready(ConnectionLease)
@@ -96,15 +109,19 @@ final class ConnectionPool: Sendable {
             if state.isClosed {
                 return .failed(DatabaseError(.connectionFailed, message: "the database is closed"))
             }
-            if let connection = state.idle.popLast() {
-                return .ready(ConnectionLease(pool: self, connection: connection, readOnly: readOnly))
-            }
-            if state.slotsInUse < self.maximumConnections {
-                state.slotsInUse += 1
-                return .ready(ConnectionLease(pool: self, connection: nil, readOnly: readOnly))
+            if !forStream || state.streamLeases < self.streamLimit {
+                if let connection = state.idle.popLast() {
+                    if forStream { state.streamLeases += 1 }
+                    return .ready(ConnectionLease(pool: self, connection: connection, readOnly: readOnly, forStream: forStream))
+                }
+                if state.slotsInUse < self.maximumConnections {
+                    state.slotsInUse += 1
+                    if forStream { state.streamLeases += 1 }
+                    return .ready(ConnectionLease(pool: self, connection: nil, readOnly: readOnly, forStream: forStream))
+                }
             }
             state.nextWaiterID += 1
-            state.waiters.append(Waiter(id: state.nextWaiterID, readOnly: readOnly, resume: resume))
+            state.waiters.append(Waiter(id: state.nextWaiterID, readOnly: readOnly, forStream: forStream, resume: resume))
             return .waiting(state.nextWaiterID)
         }
         switch decision {
@@ -115,10 +132,10 @@ final class ConnectionPool: Sendable {
             resume(.failure(error))
             return nil
         case .waiting(let id):
-            let nanoseconds = self.acquireTimeout.components.seconds * 1_000_000_000
-                + self.acquireTimeout.components.attoseconds / 1_000_000_000
+            let timeout = forStream ? self.streamAcquireTimeout : self.acquireTimeout
+            let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
             DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) {
-                self.abandon(waiter: id, with: DatabaseError(.poolExhausted, message: "no connection free within \(self.acquireTimeout)"))
+                self.abandon(waiter: id, with: DatabaseError(.poolExhausted, message: "no connection free within \(timeout)"))
             }
             return id
         }
@@ -132,21 +149,25 @@ final class ConnectionPool: Sendable {
         waiter?.resume(.failure(error))
     }
 
-    /// Takes back a lease's connection (nil when it never opened one or it was discarded).
-    func giveBack(_ connection: (any DatabaseConnection)?) {
+    /// Takes back a lease's connection (nil when it never opened one or it was discarded);
+    /// `fromStream` says whether the lease counted against ``streamLimit``.
+    func giveBack(_ connection: (any DatabaseConnection)?, fromStream: Bool) {
         var usable = connection
         if let candidate = usable, candidate.isBroken || !candidate.reset() || !self.restoreStatementTimeout(candidate) {
             candidate.close()
             usable = nil
         }
         let (waiter, lease): (Waiter?, ConnectionLease?) = self.state.withLock { state in
+            if fromStream { state.streamLeases -= 1 }
             if state.isClosed {
                 state.slotsInUse -= 1
                 return (nil, nil)
             }
-            if !state.waiters.isEmpty {
-                let waiter = state.waiters.removeFirst()
-                return (waiter, ConnectionLease(pool: self, connection: usable, readOnly: waiter.readOnly))
+            // The first waiter that may have it: a stream waits while streams hold their limit.
+            if let index = state.waiters.firstIndex(where: { !$0.forStream || state.streamLeases < self.streamLimit }) {
+                let waiter = state.waiters.remove(at: index)
+                if waiter.forStream { state.streamLeases += 1 }
+                return (waiter, ConnectionLease(pool: self, connection: usable, readOnly: waiter.readOnly, forStream: waiter.forStream))
             }
             if let usable {
                 state.idle.append(usable)
@@ -230,11 +251,14 @@ public final class ConnectionLease: Sendable {
     private let state: Mutex<State>
     /// Whether statements outside explicit transactions must not write.
     public let readOnly: Bool
+    /// Whether the lease counts against the pool's stream limit.
+    public let forStream: Bool
 
-    init(pool: ConnectionPool, connection: (any DatabaseConnection)?, readOnly: Bool) {
+    init(pool: ConnectionPool, connection: (any DatabaseConnection)?, readOnly: Bool, forStream: Bool = false) {
         self.pool = pool
         self.state = Mutex(State(connection: connection))
         self.readOnly = readOnly
+        self.forStream = forStream
     }
 
     /// Runs `body` with the leased connection on the calling thread, opening it if needed and
@@ -326,7 +350,7 @@ public final class ConnectionLease: Sendable {
                 return (state.pendingGiveBack, false)
             }
             if let giveBack {
-                self.pool.giveBack(giveBack)
+                self.pool.giveBack(giveBack, fromStream: self.forStream)
             } else if again {
                 self.cancel(connection, afterMilliseconds: next, thenEvery: min(next * 2, 500))
             }
@@ -348,6 +372,6 @@ public final class ConnectionLease: Sendable {
             state.givenBack = true
             return (connection, true)
         }
-        if giveBackNow { self.pool.giveBack(connection) }
+        if giveBackNow { self.pool.giveBack(connection, fromStream: self.forStream) }
     }
 }

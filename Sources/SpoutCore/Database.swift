@@ -47,7 +47,9 @@ public final class Database: Sendable {
             acquireTimeout: configuration.acquireTimeout,
             statementTimeout: configuration.statementTimeoutMilliseconds,
             statistics: self.statistics,
-            name: name
+            name: name,
+            streamLimit: configuration.streamConnectionLimit,
+            streamAcquireTimeout: max(configuration.acquireTimeout, configuration.streamAcquireTimeout)
         )
         self.readPool = driver.hasReadOnlyConnections
             ? ConnectionPool(
@@ -57,7 +59,9 @@ public final class Database: Sendable {
                 acquireTimeout: configuration.acquireTimeout,
                 statementTimeout: configuration.statementTimeoutMilliseconds,
                 statistics: self.statistics,
-                name: name
+                name: name,
+                streamLimit: configuration.streamConnectionLimit,
+                streamAcquireTimeout: max(configuration.acquireTimeout, configuration.streamAcquireTimeout)
             )
             : self.writePool
     }
@@ -66,19 +70,21 @@ public final class Database: Sendable {
 
     /// Leases a connection, waiting asynchronously (no thread blocked) at most the acquire
     /// timeout, then throwing ``DatabaseError/Code/poolExhausted``. Honors task cancellation.
-    public func lease(readOnly: Bool) async throws -> ConnectionLease {
-        try await (readOnly ? self.readPool : self.writePool).lease(readOnly: readOnly)
+    /// A lease `forStream` (a streamed response) waits while streams hold
+    /// ``DatabaseConfiguration/streamConnectionLimit`` connections of the pool.
+    public func lease(readOnly: Bool, forStream: Bool = false) async throws -> ConnectionLease {
+        try await (readOnly ? self.readPool : self.writePool).lease(readOnly: readOnly, forStream: forStream)
     }
 
     /// Like ``lease(readOnly:)``, but read-only work with `onReplica` goes to an available
     /// replica when there are any (``ReadReplicas/lease()``), and to this database otherwise.
     /// The caller sees no difference: the statements, their answers and the JSON bytes are
     /// the same, only as fresh as the replica.
-    public func lease(readOnly: Bool, onReplica: Bool) async throws -> ConnectionLease {
-        if readOnly && onReplica, let replicas = self.replicas, let lease = await replicas.lease() {
+    public func lease(readOnly: Bool, onReplica: Bool, forStream: Bool = false) async throws -> ConnectionLease {
+        if readOnly && onReplica, let replicas = self.replicas, let lease = await replicas.lease(forStream: forStream) {
             return lease
         }
-        return try await self.lease(readOnly: readOnly)
+        return try await self.lease(readOnly: readOnly, forStream: forStream)
     }
 
     /// Leases a connection, blocking the calling thread. For tools and tests.

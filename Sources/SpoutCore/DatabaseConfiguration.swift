@@ -30,6 +30,18 @@ public struct DatabaseConfiguration: Sendable, Hashable {
     /// that needs another one sets its own, and the pool restores this one on release; a lease
     /// that asks for this value costs no round trip.
     public var statementTimeout: Duration?
+    /// Connections of each pool that streamed responses may not take: they stay for requests
+    /// answered whole (objects, pages, writes), so an export storm cannot starve the API.
+    /// Streams may hold ``streamConnectionLimit`` connections of a pool at once.
+    public var streamReserve: Int
+    /// How long a streamed response waits for a connection (usually for its turn among
+    /// streams) before ``DatabaseError/Code/poolExhausted``: longer than ``acquireTimeout``,
+    /// since an export can wait while the streams before it finish at the database's speed.
+    public var streamAcquireTimeout: Duration
+
+    /// How many connections of one pool streams may hold at once: the pool less
+    /// ``streamReserve``, but at least one.
+    public var streamConnectionLimit: Int { max(1, self.maximumConnections - self.streamReserve) }
 
     public init(
         maximumConnections: Int = 8,
@@ -38,8 +50,12 @@ public struct DatabaseConfiguration: Sendable, Hashable {
         fetchSize: Int = DatabaseConfiguration.defaultFetchSize,
         preparedStatements: Bool = true,
         dateFormat: DateFormat = .epochMilliseconds,
-        statementTimeout: Duration? = nil
+        statementTimeout: Duration? = nil,
+        streamReserve: Int = 2,
+        streamAcquireTimeout: Duration = .seconds(30)
     ) {
+        self.streamAcquireTimeout = streamAcquireTimeout
+        self.streamReserve = max(0, streamReserve)
         self.preparedStatements = preparedStatements
         self.maximumConnections = max(1, maximumConnections)
         self.acquireTimeout = acquireTimeout

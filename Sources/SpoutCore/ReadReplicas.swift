@@ -75,25 +75,25 @@ public final class ReadReplicas: Sendable {
     }
 
     /// A read-only lease on an available replica, or nil when none can take the work now (the
-    /// caller then uses the primary). Never throws.
-    public func lease() async -> ConnectionLease? {
+    /// caller then uses the primary). Never throws. `forStream`: see ``Database/lease(readOnly:forStream:)``.
+    public func lease(forStream: Bool = false) async -> ConnectionLease? {
         let start = self.next.add(1, ordering: .relaxed).newValue
         for offset in 0..<self.replicas.count {
             let replica = self.replicas[(start + offset) % self.replicas.count]
             guard replica.status.isAvailable else { continue }
-            if let lease = await self.verifiedLease(on: replica) { return lease }
+            if let lease = await self.verifiedLease(on: replica, forStream: forStream) { return lease }
         }
         return nil
     }
 
     /// A lease on `replica` whose connection is open (and not lagging, when that is checked),
     /// or nil after marking the replica unavailable.
-    private func verifiedLease(on replica: Replica) async -> ConnectionLease? {
+    private func verifiedLease(on replica: Replica, forStream: Bool) async -> ConnectionLease? {
         // Each stale pooled connection found is discarded; one more than the pool holds ends
         // the search.
         for _ in 0...replica.database.configuration.maximumConnections {
             // A busy replica pool waits like any other; only a failure moves on.
-            guard let lease = try? await replica.database.lease(readOnly: true) else { return nil }
+            guard let lease = try? await replica.database.lease(readOnly: true, forStream: forStream) else { return nil }
             let checkLag = replica.health.withLock { health in
                 health.lagCheckedAt.map { .now - $0 >= self.lagCheckInterval } ?? true
             }

@@ -4,6 +4,8 @@ import SpoutHTTP
 
 extension RowResult {
     public func produce(status: Int, headers: HeaderFields, through exchange: ResponseExchange) async throws {
+        // A stream counts against its client's stream cap (429) before it waits for anything.
+        if !self.isSentWhole { try exchange.admitStream() }
         try await RowResponder(exchange: exchange).respond(self, status: status, headers: headers)
     }
 }
@@ -20,8 +22,11 @@ extension RowResult {
 ///    driver's event-driven path when the connection offers one
 ///    (``EventDrivenConnection``), else on a thread-pool thread. Its strong `ETag`, `Link` to
 ///    the next page and `Spout-Truncated` header are set from the body and how it ended.
-/// 5. Anything else streams on a thread-pool thread into the exchange's sink, which blocks
-///    the thread while the client is slow (backpressure); a row limit is reported in a
+/// 5. Anything else streams on a thread-pool thread into the exchange's sink, on a lease
+///    counted against the pool's stream limit (``DatabaseConfiguration/streamReserve``). The
+///    sink spools what a slow client cannot take yet, so the lease is released when the
+///    database has answered, not when the client has read; only when the spool may not grow
+///    does it block the thread (backpressure). A row limit is reported in a
 ///    `Spout-Truncated` trailer.
 /// 6. When a replica fails before any byte was sent, the replica is set aside and the primary
 ///    answers the same request.
@@ -44,7 +49,7 @@ struct RowResponder: Sendable {
         var headers = original
         headers.replaceOrAdd("Content-Type", format.contentType)
         let waitStarted = ContinuousClock.now
-        let lease = try await rows.database.lease(readOnly: rows.readOnly, onReplica: rows.onReplica)
+        let lease = try await rows.database.lease(readOnly: rows.readOnly, onReplica: rows.onReplica, forStream: !rows.isSentWhole)
         let acquire = ContinuousClock.now - waitStarted
         self.exchange.connectionAcquired(database: lease.databaseName, after: acquire)
 
@@ -210,15 +215,17 @@ struct RowResponder: Sendable {
         var result = await self.runOnThreadPool(rows, format: format, lease: lease, sink: sink)
         if case .failure(let error) = result, rows.onReplica,
             rows.database.replicas?.reportFailure(on: lease, error: error) == true, sink.isUntouched,
-            let primary = try? await rows.database.lease(readOnly: rows.readOnly)
+            let primary = try? await rows.database.lease(readOnly: rows.readOnly, forStream: true)
         {
             // The replica went away before the stream produced a byte: the replica is set
             // aside and the primary streams into the same, still empty sink.
             result = await self.runOnThreadPool(rows.onPrimary, format: format, lease: primary, sink: sink)
         }
-        // Reading and encoding interleave on this path: one `db` figure covers both.
-        let timing =
-            self.exchange.timingHeader ? ServerTiming.header([("acquire", acquire), ("db", ContinuousClock.now - runStarted)]) : nil
+        // Reading and encoding interleave on this path: one `db` figure covers both. The
+        // leases are released by now.
+        let held = ContinuousClock.now - runStarted
+        self.exchange.streamHeldConnection(for: held)
+        let timing = self.exchange.timingHeader ? ServerTiming.header([("acquire", acquire), ("db", held)]) : nil
         var trailers: HeaderFields? = nil
         if rows.stream.rowLimit != nil, case .success(let outcome) = result {
             trailers = [Self.truncatedField: String(outcome.truncated)]

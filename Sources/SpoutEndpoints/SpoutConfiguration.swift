@@ -33,6 +33,21 @@ public struct SpoutConfiguration: Sendable, Hashable {
         public var drainTimeoutSeconds = 10
         /// `SO_SNDBUF` of client connections in bytes; 0 keeps the kernel's default.
         public var socketSendBufferBytes = 0
+        /// Streamed responses one client address may have at once (429 beyond); 0 for no cap.
+        public var maxStreamsPerAddress = 16
+
+        public init() {}
+    }
+
+    /// Where streams whose client reads slower than the database answers spool (see
+    /// `SpoolConfiguration`).
+    public struct Spool: Sendable, Hashable {
+        public var enabled = true
+        /// Empty: `TMPDIR`, else `/tmp`.
+        public var directory = ""
+        public var memoryBytesPerStream = 512 * 1024
+        public var maxBytesPerStream = 1 << 30
+        public var maxBytes = 4 << 30
 
         public init() {}
     }
@@ -68,6 +83,7 @@ public struct SpoutConfiguration: Sendable, Hashable {
         public var limits = Limits()
         public var cors = CORS()
         public var metrics = Metrics()
+        public var spool = Spool()
         /// `Server-Timing` on row responses sent whole.
         public var timingHeader = false
 
@@ -104,6 +120,10 @@ public struct SpoutConfiguration: Sendable, Hashable {
         /// False behind a transaction pooler (PgBouncer in transaction mode): no named prepared
         /// statements, no session state (see ``DatabaseConfiguration/preparedStatements``).
         public var preparedStatements = true
+        /// Connections of each pool that streams may not take (kept for requests answered whole).
+        public var streamReserve = 2
+        /// How long a stream waits for a connection before a 503, in milliseconds.
+        public var streamAcquireTimeoutMs = 30_000
         public var seed = Seed()
 
         public init() {}
@@ -316,7 +336,9 @@ public struct SpoutConfiguration: Sendable, Hashable {
             fetchSize: self.database.fetchSize,
             preparedStatements: self.database.preparedStatements,
             dateFormat: self.dateFormat,
-            statementTimeout: self.defaultStatementTimeout
+            statementTimeout: self.defaultStatementTimeout,
+            streamReserve: self.database.streamReserve,
+            streamAcquireTimeout: .milliseconds(self.database.streamAcquireTimeoutMs)
         )
     }
 
@@ -341,6 +363,11 @@ public struct SpoutConfiguration: Sendable, Hashable {
             trustedProxies: limits.trustedProxies
         )
         configuration.timingHeader = self.server.timingHeader
+        configuration.maximumStreamsPerAddress = limits.maxStreamsPerAddress
+        let spool = self.server.spool
+        configuration.spool = SpoolConfiguration(
+            isEnabled: spool.enabled, directory: spool.directory.isEmpty ? nil : Self.resolve(spool.directory, against: self.baseDirectory),
+            memoryBytesPerStream: spool.memoryBytesPerStream, maximumBytesPerStream: spool.maxBytesPerStream, maximumBytes: spool.maxBytes)
         return configuration
     }
 

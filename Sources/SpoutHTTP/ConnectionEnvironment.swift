@@ -11,6 +11,8 @@ struct ConnectionEnvironment: Sendable {
     var statistics: ServerStatistics
     /// Where requests, streams and failures are counted; nil when metrics are off.
     var metrics: ServerMetrics? = nil
+    /// The spool and the per-address stream cap; nil: streams neither spool nor are capped.
+    var streams: StreamServices? = nil
     /// How work from other threads reaches a connection's event loop (tests replace it).
     var makeHop: @Sendable (any EventLoop) -> LoopHop = { LoopHop.eventLoop($0) }
 }

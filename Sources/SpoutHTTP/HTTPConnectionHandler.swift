@@ -43,6 +43,8 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         var sink: StreamingResponseSink?
         var streamHead: HTTPResponseHead?
         var task: Task<Void, Never>?
+        /// The stream counted against the per-address cap, released when the exchange ends.
+        var streamTicket: StreamAdmission.Ticket?
 
         var isHead: Bool { self.method == .HEAD }
 
@@ -291,12 +293,15 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 // HTTP/1.0 has no chunked encoding: a streamed body ends when the connection does.
                 exchange.keepAlive = false
             }
+            let clientAddress = StreamAdmission.clientAddress(
+                peer: context.channel.remoteAddress?.ipAddress ?? "-", forwardedFor: head.headers["x-forwarded-for"],
+                trustedProxies: self.environment.configuration.trustedProxies)
             let runner = ResponseRunner(
                 exchange: ResponseExchange(
                     request: request, timingHeader: self.environment.configuration.timingHeader, logger: self.environment.logger,
                     handler: NIOLoopBound(self, eventLoop: context.eventLoop), hop: self.hop!, number: exchange.number,
                     allocator: context.channel.allocator, chunksInFlight: self.environment.configuration.chunksInFlight,
-                    metrics: self.environment.metrics))
+                    metrics: self.environment.metrics, streams: self.environment.streams, clientAddress: clientAddress))
             exchange.task = Task(executorPreference: self.hop!.taskExecutor) {
                 await runner.run(route: route, request: request)
             }
@@ -359,6 +364,15 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         sink.writabilityChanged(context.channel.isWritable)
     }
 
+    /// Keeps the per-address stream count of the exchange until it ends.
+    func attachStreamTicket(_ number: Int, ticket: StreamAdmission.Ticket) {
+        guard let exchange = self.currentExchange(number) else {
+            ticket.release()
+            return
+        }
+        exchange.streamTicket = ticket
+    }
+
     /// Writes one chunk of a streamed body (after the head, for the first).
     func streamChunk(_ number: Int, _ chunk: ByteBuffer, isFirst: Bool) {
         guard let exchange = self.currentExchange(number), let sink = exchange.sink, let context = self.context else { return }
@@ -387,16 +401,28 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         self.environment.statistics.recordPauses(snapshot.pauses)
         if snapshot.pauses > 0 { self.environment.metrics?.backpressurePauses.increment(by: snapshot.pauses) }
         guard let exchange = self.currentExchange(number), let context = self.context else { return }
-        exchange.sink = nil
         switch result {
         case .success(let rows):
             exchange.rows = rows
             let rest = snapshot.finishedRest ?? []
             if snapshot.headSent {
-                exchange.bytes = snapshot.byteCount
-                let last = rest.isEmpty ? nil : context.channel.allocator.buffer(bytes: rest)
-                self.end(exchange, lastChunk: last, context: context, trailers: trailers)
+                // The producer is done (its connection released); what it spooled still goes
+                // out at the client's pace, then the end.
+                let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+                sink.whenDrained { complete in
+                    let handler = handler.value
+                    guard let exchange = handler.currentExchange(number), let context = handler.context else { return }
+                    exchange.sink = nil
+                    exchange.bytes = snapshot.byteCount
+                    if complete {
+                        let last = rest.isEmpty ? nil : context.channel.allocator.buffer(bytes: rest)
+                        handler.end(exchange, lastChunk: last, context: context, trailers: trailers)
+                    } else {
+                        handler.cutShort(exchange, failure: "the spool lost part of the body", context: context)
+                    }
+                }
             } else {
+                exchange.sink = nil
                 var headers = HeaderFields()
                 for (name, value) in exchange.streamHead?.headers ?? HTTPHeaders() { headers.add(name, value) }
                 if let timing { headers.add("Server-Timing", timing) }
@@ -407,19 +433,27 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 self.sendWhole(exchange, status: exchange.status, headers: headers, body: rest, context: context)
             }
         case .failure(let error):
-            if snapshot.headSent {
+            exchange.sink = nil
+            if snapshot.headDelivered {
                 // Too late for a status: cut the body short (no terminating chunk) so the
                 // client sees an incomplete response, and close.
                 self.environment.metrics?.failed(with: error)
                 exchange.bytes = snapshot.byteCount
-                exchange.keepAlive = false
-                self.log(exchange, failure: String(reflecting: error))
-                self.state = .closing
-                context.close(promise: nil)
+                self.cutShort(exchange, failure: String(reflecting: error), context: context)
             } else {
+                // Nothing reached the client yet (what was spooled is dropped): a status still can.
+                sink.close()
                 self.sendError(ErrorResponse(for: error), exchange: exchange, context: context, cause: error)
             }
         }
+    }
+
+    /// Ends a response whose head was sent without its terminating chunk, and closes.
+    private func cutShort(_ exchange: Exchange, failure: String, context: ChannelHandlerContext) {
+        exchange.keepAlive = false
+        self.log(exchange, failure: failure)
+        self.state = .closing
+        context.close(promise: nil)
     }
 
     // MARK: Writing
@@ -499,6 +533,8 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     // MARK: Access log
 
     private func log(_ exchange: Exchange, failure: String?) {
+        exchange.streamTicket?.release()
+        exchange.streamTicket = nil
         self.environment.statistics.requestCompleted()
         let elapsed = NIODeadline.now() - exchange.start
         self.environment.metrics?.requestCompleted(

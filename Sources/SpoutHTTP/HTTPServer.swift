@@ -32,6 +32,7 @@ public final class HTTPServer: Sendable {
     private let stopped = AsyncOneShotEvent()
     private let connectionFailures: ConnectionFailureLog
     private let metrics: ServerMetrics?
+    private let streams: StreamServices
     /// ``ServerConfiguration/maximumConnections``, or the automatic limit when that is 0.
     public let maximumConnections: Int
 
@@ -64,6 +65,10 @@ public final class HTTPServer: Sendable {
         self.logger = logger
         self.metrics = metrics
         self.connectionFailures = ConnectionFailureLog(logger: logger)
+        let streamMetrics = metrics.map { StreamMetrics(registry: $0.registry) }
+        self.streams = StreamServices(
+            spool: configuration.spool.isEnabled ? SpoolService(configuration: configuration.spool, logger: logger, metrics: streamMetrics) : nil,
+            admission: StreamAdmission(limit: configuration.maximumStreamsPerAddress), metrics: streamMetrics)
         var router = router
         Self.addBuiltInRoutes(to: &router, databases: databases)
         if let metrics, servesMetrics { Self.addMetricsRoute(to: &router, metrics: metrics, databases: databases) }
@@ -109,9 +114,10 @@ public final class HTTPServer: Sendable {
         }
         precondition(!alreadyStarted, "HTTPServer.start() called twice")
         self.threadPool.start()
+        self.streams.spool?.start()
         let environment = ConnectionEnvironment(
             router: self.router, configuration: self.configuration, threadPool: self.threadPool,
-            logger: self.logger, statistics: self.statistics, metrics: self.metrics
+            logger: self.logger, statistics: self.statistics, metrics: self.metrics, streams: self.streams
         )
         let configuration = self.configuration
         let failures = self.connectionFailures
@@ -152,6 +158,8 @@ public final class HTTPServer: Sendable {
                 "http.host": .string(configuration.host), "http.port": .stringConvertible(channel.localAddress?.port ?? 0),
                 "limits.connections": .stringConvertible(self.maximumConnections),
                 "limits.connections_per_address": .stringConvertible(configuration.maximumConnectionsPerAddress),
+                "limits.streams_per_address": .stringConvertible(configuration.maximumStreamsPerAddress),
+                "spool.directory": .string(configuration.spool.isEnabled ? configuration.spool.resolvedDirectory : "off"),
             ]
         )
     }
@@ -190,6 +198,7 @@ public final class HTTPServer: Sendable {
             try? await connection.close()
         }
         try? await self.threadPool.shutdownGracefully()
+        await self.streams.spool?.shutdown()
         if self.ownsGroup {
             try? await self.group.shutdownGracefully()
         }

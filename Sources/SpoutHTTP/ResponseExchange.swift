@@ -37,6 +37,9 @@ public struct ResponseExchange: Sendable {
     let allocator: ByteBufferAllocator
     let chunksInFlight: Int
     let metrics: ServerMetrics?
+    let streams: StreamServices?
+    /// The address the request's streams count under (``StreamAdmission/clientAddress(peer:forwardedFor:trustedProxies:)``).
+    let clientAddress: String
 
     /// The request's `Accept` field, as sent.
     public var acceptHeader: String? { self.request.headers["Accept"] }
@@ -71,8 +74,10 @@ public struct ResponseExchange: Sendable {
     public func startStream(status: Int, headers: HeaderFields) -> StreamingResponseSink {
         let handler = self.handler
         let number = self.number
-        let sink = StreamingResponseSink(allocator: self.allocator, hop: self.hop, maximumChunksInFlight: self.chunksInFlight) {
-            chunk, isFirst in
+        let sink = StreamingResponseSink(
+            allocator: self.allocator, hop: self.hop, maximumChunksInFlight: self.chunksInFlight, spool: self.streams?.spool,
+            requestID: self.request.id
+        ) { chunk, isFirst in
             handler.value.streamChunk(number, chunk, isFirst: isFirst)
         }
         self.metrics?.streamsInFlight.increment()
@@ -87,6 +92,24 @@ public struct ResponseExchange: Sendable {
     public func finishStream(_ sink: StreamingResponseSink, result: Result<Int, any Error>, timing: String? = nil, trailers: HeaderFields? = nil) {
         self.metrics?.streamsInFlight.decrement()
         self.onLoop { [number] in $0.streamDone(number, sink: sink, result: result, timing: timing, trailers: trailers) }
+    }
+
+    /// Counts a streamed response against the per-address stream cap
+    /// (``ServerConfiguration/maximumStreamsPerAddress``) until the exchange ends; call before
+    /// the stream leases anything. Throws a 429 ``HTTPError`` (with `Retry-After`) when the
+    /// client already has that many streams.
+    public func admitStream() throws {
+        guard let streams = self.streams else { return }
+        guard let ticket = streams.admission.ticket(for: self.clientAddress) else {
+            streams.metrics?.refused.increment()
+            throw HTTPError(status: 429, message: "too many concurrent streams from this client", headers: ["Retry-After": "1"])
+        }
+        self.onLoop { [number] in $0.attachStreamTicket(number, ticket: ticket) }
+    }
+
+    /// Records that a streamed response held a database connection for `duration`.
+    public func streamHeldConnection(for duration: Duration) {
+        self.streams?.metrics?.connectionSeconds.increment(by: Double(duration.wholeNanoseconds) / 1e9)
     }
 
     // MARK: Failures and measurements

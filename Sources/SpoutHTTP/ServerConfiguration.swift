@@ -48,6 +48,13 @@ public struct ServerConfiguration: Sendable, Hashable {
     /// clients share their connections, so the per-address cap does not apply to them (the
     /// proxy must enforce its own per-client limits).
     public var trustedProxies: [String]
+    /// Streamed responses one client address may have at once (0: no cap); more are answered
+    /// 429 with `Retry-After`. A stream counts until its last byte is sent, spooled or not.
+    /// Behind a proxy in ``trustedProxies`` the client is the nearest untrusted address in
+    /// `X-Forwarded-For` (see ``StreamAdmission``).
+    public var maximumStreamsPerAddress: Int = 16
+    /// Where streams whose client falls behind spool, and how much (see ``SpoolConfiguration``).
+    public var spool = SpoolConfiguration()
     /// Whether row responses sent whole carry a `Server-Timing` header: the wait for a
     /// connection (`acquire`), the database (`db`) and the encoding (`encode`), in ms.
     public var timingHeader: Bool = false

@@ -1,31 +1,51 @@
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import SpoutCore
 
-/// The ``ByteSink`` a row stream writes into: it hands chunks to the channel's event loop and
-/// blocks the producing thread while the channel cannot take more (backpressure).
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The ``ByteSink`` a row stream writes into: it hands chunks to the channel's event loop and,
+/// when the client reads slower than the producer writes, spools them (memory, then an
+/// unnamed file) so the producer, and the database connection it holds, finishes at the
+/// database's speed. Without a spool, or when the spool may not grow, it blocks the producer
+/// while the channel cannot take more (backpressure).
 ///
 /// Contract (what both sides may rely on):
-/// - The producer (a thread-pool thread) calls ``write(_:)`` and ``finish(_:)``; they block,
-///   never on an event loop. Each ``write(_:)`` costs one event-loop hop; rows cost none.
-/// - ``write(_:)`` waits while the channel is not writable or ``maximumChunksInFlight`` chunks
-///   have been handed over and not yet written, so the bytes buffered in the process stay
-///   bounded by the channel's high watermark plus that many chunks.
-/// - The first ``write(_:)`` makes the event loop send the response head (chunked) before the
-///   chunk. ``finish(_:)`` sends nothing: it records the rest of the body, which the
-///   connection handler sends once the producer is done (whole, with `Content-Length`, when no
-///   chunk was written before), so a failure after ``finish(_:)`` can still become an error.
+/// - The producer (a thread-pool thread) calls ``write(_:)`` and ``finish(_:)``; they may block,
+///   never on an event loop. A chunk the channel can take now costs one event-loop hop; rows
+///   cost none.
+/// - Chunks reach the channel in the order written, whole or spooled. A chunk is handed over
+///   at once while the channel is writable, fewer than ``maximumChunksInFlight`` chunks are
+///   on their way, and nothing is spooled; otherwise it is queued in memory (up to
+///   ``SpoolConfiguration/memoryBytesPerStream``), then appended to the spool file (within
+///   the per-stream and total caps). When neither may take it (no spool, a cap, or the disk
+///   refused a write), ``write(_:)`` waits for the client: the bytes buffered in the process
+///   stay bounded by the channel's high watermark, the memory spool and the chunks in flight.
+/// - The event loop sends the response head before the first chunk it writes. ``finish(_:)``
+///   sends nothing: it records the rest of the body, which the connection handler sends once
+///   the producer is done and everything spooled was written (``whenDrained(_:)``); a body that
+///   wrote no chunk is sent whole, with `Content-Length`.
 /// - After ``close()`` (the channel went away) every call throws ``ChannelClosed``, a blocked
-///   producer wakes up, and the cancellation handler (`lease.cancel()`) runs once.
+///   producer wakes up, the spool is dropped (its file closes, having no name) and the close
+///   handler (`lease.cancel()`) runs once.
 ///
 /// `@unchecked Sendable`: every mutable field is read and written holding `lock`; the
-/// loop-side callbacks only touch the connection handler through the hop onto its event loop.
+/// loop-side methods run on the channel's event loop, and reach the connection handler only
+/// there (through the hop).
 public final class StreamingResponseSink: ByteSink, @unchecked Sendable {
     /// The channel closed before or while the body was written.
     public struct ChannelClosed: Error {}
 
     /// Delivers a chunk on the event loop; `isFirst` tells it to send the head before.
     typealias ChunkHandler = @Sendable (_ chunk: ByteBuffer, _ isFirst: Bool) -> Void
+
+    /// Bytes read back from the spool file at a time.
+    static let spoolReadSize = 64 * 1024
 
     let maximumChunksInFlight: Int
     /// The lock of the fields below. Its value says whether they changed since the producer
@@ -35,52 +55,208 @@ public final class StreamingResponseSink: ByteSink, @unchecked Sendable {
     private let allocator: ByteBufferAllocator
     private let hop: LoopHop
     private let deliverChunk: ChunkHandler
+    private let spool: SpoolService?
+    private let requestID: String
 
     // Guarded by `lock`.
     private var isWritable = true
     private var chunksInFlight = 0
     private var isClosed = false
     private var chunkCount = 0
+    private var deliveredCount = 0
     private var byteCount = 0
     private var finishedRest: [UInt8]?
     private var waitingForWritability = false
     private var pauses = 0
     private var onClose: (@Sendable () -> Void)?
+    /// The memory spool: chunks written, not yet handed to the channel, in order. Only filled
+    /// while the file spool is empty, so it always comes first.
+    private var queued: [[UInt8]] = []
+    private var queuedBytes = 0
+    private var file: SpoolFile?
+    /// The file's readable bytes are `fileStart..<fileEnd`; `fileReserved` of the disk budget
+    /// is this stream's.
+    private var fileStart = 0
+    private var fileEnd = 0
+    private var fileReserved = 0
+    private var isReadingFile = false
+    /// The producer is writing the file (outside the lock).
+    private var isWritingFile = false
+    /// The disk refused a write: this stream spools no more to disk.
+    private var diskFailed = false
+    private var hasHeld = false
+    private var isPumping = false
+    private var pumpScheduled = false
+    private var whenDrained: (@Sendable (_ complete: Bool) -> Void)?
+    /// The spool file could not be read back: the body cannot be completed.
+    private var spoolFailed = false
 
-    init(allocator: ByteBufferAllocator, hop: LoopHop, maximumChunksInFlight: Int = 2, deliverChunk: @escaping ChunkHandler) {
+    init(
+        allocator: ByteBufferAllocator, hop: LoopHop, maximumChunksInFlight: Int = 2, spool: SpoolService? = nil,
+        requestID: String = "-", deliverChunk: @escaping ChunkHandler
+    ) {
         self.allocator = allocator
         self.hop = hop
         self.maximumChunksInFlight = max(1, maximumChunksInFlight)
+        self.spool = spool?.configuration.isEnabled == true ? spool : nil
+        self.requestID = requestID
         self.deliverChunk = deliverChunk
     }
 
     // MARK: Producer side
 
     public func write(_ chunk: [UInt8]) throws {
-        let isFirst: Bool
+        guard !chunk.isEmpty else { return }
         self.lock.lock()
-        while !self.isClosed && (!self.isWritable || self.chunksInFlight >= self.maximumChunksInFlight) {
-            let blockedByChannel = !self.isWritable
-            if blockedByChannel && !self.waitingForWritability { self.pauses += 1 }
-            self.waitingForWritability = blockedByChannel
-            // Seen: wait for the next change.
-            self.lock.unlock(withValue: false)
-            self.lock.lock(whenValue: true)
+        while true {
+            if self.isClosed {
+                self.lock.unlock()
+                throw ChannelClosed()
+            }
+            guard let spool = self.spool else {
+                // No spool: hand the chunk over now, or wait for the channel.
+                if self.isWritable && self.chunksInFlight < self.maximumChunksInFlight {
+                    self.accept(chunk)
+                    let isFirst = self.deliveredCount == 0
+                    self.deliveredCount += 1
+                    self.chunksInFlight += 1
+                    self.lock.unlock()
+                    let buffer = self.allocator.buffer(bytes: chunk)
+                    let deliver = self.deliverChunk
+                    self.hop.execute { deliver(buffer, isFirst) }
+                    return
+                }
+                self.waitForChange()
+                continue
+            }
+            // With a spool every chunk goes through the queue (a move, not a copy), so the
+            // event loop hands them over in order; a client that keeps up keeps it near empty.
+            let fileIsEmpty = self.fileStart == self.fileEnd && !self.isReadingFile && !self.isWritingFile
+            if fileIsEmpty && (self.queued.isEmpty || self.queuedBytes + chunk.count <= spool.configuration.memoryBytesPerStream) {
+                self.accept(chunk)
+                self.queued.append(chunk)
+                self.queuedBytes += chunk.count
+                let pump = self.claimPump()
+                self.lock.unlock(withValue: true)
+                spool.memoryChanged(by: chunk.count)
+                if pump { self.hop.execute { self.pump() } }
+                return
+            }
+            // Disk only for a client that is behind (its socket is full), not for an event loop
+            // that is merely busy: then the producer waits a moment, as without a spool.
+            let clientIsBehind = !self.isWritable || !fileIsEmpty
+            if clientIsBehind, !self.diskFailed, !self.isWritingFile,
+                let written = try self.spoolToFile(chunk, spool: spool, fileIsEmpty: fileIsEmpty)
+            {
+                if written { return }
+                continue
+            }
+            if clientIsBehind && !self.hasHeld {
+                self.hasHeld = true
+                spool.metrics?.held.increment()
+                spool.logger.notice(
+                    "stream holds its database connection: the spool may not grow",
+                    metadata: ["request.id": "\(self.requestID)", "spool.disk_failed": "\(self.diskFailed)"])
+            }
+            self.waitForChange()
         }
+    }
+
+    /// Waits (holding the lock on entry and exit) until the event loop's side changes something.
+    private func waitForChange() {
+        let blockedByChannel = !self.isWritable
+        if blockedByChannel && !self.waitingForWritability { self.pauses += 1 }
+        self.waitingForWritability = blockedByChannel
+        // Seen: wait for the next change.
+        self.lock.unlock(withValue: false)
+        self.lock.lock(whenValue: true)
         self.waitingForWritability = false
-        if self.isClosed {
-            self.lock.unlock()
-            throw ChannelClosed()
-        }
-        isFirst = self.chunkCount == 0
+    }
+
+    /// Counts a chunk the stream accepted (holding the lock).
+    private func accept(_ chunk: [UInt8]) {
         self.chunkCount += 1
         self.byteCount += chunk.count
-        self.chunksInFlight += 1
+    }
+
+    /// Appends `chunk` to the spool file, holding the lock on entry and, when it returns nil
+    /// or false, on exit. True: written (the lock is released). False: the file changed while
+    /// writing failed; look again. Nil: the file may not take it (a cap); hold.
+    private func spoolToFile(_ chunk: [UInt8], spool: SpoolService, fileIsEmpty: Bool) throws -> Bool? {
+        let configuration = spool.configuration
+        let startOver = fileIsEmpty && self.fileEnd > 0
+        if startOver {
+            // The client caught up: start the file over, giving its blocks back.
+            spool.releaseDisk(self.fileReserved)
+            self.fileReserved = 0
+            self.fileStart = 0
+            self.fileEnd = 0
+        }
+        let fits = self.fileEnd + chunk.count <= configuration.maximumBytesPerStream && spool.reserveDisk(chunk.count)
+        let existing = self.file
+        guard fits || (startOver && existing != nil) else { return nil }
+        if fits { self.fileReserved += chunk.count }
+        let offset = self.fileEnd
+        self.isWritingFile = true
         self.lock.unlock()
 
-        let buffer = self.allocator.buffer(bytes: chunk)
-        let deliver = self.deliverChunk
-        self.hop.execute { deliver(buffer, isFirst) }
+        if startOver { existing?.truncate() }
+        guard fits else {
+            self.lock.lock()
+            self.isWritingFile = false
+            if self.isClosed { self.releaseSpool() }
+            return nil
+        }
+        var failure: SpoolFile.Failure?
+        var created: SpoolFile?
+        do throws(SpoolFile.Failure) {
+            let file: SpoolFile
+            if let existing {
+                file = existing
+            } else {
+                file = try SpoolFile.create(in: configuration.resolvedDirectory)
+                created = file
+            }
+            try file.write(chunk, at: offset)
+        } catch {
+            failure = error
+        }
+
+        self.lock.lock()
+        self.isWritingFile = false
+        if let created {
+            self.file = created
+            spool.metrics?.spooled.increment()
+        }
+        if let failure {
+            self.diskFailed = true
+            self.fileReserved -= chunk.count
+            spool.releaseDisk(chunk.count)
+            spool.logger.warning(
+                "stream cannot spool to disk; it holds its database connection instead",
+                metadata: ["request.id": "\(self.requestID)", "error": "\(failure)"])
+            if self.isClosed { self.releaseSpool() }
+            return false
+        }
+        if self.isClosed {
+            self.releaseSpool()
+            self.lock.unlock(withValue: true)
+            throw ChannelClosed()
+        }
+        self.accept(chunk)
+        self.fileEnd += chunk.count
+        let pump = self.claimPump()
+        self.lock.unlock(withValue: true)
+        if pump { self.hop.execute { self.pump() } }
+        return true
+    }
+
+    /// Whether the producer must schedule a pump for what it just spooled: nothing on the event
+    /// loop's side would look at the spool otherwise (holding the lock).
+    private func claimPump() -> Bool {
+        guard !self.pumpScheduled, !self.isPumping, self.chunksInFlight == 0, !self.isReadingFile else { return false }
+        self.pumpScheduled = true
+        return true
     }
 
     public func finish(_ last: [UInt8]) throws {
@@ -93,13 +269,93 @@ public final class StreamingResponseSink: ByteSink, @unchecked Sendable {
 
     // MARK: Event-loop side
 
-    /// A chunk handed over by ``write(_:)`` has been written; `channelIsWritable` is the
-    /// channel's writability after the write.
+    /// Hands spooled chunks to the channel while it can take them, and starts reading the
+    /// spool file when memory is empty. On the event loop.
+    func pump() {
+        self.lock.lock()
+        self.pumpScheduled = false
+        guard !self.isPumping else {
+            self.lock.unlock()
+            return
+        }
+        self.isPumping = true
+        while !self.isClosed && self.isWritable && self.chunksInFlight < self.maximumChunksInFlight {
+            if !self.queued.isEmpty {
+                let chunk = self.queued.removeFirst()
+                self.queuedBytes -= chunk.count
+                let isFirst = self.deliveredCount == 0
+                self.deliveredCount += 1
+                self.chunksInFlight += 1
+                self.lock.unlock(withValue: true)
+                self.spool?.memoryChanged(by: -chunk.count)
+                self.deliverChunk(self.allocator.buffer(bytes: chunk), isFirst)
+                self.lock.lock()
+                continue
+            }
+            if self.fileStart < self.fileEnd && !self.isReadingFile, let file = self.file, let spool = self.spool {
+                let count = min(Self.spoolReadSize, self.fileEnd - self.fileStart)
+                let offset = self.fileStart
+                self.fileStart += count
+                self.isReadingFile = true
+                spool.io.submit { state in
+                    let result: Result<[UInt8], SpoolFile.Failure>
+                    if case .active = state {
+                        result = Result { () throws(SpoolFile.Failure) in try file.read(count: count, at: offset) }
+                    } else {
+                        result = .failure(SpoolFile.Failure(operation: "read the spool file (shutting down)", code: EINTR))
+                    }
+                    self.hop.execute { self.fileRead(result) }
+                }
+            }
+            break
+        }
+        self.isPumping = false
+        let drained = self.takeDrainedAction()
+        self.lock.unlock(withValue: true)
+        drained?()
+    }
+
+    /// A read of the spool file finished. On the event loop.
+    private func fileRead(_ result: Result<[UInt8], SpoolFile.Failure>) {
+        self.lock.lock()
+        self.isReadingFile = false
+        guard !self.isClosed else {
+            self.lock.unlock(withValue: true)
+            return
+        }
+        switch result {
+        case .success(let bytes):
+            let isFirst = self.deliveredCount == 0
+            self.deliveredCount += 1
+            self.chunksInFlight += 1
+            self.isPumping = true
+            self.lock.unlock(withValue: true)
+            self.deliverChunk(self.allocator.buffer(bytes: bytes), isFirst)
+            self.lock.lock()
+            self.isPumping = false
+            self.lock.unlock()
+            self.pump()
+        case .failure(let failure):
+            // The rest of the body is lost: the connection handler cuts the response short.
+            self.spool?.logger.error(
+                "spool file unreadable; response cut short", metadata: ["request.id": "\(self.requestID)", "error": "\(failure)"])
+            self.spoolFailed = true
+            self.lock.unlock(withValue: true)
+            let drained = self.withLock { self.takeDrainedAction() }
+            drained?()
+            // A producer still running stops (and cancels its statement).
+            self.close()
+        }
+    }
+
+    /// A chunk handed over by ``write(_:)`` or the pump has been written; `channelIsWritable` is
+    /// the channel's writability after the write.
     func chunkWritten(channelIsWritable: Bool) {
         self.withLockSignalling {
             self.chunksInFlight -= 1
             self.isWritable = channelIsWritable
         }
+        self.pump()
     }
 
     /// The channel's writability changed (`channelWritabilityChanged`).
@@ -107,13 +363,56 @@ public final class StreamingResponseSink: ByteSink, @unchecked Sendable {
         self.withLockSignalling {
             self.isWritable = isWritable
         }
+        if isWritable { self.pump() }
     }
 
-    /// The channel is gone: fail the producer's next call, wake it, and cancel its statement.
+    /// Runs `action` on the event loop once every chunk written so far has been handed to the
+    /// channel (now, if nothing is spooled), with `complete` true; with false when the spool
+    /// lost part of the body (the response must be cut short). Never when the channel closed
+    /// first. Call on the event loop, after the producer is done.
+    func whenDrained(_ action: @escaping @Sendable (_ complete: Bool) -> Void) {
+        self.lock.lock()
+        self.whenDrained = action
+        let drained = self.takeDrainedAction()
+        self.lock.unlock()
+        drained?()
+    }
+
+    /// The drained action bound to its outcome, when it is set and nothing is left to hand
+    /// over, or the spool failed (holding the lock).
+    private func takeDrainedAction() -> (@Sendable () -> Void)? {
+        guard let action = self.whenDrained else { return nil }
+        if self.spoolFailed {
+            self.whenDrained = nil
+            self.releaseSpool()
+            return { action(false) }
+        }
+        guard !self.isClosed, self.queued.isEmpty, self.fileStart == self.fileEnd, !self.isReadingFile, !self.isWritingFile
+        else { return nil }
+        self.whenDrained = nil
+        self.releaseSpool()
+        return { action(true) }
+    }
+
+    /// Drops the spool: memory, file and disk budget (holding the lock).
+    private func releaseSpool() {
+        if self.queuedBytes > 0 { self.spool?.memoryChanged(by: -self.queuedBytes) }
+        self.queued = []
+        self.queuedBytes = 0
+        self.spool?.releaseDisk(self.fileReserved)
+        self.fileReserved = 0
+        self.fileStart = 0
+        self.fileEnd = 0
+        self.file = nil
+    }
+
+    /// The channel is gone: fail the producer's next call, wake it, drop the spool, and cancel
+    /// its statement.
     func close() {
         let onClose: (@Sendable () -> Void)? = self.withLockSignalling {
             guard !self.isClosed else { return nil }
             self.isClosed = true
+            if !self.isWritingFile { self.releaseSpool() }
             defer { self.onClose = nil }
             return self.onClose
         }
@@ -160,8 +459,10 @@ public final class StreamingResponseSink: ByteSink, @unchecked Sendable {
     // MARK: State
 
     struct Snapshot: Sendable {
-        /// Whether the head was handed over (at least one ``write(_:)``).
+        /// Whether the producer wrote at least one chunk (the body is chunked).
         var headSent: Bool
+        /// Whether the head (with a first chunk) was handed to the channel.
+        var headDelivered: Bool
         var chunkCount: Int
         /// Body bytes produced, including the finished rest.
         var byteCount: Int
@@ -172,14 +473,19 @@ public final class StreamingResponseSink: ByteSink, @unchecked Sendable {
         /// How many times the producer had to wait for writability.
         var pauses: Int
         var isClosed: Bool
+        /// Bytes spooled and not yet handed to the channel (memory and file).
+        var spooledBytes: Int
+        /// Whether this stream ever spooled to disk.
+        var usedFile: Bool
     }
 
     var snapshot: Snapshot {
         self.withLock {
             Snapshot(
-                headSent: self.chunkCount > 0, chunkCount: self.chunkCount, byteCount: self.byteCount,
-                finishedRest: self.finishedRest, isWaitingForWritability: self.waitingForWritability,
-                pauses: self.pauses, isClosed: self.isClosed
+                headSent: self.chunkCount > 0, headDelivered: self.deliveredCount > 0, chunkCount: self.chunkCount,
+                byteCount: self.byteCount, finishedRest: self.finishedRest, isWaitingForWritability: self.waitingForWritability,
+                pauses: self.pauses, isClosed: self.isClosed, spooledBytes: self.queuedBytes + self.fileEnd - self.fileStart,
+                usedFile: self.file != nil
             )
         }
     }

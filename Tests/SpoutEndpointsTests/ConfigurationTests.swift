@@ -119,7 +119,10 @@ struct ConfigurationTests {
         #expect(table["server.metrics.port"] == "SPOUT_METRICS_PORT")
         #expect(table["server.timingHeader"] == "SPOUT_TIMING_HEADER")
         #expect(table["cursorSecret"] == "SPOUT_CURSOR_SECRET")
-        #expect(table.count == 33)
+        #expect(table["server.spool.maxBytesPerStream"] == "SPOUT_SPOOL_MAX_BYTES_PER_STREAM")
+        #expect(table["server.limits.maxStreamsPerAddress"] == "SPOUT_LIMITS_MAX_STREAMS_PER_ADDRESS")
+        #expect(table["database.streamReserve"] == "SPOUT_DATABASE_STREAM_RESERVE")
+        #expect(table.count == 41)
         #expect(Set(table.values).count == table.count)
     }
 
@@ -142,7 +145,7 @@ struct ConfigurationTests {
     @Test(
         "file errors name the file, the line and the problem",
         arguments: [
-            ("server:\n  port: 80\n  hots: x\n", 3, "unknown key 'hots' in 'server' (known keys: host, port, limits, cors, timingHeader, metrics)"),
+            ("server:\n  port: 80\n  hots: x\n", 3, "unknown key 'hots' in 'server' (known keys: host, port, limits, spool, cors, timingHeader, metrics)"),
             ("server:\n  port: eighty\n", 2, "'server.port' must be an integer, not 'eighty'"),
             ("server:\n  port: 70000\n", 2, "'server.port' must be in 0...65535, not 70000"),
             ("database:\n  seed:\n    enabled: yes\n", 3, "'database.seed.enabled' must be true or false, not 'yes'"),

@@ -15,13 +15,16 @@ import Glibc
 /// End-to-end tests through real sockets against a server on port 0 over PostgreSQL.
 @Suite("HTTP server over PostgreSQL", .serialized, .enabled(if: TestDatabases.postgresEnabled))
 struct PostgresServerTests {
-    func withServer(_ body: (ServerFixture, TemporaryDatabase) async throws -> Void) async throws {
+    func withServer(
+        _ configuration: ServerConfiguration = ServerConfiguration(host: "127.0.0.1", port: 0),
+        _ body: (ServerFixture, TemporaryDatabase) async throws -> Void
+    ) async throws {
         let temporary = try TestDatabases.makePostgresDatabase(prefix: "spout_http")
         defer { temporary.drop() }
         let database = try temporary.open(DatabaseConfiguration(maximumConnections: 2, acquireTimeout: .milliseconds(300)))
         defer { database.close() }
         try database.withConnection(readOnly: false) { try $0.executeScript(TestSQL.postgres.schema) }
-        let fixture = try await ServerFixture.start(database: database, sql: .postgres)
+        let fixture = try await ServerFixture.start(database: database, sql: .postgres, configuration: configuration)
         do {
             try await body(fixture, temporary)
         } catch {
@@ -167,8 +170,12 @@ struct PostgresServerTests {
         }
     }
 
+    /// Backpressure, the path of a stream that cannot spool (`SlowDownloadsTests` and
+    /// `SpoolingSinkTests` cover the spool): the spool is off here.
     @Test func slowReaderKeepsServerBuffersBounded() async throws {
-        try await self.withServer { fixture, _ in
+        var configuration = ServerConfiguration(host: "127.0.0.1", port: 0)
+        configuration.spool.isEnabled = false
+        try await self.withServer(configuration) { fixture, _ in
             let client = try await TestHTTPClient.connect(port: fixture.port, receiveBufferSize: 16 * 1024)
             let response = try await client.run { client -> TestHTTPClient.Response in
                 try client.send(TestHTTPClient.format("GET", "/big"))

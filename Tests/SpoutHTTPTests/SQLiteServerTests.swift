@@ -270,10 +270,13 @@ struct SQLiteServerTests {
         }
     }
 
+    /// Backpressure, the path of a stream that cannot spool (`SlowDownloadsTests` and
+    /// `SpoolingSinkTests` cover the spool): the spool is off here.
     @Test func slowReaderKeepsServerBuffersBounded() async throws {
         // A small kernel send buffer, so the slow phase reaches the channel's watermarks
         // instead of vanishing into the MiBs Linux would otherwise give the socket.
         var configuration = ServerConfiguration(host: "127.0.0.1", port: 0)
+        configuration.spool.isEnabled = false
         configuration.socketSendBufferSize = 32 * 1024
         try await self.withServer(configuration) { fixture in
             let client = try await TestHTTPClient.connect(port: fixture.port, receiveBufferSize: 16 * 1024)

@@ -37,8 +37,11 @@ enum RawHTTP {
     /// Returns nil when the server closed the connection without answering.
     /// With `halfClose`, the sending side is shut after the request (for broken requests, so the
     /// server never waits for more).
-    static func exchange(port: Int, _ bytes: [UInt8], timeout: TimeInterval = 30, halfClose: Bool = false) throws -> RawResponse? {
-        let socket = try RawSocket(port: port, timeout: timeout)
+    /// `sourceAddress`: the loopback address to connect from (another client's).
+    static func exchange(
+        port: Int, _ bytes: [UInt8], timeout: TimeInterval = 30, halfClose: Bool = false, sourceAddress: String? = nil
+    ) throws -> RawResponse? {
+        let socket = try RawSocket(port: port, timeout: timeout, sourceAddress: sourceAddress)
         defer { socket.close() }
         // The server may answer (413, 431) and close before taking the whole request.
         do { try socket.send(bytes) } catch {}

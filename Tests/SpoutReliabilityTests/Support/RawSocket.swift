@@ -27,9 +27,10 @@ final class RawSocket {
     ///   - timeout: the receive timeout of each `recv` (no hang: a test fails instead).
     ///   - receiveBuffer: `SO_RCVBUF` to set before connecting (small values make a slow reader
     ///     exert backpressure sooner); nil keeps the system default.
-    init(port: Int, timeout: TimeInterval = 30, receiveBuffer: Int? = nil) throws {
+    ///   - sourceAddress: a loopback address to connect from (`127.0.0.2`: another client).
+    init(port: Int, timeout: TimeInterval = 30, receiveBuffer: Int? = nil, sourceAddress: String? = nil) throws {
         do {
-            self.fd = try LoopbackSocket.connect(port: port, timeout: timeout, receiveBuffer: receiveBuffer)
+            self.fd = try LoopbackSocket.connect(port: port, timeout: timeout, receiveBuffer: receiveBuffer, sourceAddress: sourceAddress)
         } catch {
             self.fd = -1
             throw Failure(description: "\(error)")
