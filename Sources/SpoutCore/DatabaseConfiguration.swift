@@ -30,6 +30,11 @@ public struct DatabaseConfiguration: Sendable, Hashable {
     /// that needs another one sets its own, and the pool restores this one on release; a lease
     /// that asks for this value costs no round trip.
     public var statementTimeout: Duration?
+    /// The name PostgreSQL connections give the server (`application_name`: in
+    /// `pg_stat_activity`, `%a` of `log_line_prefix`); nil for the driver's default,
+    /// `spout@HOST/PID`. An `application_name` in the database URL (or `PGAPPNAME`) wins.
+    /// SQLite ignores it.
+    public var applicationName: String?
 
     public init(
         maximumConnections: Int = 8,
@@ -38,7 +43,8 @@ public struct DatabaseConfiguration: Sendable, Hashable {
         fetchSize: Int = DatabaseConfiguration.defaultFetchSize,
         preparedStatements: Bool = true,
         dateFormat: DateFormat = .epochMilliseconds,
-        statementTimeout: Duration? = nil
+        statementTimeout: Duration? = nil,
+        applicationName: String? = nil
     ) {
         self.preparedStatements = preparedStatements
         self.maximumConnections = max(1, maximumConnections)
@@ -47,6 +53,7 @@ public struct DatabaseConfiguration: Sendable, Hashable {
         self.fetchSize = max(1, fetchSize)
         self.dateFormat = dateFormat
         self.statementTimeout = statementTimeout
+        self.applicationName = applicationName
     }
 
     /// ``statementTimeout`` in whole milliseconds (at least 1), as connections take it.

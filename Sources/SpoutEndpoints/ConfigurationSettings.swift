@@ -73,6 +73,7 @@ extension SpoutConfiguration {
             Setting(path: "database.statementTimeoutMs", kind: .integer(\.database.statementTimeoutMs, 0...86_400_000)),
             Setting(path: "database.fetchSize", kind: .integer(\.database.fetchSize, 1...1_000_000)),
             Setting(path: "database.preparedStatements", kind: .boolean(\.database.preparedStatements)),
+            Setting(path: "database.applicationName", kind: .optionalString(\.database.applicationName)),
             Setting(path: "database.seed.enabled", kind: .boolean(\.database.seed.enabled)),
             Setting(path: "database.seed.employees", kind: .integer(\.database.seed.employees, 0...100_000_000)),
             Setting(path: "dateFormat", kind: .dateFormat),

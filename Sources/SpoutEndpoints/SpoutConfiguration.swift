@@ -104,6 +104,9 @@ public struct SpoutConfiguration: Sendable, Hashable {
         /// False behind a transaction pooler (PgBouncer in transaction mode): no named prepared
         /// statements, no session state (see ``DatabaseConfiguration/preparedStatements``).
         public var preparedStatements = true
+        /// The PostgreSQL connections' `application_name`; empty for `spout@HOST/PID` (see
+        /// ``DatabaseConfiguration/applicationName``).
+        public var applicationName = ""
         public var seed = Seed()
 
         public init() {}
@@ -316,7 +319,8 @@ public struct SpoutConfiguration: Sendable, Hashable {
             fetchSize: self.database.fetchSize,
             preparedStatements: self.database.preparedStatements,
             dateFormat: self.dateFormat,
-            statementTimeout: self.defaultStatementTimeout
+            statementTimeout: self.defaultStatementTimeout,
+            applicationName: self.database.applicationName.isEmpty ? nil : self.database.applicationName
         )
     }
 

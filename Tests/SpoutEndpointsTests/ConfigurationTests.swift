@@ -119,7 +119,8 @@ struct ConfigurationTests {
         #expect(table["server.metrics.port"] == "SPOUT_METRICS_PORT")
         #expect(table["server.timingHeader"] == "SPOUT_TIMING_HEADER")
         #expect(table["cursorSecret"] == "SPOUT_CURSOR_SECRET")
-        #expect(table.count == 33)
+        #expect(table["database.applicationName"] == "SPOUT_DATABASE_APPLICATION_NAME")
+        #expect(table.count == 34)
         #expect(Set(table.values).count == table.count)
     }
 
