@@ -34,9 +34,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
-        // Metrics: the ecosystem's API (swift-metrics) and its Prometheus backend; both small
-        // (swift-prometheus adds only swift-atomics), for GET /metrics.
-        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        // Metrics for GET /metrics: swift-prometheus's registry (small: it adds swift-metrics and
+        // swift-atomics). Used directly, not through the swift-metrics API, which has no HELP text.
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         // SHA-256 and HMAC for ETags and tamper-evident page cursors: cryptography is not
         // written by hand. Costs about a minute of CI build time (its BoringSSL copy).
@@ -74,7 +73,6 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]

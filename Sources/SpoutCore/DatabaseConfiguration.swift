@@ -42,6 +42,11 @@ public struct DatabaseConfiguration: Sendable, Hashable {
     /// How many connections of one pool streams may hold at once: the pool less
     /// ``streamReserve``, but at least one.
     public var streamConnectionLimit: Int { max(1, self.maximumConnections - self.streamReserve) }
+    /// The name PostgreSQL connections give the server (`application_name`: in
+    /// `pg_stat_activity`, `%a` of `log_line_prefix`); nil for the driver's default,
+    /// `spout@HOST/PID`. An `application_name` in the database URL (or `PGAPPNAME`) wins.
+    /// SQLite ignores it.
+    public var applicationName: String?
 
     public init(
         maximumConnections: Int = 8,
@@ -52,7 +57,8 @@ public struct DatabaseConfiguration: Sendable, Hashable {
         dateFormat: DateFormat = .epochMilliseconds,
         statementTimeout: Duration? = nil,
         streamReserve: Int = 2,
-        streamAcquireTimeout: Duration = .seconds(30)
+        streamAcquireTimeout: Duration = .seconds(30),
+        applicationName: String? = nil
     ) {
         self.streamAcquireTimeout = streamAcquireTimeout
         self.streamReserve = max(0, streamReserve)
@@ -63,6 +69,7 @@ public struct DatabaseConfiguration: Sendable, Hashable {
         self.fetchSize = max(1, fetchSize)
         self.dateFormat = dateFormat
         self.statementTimeout = statementTimeout
+        self.applicationName = applicationName
     }
 
     /// ``statementTimeout`` in whole milliseconds (at least 1), as connections take it.

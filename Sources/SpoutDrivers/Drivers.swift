@@ -8,12 +8,13 @@ public enum Drivers {
     /// `sqlite::memory:` → SQLite. Anything else throws ``DatabaseError/Code/invalidURL``
     /// (the message never repeats the URL, which may hold a password).
     /// `preparedStatements: false` is for PostgreSQL behind a transaction pooler (see
-    /// ``DatabaseConfiguration/preparedStatements``); SQLite ignores it.
+    /// ``DatabaseConfiguration/preparedStatements``); SQLite ignores it, and `applicationName`
+    /// (``DatabaseConfiguration/applicationName``).
     public static func driver(
-        for url: String, sqliteBusyTimeoutMilliseconds: Int = 5000, preparedStatements: Bool = true
+        for url: String, sqliteBusyTimeoutMilliseconds: Int = 5000, preparedStatements: Bool = true, applicationName: String? = nil
     ) throws -> any DatabaseDriver {
         if url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") {
-            return try PostgresDriver(url: url, preparedStatements: preparedStatements)
+            return try PostgresDriver(url: url, preparedStatements: preparedStatements, applicationName: applicationName)
         }
         if url.hasPrefix("sqlite:") {
             return try SQLiteDriver(url: url, busyTimeoutMilliseconds: sqliteBusyTimeoutMilliseconds)
@@ -21,9 +22,14 @@ public enum Drivers {
         throw DatabaseError(.invalidURL, message: "a database URL starts with postgresql://, postgres:// or sqlite:")
     }
 
+    /// The driver for `url` with the driver settings of `configuration`.
+    private static func driver(for url: String, configuration: DatabaseConfiguration) throws -> any DatabaseDriver {
+        try self.driver(for: url, preparedStatements: configuration.preparedStatements, applicationName: configuration.applicationName)
+    }
+
     /// Opens a pooled database for `url`.
     public static func open(_ url: String, configuration: DatabaseConfiguration = DatabaseConfiguration()) throws -> Database {
-        Database(driver: try self.driver(for: url, preparedStatements: configuration.preparedStatements), configuration: configuration)
+        Database(driver: try self.driver(for: url, configuration: configuration), configuration: configuration)
     }
 
     /// Opens the database at `url` with the read replicas at `replicaURLs` (`replica 1`,
@@ -31,12 +37,12 @@ public enum Drivers {
     public static func open(
         _ url: String, replicaURLs: [String], maximumLag: Duration?, configuration: DatabaseConfiguration = DatabaseConfiguration()
     ) throws -> Database {
-        let driver = try self.driver(for: url, preparedStatements: configuration.preparedStatements)
+        let driver = try self.driver(for: url, configuration: configuration)
         if !replicaURLs.isEmpty && driver.dialect != .postgres {
             throw DatabaseError(.invalidURL, message: "read replicas need a PostgreSQL primary (database.url)")
         }
         let replicas = try replicaURLs.enumerated().map { index, replicaURL in
-            let replica = try self.driver(for: replicaURL, preparedStatements: configuration.preparedStatements)
+            let replica = try self.driver(for: replicaURL, configuration: configuration)
             return ReadReplicas.Replica(database: Database(driver: replica, configuration: configuration, name: "replica \(index + 1)"))
         }
         return Database(driver: driver, configuration: configuration, replicas: ReadReplicas(replicas, maximumLag: maximumLag))

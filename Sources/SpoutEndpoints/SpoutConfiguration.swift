@@ -124,6 +124,9 @@ public struct SpoutConfiguration: Sendable, Hashable {
         public var streamReserve = 2
         /// How long a stream waits for a connection before a 503, in milliseconds.
         public var streamAcquireTimeoutMs = 30_000
+        /// The PostgreSQL connections' `application_name`; empty for `spout@HOST/PID` (see
+        /// ``DatabaseConfiguration/applicationName``).
+        public var applicationName = ""
         public var seed = Seed()
 
         public init() {}
@@ -338,7 +341,8 @@ public struct SpoutConfiguration: Sendable, Hashable {
             dateFormat: self.dateFormat,
             statementTimeout: self.defaultStatementTimeout,
             streamReserve: self.database.streamReserve,
-            streamAcquireTimeout: .milliseconds(self.database.streamAcquireTimeoutMs)
+            streamAcquireTimeout: .milliseconds(self.database.streamAcquireTimeoutMs),
+            applicationName: self.database.applicationName.isEmpty ? nil : self.database.applicationName
         )
     }
 

@@ -399,7 +399,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     ) {
         let snapshot = sink.snapshot
         self.environment.statistics.recordPauses(snapshot.pauses)
-        if snapshot.pauses > 0 { self.environment.metrics?.backpressurePauses.increment(by: snapshot.pauses) }
+        if snapshot.pauses > 0 { self.environment.metrics?.backpressurePauses.increment(by: Int64(snapshot.pauses)) }
         guard let exchange = self.currentExchange(number), let context = self.context else { return }
         switch result {
         case .success(let rows):

@@ -1,4 +1,3 @@
-import CoreMetrics
 import Prometheus
 import SpoutCore
 import Synchronization
@@ -7,11 +6,15 @@ import Synchronization
 import Glibc
 #endif
 
-/// The server's metrics, recorded through swift-metrics into a Prometheus registry of its own
-/// (one per server, so servers in one process never mix their counts) and served in the
-/// Prometheus text format by ``exposition(databases:)``.
+/// The server's metrics, in a Prometheus registry of its own (one per server, so servers in one
+/// process never mix their counts), served in the Prometheus text format by
+/// ``exposition(databases:)``.
 ///
 /// Contract:
+/// - Every family has `# HELP` text and a name that `promtool check metrics` accepts (counters
+///   end in `_total`, units are base units in the name); ``Family`` lists them all. Process
+///   metrics carry the Prometheus client libraries' standard names (`process_*`), which
+///   dashboards expect.
 /// - Requests are counted and timed by route *template* (`/employees/{employeeNumber}`),
 ///   never by raw path, so the number of series is bounded by the routes; a request that
 ///   matches no route counts under `unmatched`.
@@ -19,23 +22,35 @@ import Glibc
 /// - Pool and process gauges are read when scraped, not on the request path.
 /// - Recording costs a dictionary lookup under a lock per request (the per-route series are
 ///   created once), plus lock-free counter updates.
+///
+/// The metrics are made through swift-prometheus's registry rather than the swift-metrics API:
+/// swift-metrics has no HELP text, and its Prometheus factory registers every family without
+/// one.
 public final class ServerMetrics: Sendable {
     /// The registry the metrics live in.
     public let registry: PrometheusCollectorRegistry
-    private let factory: PrometheusMetricsFactory
-    private let started = ContinuousClock.now
     private let series = Mutex<[SeriesKey: RouteSeries]>([:])
-    private let firstBytes = Mutex<[String: CoreMetrics.Timer]>([:])
-    private let acquireWaits = Mutex<[String: CoreMetrics.Timer]>([:])
+    private let firstBytes = Mutex<[String: DurationHistogram]>([:])
+    private let acquireWaits = Mutex<[String: DurationHistogram]>([:])
+    /// The CPU seconds already added to `process_cpu_seconds_total` (a counter only grows, so
+    /// each scrape adds what the process used since the last one).
+    private let cpuSecondsCounted = Mutex<Double>(0)
 
-    let responseBytes: CoreMetrics.Counter
-    let rowsSent: CoreMetrics.Counter
-    let streamsInFlight: CoreMetrics.Meter
-    let backpressurePauses: CoreMetrics.Counter
-    let clientDisconnects: CoreMetrics.Counter
-    let cancelsSent: CoreMetrics.Counter
-    let acquireTimeouts: CoreMetrics.Counter
-    let statementTimeouts: CoreMetrics.Counter
+    let responseBytes: Counter
+    let rowsSent: Counter
+    let streamsInFlight: Gauge
+    let backpressurePauses: Counter
+    let clientDisconnects: Counter
+    let cancelsSent: Counter
+    let acquireTimeouts: Counter
+    let statementTimeouts: Counter
+
+    /// The buckets of every duration histogram: 0.5 ms to 60 s.
+    static let durationBuckets: [Duration] = [
+        .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
+        .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+        .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10), .seconds(30), .seconds(60),
+    ]
 
     private struct SeriesKey: Hashable {
         var route: String
@@ -44,27 +59,20 @@ public final class ServerMetrics: Sendable {
     }
 
     private struct RouteSeries {
-        var requests: CoreMetrics.Counter
-        var duration: CoreMetrics.Timer
+        var requests: Counter
+        var duration: DurationHistogram
     }
 
     public init() {
         self.registry = PrometheusCollectorRegistry()
-        var factory = PrometheusMetricsFactory(registry: self.registry)
-        factory.defaultDurationHistogramBuckets = [
-            .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
-            .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
-            .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10), .seconds(30), .seconds(60),
-        ]
-        self.factory = factory
-        self.responseBytes = Counter(label: "spout_http_response_bytes_total", factory: factory)
-        self.rowsSent = Counter(label: "spout_rows_sent_total", factory: factory)
-        self.streamsInFlight = Meter(label: "spout_streams_in_flight", factory: factory)
-        self.backpressurePauses = Counter(label: "spout_backpressure_pauses_total", factory: factory)
-        self.clientDisconnects = Counter(label: "spout_client_disconnects_total", factory: factory)
-        self.cancelsSent = Counter(label: "spout_statement_cancels_total", factory: factory)
-        self.acquireTimeouts = Counter(label: "spout_pool_acquire_timeouts_total", factory: factory)
-        self.statementTimeouts = Counter(label: "spout_statement_timeouts_total", factory: factory)
+        self.responseBytes = self.registry.makeCounter(descriptor: Family.responseBytes.descriptor)
+        self.rowsSent = self.registry.makeCounter(descriptor: Family.rowsSent.descriptor)
+        self.streamsInFlight = self.registry.makeGauge(descriptor: Family.streamsInFlight.descriptor)
+        self.backpressurePauses = self.registry.makeCounter(descriptor: Family.backpressurePauses.descriptor)
+        self.clientDisconnects = self.registry.makeCounter(descriptor: Family.clientDisconnects.descriptor)
+        self.cancelsSent = self.registry.makeCounter(descriptor: Family.statementCancels.descriptor)
+        self.acquireTimeouts = self.registry.makeCounter(descriptor: Family.acquireTimeouts.descriptor)
+        self.statementTimeouts = self.registry.makeCounter(descriptor: Family.statementTimeouts.descriptor)
     }
 
     // MARK: Recording
@@ -74,33 +82,30 @@ public final class ServerMetrics: Sendable {
         let key = SeriesKey(route: route, method: method, status: status)
         let series = self.series.withLock { series in
             if let existing = series[key] { return existing }
-            let dimensions = [("route", route), ("method", method), ("status", String(status))]
+            let labels = [("route", route), ("method", method), ("status", String(status))]
             let created = RouteSeries(
-                requests: Counter(label: "spout_http_requests_total", dimensions: dimensions, factory: self.factory),
-                duration: Timer(label: "spout_http_request_duration_seconds", dimensions: dimensions, factory: self.factory))
+                requests: self.registry.makeCounter(descriptor: Family.requests.descriptor, labels: labels),
+                duration: self.registry.makeDurationHistogram(
+                    descriptor: Family.requestDuration.descriptor, labels: labels, buckets: Self.durationBuckets))
             series[key] = created
             return created
         }
         series.requests.increment()
         series.duration.recordNanoseconds(duration.wholeNanoseconds)
-        if bytes > 0 { self.responseBytes.increment(by: bytes) }
-        if let rows, rows > 0 { self.rowsSent.increment(by: rows) }
+        if bytes > 0 { self.responseBytes.increment(by: Int64(bytes)) }
+        if let rows, rows > 0 { self.rowsSent.increment(by: Int64(rows)) }
     }
 
     /// A streamed response sent its first byte `elapsed` after its request arrived.
     func firstByte(route: String, after elapsed: Duration) {
-        let timer = Self.timer(in: self.firstBytes, key: route) {
-            Timer(label: "spout_http_time_to_first_byte_seconds", dimensions: [("route", route)], factory: self.factory)
-        }
-        timer.recordNanoseconds(elapsed.wholeNanoseconds)
+        let histogram = self.histogram(in: self.firstBytes, family: .timeToFirstByte, label: "route", value: route)
+        histogram.recordNanoseconds(elapsed.wholeNanoseconds)
     }
 
     /// A row response waited `elapsed` for a connection of the database named `database`.
     func acquiredConnection(database: String, after elapsed: Duration) {
-        let timer = Self.timer(in: self.acquireWaits, key: database) {
-            Timer(label: "spout_pool_acquire_wait_seconds", dimensions: [("database", database)], factory: self.factory)
-        }
-        timer.recordNanoseconds(elapsed.wholeNanoseconds)
+        let histogram = self.histogram(in: self.acquireWaits, family: .acquireWait, label: "database", value: database)
+        histogram.recordNanoseconds(elapsed.wholeNanoseconds)
     }
 
     /// Counts the database errors that have metrics of their own (503 acquire timeouts, 504
@@ -114,14 +119,15 @@ public final class ServerMetrics: Sendable {
         }
     }
 
-    private static func timer(
-        in cache: borrowing Mutex<[String: CoreMetrics.Timer]>, key: String, make: () -> CoreMetrics.Timer
-    ) -> CoreMetrics.Timer {
-        cache.withLock { timers in
-            if let timer = timers[key] { return timer }
-            let timer = make()
-            timers[key] = timer
-            return timer
+    private func histogram(
+        in cache: borrowing Mutex<[String: DurationHistogram]>, family: Family, label: String, value: String
+    ) -> DurationHistogram {
+        cache.withLock { histograms in
+            if let histogram = histograms[value] { return histogram }
+            let histogram = self.registry.makeDurationHistogram(
+                descriptor: family.descriptor, labels: [(label, value)], buckets: Self.durationBuckets)
+            histograms[value] = histogram
+            return histogram
         }
     }
 
@@ -142,34 +148,141 @@ public final class ServerMetrics: Sendable {
 
     private func recordPool(_ database: Database, name: String) {
         let pool = database.poolState
-        let dimensions = [("database", name)]
-        Gauge(label: "spout_pool_connections_open", dimensions: dimensions, factory: self.factory).record(pool.open)
-        Gauge(label: "spout_pool_connections_in_use", dimensions: dimensions, factory: self.factory).record(pool.inUse)
-        Gauge(label: "spout_pool_connections_idle", dimensions: dimensions, factory: self.factory).record(pool.idle)
-        Gauge(label: "spout_pool_waiters", dimensions: dimensions, factory: self.factory).record(pool.waiters)
+        let labels = [("database", name)]
+        self.registry.makeGauge(descriptor: Family.poolOpen.descriptor, labels: labels).set(to: Double(pool.open))
+        self.registry.makeGauge(descriptor: Family.poolInUse.descriptor, labels: labels).set(to: Double(pool.inUse))
+        self.registry.makeGauge(descriptor: Family.poolIdle.descriptor, labels: labels).set(to: Double(pool.idle))
+        self.registry.makeGauge(descriptor: Family.poolWaiters.descriptor, labels: labels).set(to: Double(pool.waiters))
     }
 
+    /// The standard process metrics; a value this platform cannot read is left out.
     private func recordProcess() {
-        let uptime = ContinuousClock.now - self.started
-        Gauge(label: "spout_process_uptime_seconds", factory: self.factory)
-            .record(Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18)
-        if let resident = ProcessStatus.residentBytes {
-            Gauge(label: "spout_process_resident_memory_bytes", factory: self.factory).record(resident)
+        if let cpuSeconds = ProcessStatus.cpuSeconds {
+            let added = self.cpuSecondsCounted.withLock { counted in
+                defer { counted = max(counted, cpuSeconds) }
+                return cpuSeconds - counted
+            }
+            let cpu = self.registry.makeCounter(descriptor: Family.processCPU.descriptor)
+            if added > 0 { cpu.increment(by: added) }
         }
-        if let descriptors = ProcessStatus.openDescriptors {
-            Gauge(label: "spout_process_open_fds", factory: self.factory).record(descriptors)
+        let gauges: [(Family, Int?)] = [
+            (.processResidentMemory, ProcessStatus.residentBytes),
+            (.processVirtualMemory, ProcessStatus.virtualBytes),
+            (.processOpenDescriptors, ProcessStatus.openDescriptors),
+            (.processMaximumDescriptors, ProcessStatus.maximumDescriptors),
+        ]
+        for case (let family, let value?) in gauges {
+            self.registry.makeGauge(descriptor: family.descriptor).set(to: Double(value))
+        }
+        if let start = ProcessStatus.startTimeSeconds {
+            self.registry.makeGauge(descriptor: Family.processStartTime.descriptor).set(to: start)
         }
     }
 }
 
-/// This process's resident memory and open descriptors, read from `/proc/self` (Linux).
+extension ServerMetrics {
+    /// Every metric family `/metrics` can show: its name (which `promtool check metrics`
+    /// accepts) and its HELP text. A family appears once it has a series: the per-route ones
+    /// after the first request of their kind, the process ones when the platform reports them.
+    enum Family: String, CaseIterable, Sendable {
+        case requests = "spout_http_requests_total"
+        case requestDuration = "spout_http_request_duration_seconds"
+        case timeToFirstByte = "spout_http_time_to_first_byte_seconds"
+        case responseBytes = "spout_http_response_bytes_total"
+        case rowsSent = "spout_rows_sent_total"
+        case streamsInFlight = "spout_streams_in_flight"
+        case backpressurePauses = "spout_backpressure_pauses_total"
+        case clientDisconnects = "spout_client_disconnects_total"
+        case statementCancels = "spout_statement_cancels_total"
+        case statementTimeouts = "spout_statement_timeouts_total"
+        case acquireTimeouts = "spout_pool_acquire_timeouts_total"
+        case acquireWait = "spout_pool_acquire_wait_seconds"
+        case poolOpen = "spout_pool_connections_open"
+        case poolInUse = "spout_pool_connections_in_use"
+        case poolIdle = "spout_pool_connections_idle"
+        case poolWaiters = "spout_pool_waiters"
+        case processCPU = "process_cpu_seconds_total"
+        case processResidentMemory = "process_resident_memory_bytes"
+        case processVirtualMemory = "process_virtual_memory_bytes"
+        case processOpenDescriptors = "process_open_fds"
+        case processMaximumDescriptors = "process_max_fds"
+        case processStartTime = "process_start_time_seconds"
+
+        /// The `# HELP` text: one line, what is measured and in what unit.
+        var help: String {
+            switch self {
+            case .requests: "HTTP requests answered or abandoned, by route template, method and status."
+            case .requestDuration: "Time from a request's head to the last byte of its response handed to the socket, in seconds."
+            case .timeToFirstByte: "Streamed responses: time from the request's head to the first chunk, in seconds."
+            case .responseBytes: "Response body bytes sent, before compression."
+            case .rowsSent: "Top-level rows written into responses."
+            case .streamsInFlight: "Streamed responses running now."
+            case .backpressurePauses: "Times a stream waited for a client's socket to drain."
+            case .clientDisconnects: "Clients that closed the connection before their response was complete."
+            case .statementCancels: "Statements cancelled because their client left."
+            case .statementTimeouts: "Statements stopped by the statement timeout."
+            case .acquireTimeouts: "Requests answered 503 because no database connection was free within the acquire timeout."
+            case .acquireWait: "Time row responses waited for a database connection, in seconds, by pool."
+            case .poolOpen: "Database connections open, by pool."
+            case .poolInUse: "Database connections leased to a request, by pool."
+            case .poolIdle: "Database connections open and idle, by pool."
+            case .poolWaiters: "Requests waiting for a database connection, by pool."
+            case .processCPU: "Total user and system CPU time spent, in seconds."
+            case .processResidentMemory: "Resident memory size in bytes."
+            case .processVirtualMemory: "Virtual memory size in bytes."
+            case .processOpenDescriptors: "Number of open file descriptors."
+            case .processMaximumDescriptors: "Maximum number of open file descriptors."
+            case .processStartTime: "Start time of the process since the Unix epoch, in seconds."
+            }
+        }
+
+        /// The name and HELP text as swift-prometheus takes them.
+        var descriptor: MetricNameDescriptor {
+            MetricNameDescriptor(metricName: self.rawValue, unitName: "", helpText: self.help)
+        }
+    }
+}
+
+/// This process's standard measurements, read from `/proc/self` and the C library (Linux;
+/// nil elsewhere), as the Prometheus client libraries report them.
 enum ProcessStatus {
-    static var residentBytes: Int? {
+    /// `process_resident_memory_bytes`: the second field of `/proc/self/statm`, in bytes.
+    static var residentBytes: Int? { self.statmPages(field: 1).map { $0 * self.pageSize } }
+
+    /// `process_virtual_memory_bytes`: the first field of `/proc/self/statm`, in bytes.
+    static var virtualBytes: Int? { self.statmPages(field: 0).map { $0 * self.pageSize } }
+
+    /// `process_cpu_seconds_total`: user and system CPU time of every thread so far.
+    static var cpuSeconds: Double? {
         #if os(Linux)
-        guard let statm = try? String(contentsOfFileAtPath: "/proc/self/statm"),
-            let pages = statm.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+        var usage = rusage()
+        guard getrusage(RUSAGE_SELF.rawValue, &usage) == 0 else { return nil }
+        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+        #else
+        return nil
+        #endif
+    }
+
+    /// `process_max_fds`: the soft limit on open descriptors (`RLIMIT_NOFILE`), nil when
+    /// unlimited.
+    static var maximumDescriptors: Int? { OpenFileLimit.softLimit }
+
+    /// `process_start_time_seconds`: when the process started, in seconds since the Unix epoch
+    /// (the boot time of `/proc/stat` plus the start of `/proc/self/stat`, in clock ticks).
+    static var startTimeSeconds: Double? {
+        #if os(Linux)
+        guard let stat = try? String(contentsOfFileAtPath: "/proc/self/stat"),
+            let afterName = stat.lastIndex(of: ")"),
+            // Fields after the command name start with the state (field 3); starttime is 22.
+            let ticks = stat[stat.index(after: afterName)...].split(separator: " ").dropFirst(19).first.flatMap({ Double($0) }),
+            let system = try? String(contentsOfFileAtPath: "/proc/stat"),
+            let bootLine = system.split(separator: "\n").first(where: { $0.hasPrefix("btime ") }),
+            let boot = bootLine.split(separator: " ").last.flatMap({ Double($0) })
         else { return nil }
-        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+        let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
+        guard ticksPerSecond > 0 else { return nil }
+        return boot + ticks / ticksPerSecond
         #else
         return nil
         #endif
@@ -185,6 +298,24 @@ enum ProcessStatus {
             if name != "." && name != ".." { count += 1 }
         }
         return count - 1  // the directory stream's own descriptor
+        #else
+        return nil
+        #endif
+    }
+
+    private static var pageSize: Int {
+        #if os(Linux)
+        Int(sysconf(Int32(_SC_PAGESIZE)))
+        #else
+        4096
+        #endif
+    }
+
+    /// Field `field` (from 0) of `/proc/self/statm`, in pages.
+    private static func statmPages(field: Int) -> Int? {
+        #if os(Linux)
+        guard let statm = try? String(contentsOfFileAtPath: "/proc/self/statm") else { return nil }
+        return statm.split(separator: " ").dropFirst(field).first.flatMap { Int($0) }
         #else
         return nil
         #endif

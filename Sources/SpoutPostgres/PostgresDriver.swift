@@ -1,11 +1,21 @@
 import CLibPQ
 import SpoutCore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Opens libpq connections to one PostgreSQL database.
 ///
 /// The URL (`postgresql://user:password@host:port/database?options`, or `postgres://...`)
 /// is handed to libpq unchanged, so every libpq connection parameter works. The password is
 /// never part of an error: messages are redacted before they leave the driver.
+///
+/// Every connection names itself to the server: ``applicationName`` is sent as libpq's
+/// `fallback_application_name`, so `pg_stat_activity`, `log_line_prefix` (`%a`) and PgBouncer
+/// (which passes the startup parameter on to its server connections) show it, while an
+/// `application_name` the URL sets itself, or `PGAPPNAME`, still wins, as libpq intends for a
+/// program's default name.
 public final class PostgresDriver: DatabaseDriver {
     public let dialect: SQLDialect = .postgres
     /// PostgreSQL connections are read-write; read-only work uses `BEGIN READ ONLY`.
@@ -15,13 +25,22 @@ public final class PostgresDriver: DatabaseDriver {
     private let secrets: [String]
     /// Whether connections may keep state across transactions (see ``PostgresConnection``).
     public let keepsSessionState: Bool
+    /// The name every connection gives the server (`application_name`) unless the URL or
+    /// `PGAPPNAME` names one: printable ASCII, at most 63 bytes, so the server stores it
+    /// unchanged and `pg_stat_activity` shows exactly this.
+    public let applicationName: String
 
     /// Creates a driver for `url`. Nothing is opened yet.
-    /// - Parameter preparedStatements: false for a transaction pooler (PgBouncer in
-    ///   `pool_mode = transaction`): no named prepared statements and no session state.
+    /// - Parameters:
+    ///   - preparedStatements: false for a transaction pooler (PgBouncer in
+    ///     `pool_mode = transaction`): no named prepared statements and no session state.
+    ///   - applicationName: the connections' `application_name`; nil for
+    ///     ``defaultApplicationName``. Characters other than printable ASCII become `?` and
+    ///     the name is cut to 63 bytes (PostgreSQL would otherwise escape or replace each
+    ///     non-ASCII byte and cut the name itself).
     /// - Throws: ``DatabaseError/Code/invalidURL`` unless the URL starts with `postgresql://`
     ///   or `postgres://`.
-    public init(url: String, preparedStatements: Bool = true) throws {
+    public init(url: String, preparedStatements: Bool = true, applicationName: String? = nil) throws {
         guard url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") else {
             throw DatabaseError(.invalidURL, message: "expected a postgresql:// or postgres:// URL")
         }
@@ -31,13 +50,38 @@ public final class PostgresDriver: DatabaseDriver {
         self.url = url
         self.keepsSessionState = preparedStatements
         self.secrets = PostgresURLSecrets.passwords(in: url)
+        self.applicationName = Self.serverName(applicationName ?? Self.defaultApplicationName)
+    }
+
+    /// `spout@HOST/PID`: this process among every other client of the server, including other
+    /// Spout instances (the host name is a container's or a pod's own; the process id tells
+    /// apart instances on one host). The host name is shortened so the whole fits in 63 bytes.
+    public static let defaultApplicationName: String = {
+        let suffix = "/\(getpid())"
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let host =
+            buffer.withUnsafeMutableBufferPointer { bytes in
+                bytes.baseAddress!.withMemoryRebound(to: CChar.self, capacity: bytes.count) { gethostname($0, bytes.count - 1) }
+            } == 0 ? String(decoding: buffer.prefix { $0 != 0 }, as: UTF8.self) : "unknown"
+        let room = PostgresDriver.maximumNameBytes - "spout@".utf8.count - suffix.utf8.count
+        return "spout@" + PostgresDriver.serverName(host).prefix(room) + suffix
+    }()
+
+    /// PostgreSQL keeps `NAMEDATALEN - 1` bytes of an application name.
+    static let maximumNameBytes = 63
+
+    /// `name` in a form the server stores unchanged: printable ASCII (any other character
+    /// becomes one `?`), at most ``maximumNameBytes``.
+    static func serverName(_ name: String) -> String {
+        let ascii = name.unicodeScalars.map { (0x20...0x7E).contains($0.value) ? Character($0) : "?" }
+        return String(ascii.prefix(Self.maximumNameBytes))
     }
 
     /// Opens a connection (blocking) and configures its session (UTF-8, ISO dates, UTC, ...).
     /// `readOnly` is ignored (see ``hasReadOnlyConnections``).
     /// - Throws: ``DatabaseError/Code/connectionFailed`` with libpq's message, password removed.
     public func connect(readOnly: Bool, statistics: QueryStatistics) throws -> any DatabaseConnection {
-        guard let connection = PQconnectdb(self.url) else {
+        guard let connection = self.open() else {
             throw DatabaseError(.connectionFailed, message: "libpq could not allocate a connection")
         }
         guard PQstatus(connection) == CONNECTION_OK else {
@@ -51,6 +95,23 @@ public final class PostgresDriver: DatabaseDriver {
             error.code = .connectionFailed
             error.message = self.redacted(error.message)
             throw error
+        }
+    }
+
+    /// `PQconnectdbParams` with the URL expanded as `dbname`, then ``applicationName`` as the
+    /// fallback name (a `fallback_application_name` in the URL is replaced; an
+    /// `application_name` is not).
+    private func open() -> OpaquePointer? {
+        self.url.withCString { url in
+            self.applicationName.withCString { name in
+                "dbname".withCString { dbname in
+                    "fallback_application_name".withCString { fallback in
+                        let keywords: [UnsafePointer<CChar>?] = [dbname, fallback, nil]
+                        let values: [UnsafePointer<CChar>?] = [url, name, nil]
+                        return PQconnectdbParams(keywords, values, 1)
+                    }
+                }
+            }
         }
     }
 

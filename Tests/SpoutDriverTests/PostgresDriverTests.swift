@@ -33,6 +33,25 @@ struct PostgresDriverTests {
         #expect(queryDriver.redacted("bad hunter2") == "bad ***")
     }
 
+    @Test func applicationNamesAreKeptAsTheServerWouldKeepThem() throws {
+        let standard = try PostgresDriver(url: "postgres://u@localhost/db")
+        #expect(standard.applicationName == PostgresDriver.defaultApplicationName)
+        #expect(standard.applicationName.hasPrefix("spout@") && standard.applicationName.hasSuffix("/\(getpid())"))
+        #expect(standard.applicationName.utf8.count <= 63)
+        let named = try PostgresDriver(url: "postgres://u@localhost/db", applicationName: "café\tsp\u{1F600}ut " + String(repeating: "x", count: 80))
+        #expect(named.applicationName == "caf??sp?ut " + String(repeating: "x", count: 52))
+    }
+
+    @Test("the server stores the application name the driver sends, as the driver reports it", .enabled(if: PostgresTestEnvironment.isEnabled))
+    func serverSeesTheApplicationName() throws {
+        let url = try #require(PostgresTestEnvironment.url)
+        let driver = try PostgresDriver(url: url, applicationName: "spout test ünïcode " + String(repeating: "y", count: 70))
+        let connection = try #require(try driver.connect(readOnly: false, statistics: QueryStatistics()) as? PostgresConnection)
+        defer { connection.close() }
+        let stored = try connection.scalar("SELECT application_name FROM pg_stat_activity WHERE pid = pg_backend_pid()")
+        #expect(stored == .text(driver.applicationName))
+    }
+
     // MARK: Values
 
     @Test(.enabled(if: PostgresTestEnvironment.isEnabled))

@@ -122,7 +122,8 @@ struct ConfigurationTests {
         #expect(table["server.spool.maxBytesPerStream"] == "SPOUT_SPOOL_MAX_BYTES_PER_STREAM")
         #expect(table["server.limits.maxStreamsPerAddress"] == "SPOUT_LIMITS_MAX_STREAMS_PER_ADDRESS")
         #expect(table["database.streamReserve"] == "SPOUT_DATABASE_STREAM_RESERVE")
-        #expect(table.count == 41)
+        #expect(table["database.applicationName"] == "SPOUT_DATABASE_APPLICATION_NAME")
+        #expect(table.count == 42)
         #expect(Set(table.values).count == table.count)
     }
 
