@@ -212,19 +212,3 @@ final class ServerFixture: Sendable {
     }
 }
 
-/// Decompresses gzip data with `/usr/bin/gzip -dc`.
-func gunzip(_ data: [UInt8]) throws -> [UInt8] {
-    let file = FileManager.default.temporaryDirectory.appendingPathComponent("spout-gz-\(UUID().uuidString).gz")
-    try Data(data).write(to: file)
-    defer { try? FileManager.default.removeItem(at: file) }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/gzip")
-    process.arguments = ["-dc", file.path]
-    let output = Pipe()
-    process.standardOutput = output
-    try process.run()
-    let bytes = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { throw TestHTTPClient.ClientError(description: "gzip failed") }
-    return Array(bytes)
-}

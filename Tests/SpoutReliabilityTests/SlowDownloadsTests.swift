@@ -18,18 +18,25 @@ struct SlowDownloadsTests {
     static let employees = 8_000
     static let slowClients = 12
     static let otherClient = "127.0.0.2"
+    /// The forms the slow clients ask for, in turn: JSON, gzip-compressed JSON, JSON Lines.
+    static let forms: [[(String, String)]] = [[], [("Accept-Encoding", "gzip")], [("Accept", "application/x-ndjson")]]
 
-    @Test("12 clients that stop reading /salaries hold no connection: other clients get details, pages and writes, then every body is whole",
+    @Test("12 clients that stop reading /salaries (JSON, gzip, JSON Lines) hold no connection: other clients get details, pages and writes, then every body is whole",
           arguments: [SQLDialect.postgres, .sqlite])
     func slowDownloadsLeaveThePoolFree(dialect: SQLDialect) async throws {
         try await Self.withService(dialect) { service, database in
+            // What a fast client gets, in each form the slow ones ask for.
             let expected = try await service.get("/salaries", timeout: 60)
             #expect(expected.status == 200 && expected.complete)
             #expect(expected.body.count > 4_000_000, "/salaries is only \(expected.body.count) bytes: too small to spool")
+            let expectedLines = try await service.get("/salaries", headers: Self.forms[2], timeout: 60)
+            #expect(expectedLines.header("content-type") == "application/x-ndjson")
 
-            // Twelve downloads that read the head and then nothing.
+            // Twelve downloads that read the head and then nothing: plain JSON, gzip, JSON Lines.
             var stalled: [SocketBox] = []
-            for _ in 0..<Self.slowClients { stalled.append(try await Self.stalledDownload(service)) }
+            for index in 0..<Self.slowClients {
+                stalled.append(try await Self.stalledDownload(service, headers: Self.forms[index % Self.forms.count]))
+            }
             let slow = stalled
 
             // The database answered them all: every connection is back in the pool and, on
@@ -66,10 +73,13 @@ struct SlowDownloadsTests {
                     return try RawHTTP.parse(box.socket.received)
                 }
             }
-            for response in bodies {
+            for (index, response) in bodies.enumerated() {
                 #expect(response.status == 200)
                 #expect(response.complete)
-                #expect(response.body == expected.body, "a spooled body differs (\(response.body.count) of \(expected.body.count) bytes)")
+                let form = index % Self.forms.count
+                let body = form == 1 ? try gunzip(response.body) : response.body
+                let fast = form == 2 ? expectedLines.body : expected.body
+                #expect(body == fast, "a spooled body (form \(form)) differs: \(body.count) of \(fast.count) bytes")
             }
             #expect(try await eventually { try Self.metric(service, "spout_spool_bytes", labels: #"medium="disk""#) == 0 })
             #expect(try await eventually { try Self.metric(service, "spout_spool_bytes", labels: #"medium="memory""#) == 0 })
@@ -145,10 +155,10 @@ struct SlowDownloadsTests {
 
     /// A download of `/salaries` that has its head and reads nothing more (a 16 KiB receive
     /// buffer): a client that stopped reading.
-    private static func stalledDownload(_ service: ServerProcess) async throws -> SocketBox {
+    private static func stalledDownload(_ service: ServerProcess, headers: [(String, String)] = []) async throws -> SocketBox {
         try await onThread {
             let socket = try RawSocket(port: service.port, timeout: 60, receiveBuffer: 16 * 1024)
-            try socket.send(RawHTTP.request("GET", "/salaries"))
+            try socket.send(RawHTTP.request("GET", "/salaries", headers: headers))
             try socket.receive(atLeast: 1)
             return SocketBox(socket)
         }
