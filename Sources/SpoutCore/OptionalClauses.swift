@@ -103,6 +103,19 @@ public struct OptionalClauses: Sendable, Hashable {
         self.clauses = clauses
     }
 
+    /// The words of `clause`'s predicate, upper-cased: its column names (a qualified
+    /// `e.last_name` gives `E` and `LAST_NAME`) and keywords, not its parameters, strings or
+    /// quoted identifiers. For telling which columns a filter tests.
+    public func words(of clause: Clause) -> Set<String> {
+        let bytes = Array(self.source.utf8[...])[clause.predicate]
+        guard let tokens = try? OptionalClauseTokens(Array(bytes)) else { return [] }
+        var words = Set<String>()
+        for token in tokens.items {
+            if case .word(let word) = token.kind { words.insert(word) }
+        }
+        return words
+    }
+
     /// The choice each clause gets from `arguments`, in clause order.
     public func choices(for arguments: [String: SQLValue]) -> [Choice] {
         self.clauses.map { Choice(arguments[$0.parameter]) }
