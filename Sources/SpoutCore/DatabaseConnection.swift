@@ -21,10 +21,20 @@ public struct QueryOptions: Sendable, Hashable {
     /// timeout, running until the caller reads on.) SQLite ignores it.
     public var prefetch: Bool
 
-    public init(interleaved: Bool = false, batchSize: Int = 500, prefetch: Bool = false) {
+    /// Plan the statement for the values bound, every time, instead of reusing a plan made for
+    /// any values. For statements whose best plan depends on the values, such as a page's
+    /// `WHERE last_name = $1 ORDER BY emp_no LIMIT $2`: a common name is best found by walking
+    /// the `ORDER BY` index, a rare one through the index on `last_name`. PostgreSQL then sends
+    /// the statement unnamed (planned at each execution, as server-side cursors always are)
+    /// rather than as a prepared statement, which may switch to a generic plan after five
+    /// executions. SQLite ignores it (its plans never depend on the values bound).
+    public var planForValues: Bool
+
+    public init(interleaved: Bool = false, batchSize: Int = 500, prefetch: Bool = false, planForValues: Bool = false) {
         self.interleaved = interleaved
         self.batchSize = batchSize
         self.prefetch = prefetch
+        self.planForValues = planForValues
     }
 }
 
@@ -94,6 +104,14 @@ public protocol DatabaseConnection: AnyObject, Sendable {
     /// `parameters[i]` binds placeholder `i + 1` of `sql.text` (see ``ParsedSQL``). Prepared
     /// statements are cached per connection, keyed by `sql.text`.
     func query(_ sql: ParsedSQL, _ parameters: [SQLValue], options: QueryOptions) throws -> any RowCursor
+
+    /// The database's plan for the statement ``query(_:_:options:)`` would run with the same
+    /// arguments, one line per plan line, without running it. PostgreSQL: `EXPLAIN` of the
+    /// `DECLARE ... CURSOR` an interleaved query declares (in the caller's transaction, as the
+    /// cursor needs), of the prepared statement's `EXECUTE` (the plan its cache would use
+    /// now, generic or custom), or of the unnamed statement with the values bound
+    /// (``QueryOptions/planForValues``). SQLite: `EXPLAIN QUERY PLAN`, indented by depth.
+    func explain(_ sql: ParsedSQL, _ parameters: [SQLValue], options: QueryOptions) throws -> [String]
 
     /// Runs `statements` in order and returns all the rows of each (buffered: for small
     /// results, such as the children of one parent row). PostgreSQL sends them together in

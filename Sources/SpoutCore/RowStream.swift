@@ -148,24 +148,12 @@ public struct RowStream: Sendable {
         let window = shape == .array ? (attachmentBatchSize ?? self.database?.configuration.attachmentBatchSize ?? 500) : 1
         let executor = AttachmentExecutor(connection: connection, batchSize: window)
 
-        // An array is read in batches through a cursor that lets other statements interleave
-        // (on PostgreSQL a server-side cursor, which lives in a transaction): children are
-        // fetched between windows of parent rows, and each batch is a statement of its own
-        // under the statement timeout, so waiting for a slow client never counts against it. A
-        // single-row shape needs none: its one row is read, the statement closed, and then the
-        // children fetched. Neither does a page without attachments (``isLimitedBySQL``).
-        let interleaved = shape == .array && !(self.isLimitedBySQL && self.rowLimit != nil && self.attachments.isEmpty)
-        let batch = self.attachments.isEmpty ? (fetchSize ?? self.database?.configuration.fetchSize ?? DatabaseConfiguration.defaultFetchSize) : window
-        let ownsTransaction = interleaved && connection.dialect == .postgres && !connection.isInTransaction
+        let options = self.queryOptions(shape: shape, window: window, fetchSize: fetchSize)
+        let ownsTransaction = options.interleaved && connection.dialect == .postgres && !connection.isInTransaction
         if ownsTransaction { try connection.begin(readOnly: true) }
         do {
             let parsed = try self.statement(for: connection.dialect)
-            let cursor = try connection.query(
-                parsed,
-                try parsed.bind(self.arguments),
-                // Without attachments nothing else runs on the connection meanwhile: read ahead.
-                options: QueryOptions(interleaved: interleaved, batchSize: batch, prefetch: self.attachments.isEmpty)
-            )
+            let cursor = try connection.query(parsed, try parsed.bind(self.arguments), options: options)
             let outcome: StreamOutcome
             do {
                 // Closed before the commit: a limit may stop reading while the cursor reads ahead.
@@ -178,6 +166,36 @@ public struct RowStream: Sendable {
             if ownsTransaction && connection.isInTransaction { try? connection.rollback() }
             throw error
         }
+    }
+
+    /// How ``run(as:shape:to:on:dateFormat:attachmentBatchSize:fetchSize:)`` queries: an array
+    /// is read in batches through a cursor that lets other statements interleave (on
+    /// PostgreSQL a server-side cursor, which lives in a transaction): children are fetched
+    /// between windows of parent rows, and each batch is a statement of its own under the
+    /// statement timeout, so waiting for a slow client never counts against it. A single-row
+    /// shape needs none: its one row is read, the statement closed, and then the children
+    /// fetched. Neither does a page without attachments (``isLimitedBySQL``), which is planned
+    /// for its values instead (its best plan depends on them, see
+    /// ``QueryOptions/planForValues``).
+    func queryOptions(shape: ResultShape, window: Int, fetchSize: Int?) -> QueryOptions {
+        let interleaved = shape == .array && !(self.isLimitedBySQL && self.rowLimit != nil && self.attachments.isEmpty)
+        let batch = self.attachments.isEmpty ? (fetchSize ?? self.database?.configuration.fetchSize ?? DatabaseConfiguration.defaultFetchSize) : window
+        // Without attachments nothing else runs on the connection meanwhile: read ahead.
+        return QueryOptions(
+            interleaved: interleaved, batchSize: batch, prefetch: self.attachments.isEmpty, planForValues: self.isLimitedBySQL)
+    }
+
+    /// The database's plan of the statement ``run(as:shape:to:on:dateFormat:attachmentBatchSize:fetchSize:)``
+    /// sends on `connection` for `shape` (not its attachments'), with the same options and, on
+    /// PostgreSQL, in a read-only transaction of its own when a cursor needs one and the
+    /// caller has none (rolled back). Runs nothing else.
+    public func explain(shape: ResultShape = .array, on connection: any DatabaseConnection) throws -> [String] {
+        let options = self.queryOptions(shape: shape, window: 1, fetchSize: nil)
+        let ownsTransaction = options.interleaved && connection.dialect == .postgres && !connection.isInTransaction
+        if ownsTransaction { try connection.begin(readOnly: true) }
+        defer { if ownsTransaction && connection.isInTransaction { try? connection.rollback() } }
+        let parsed = try self.statement(for: connection.dialect)
+        return try connection.explain(parsed, try parsed.bind(self.arguments), options: options)
     }
 
     /// Encodes the rows of `cursor` (and their attachments, through `executor`) into `sink`.

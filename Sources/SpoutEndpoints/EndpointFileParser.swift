@@ -179,6 +179,7 @@ struct EndpointFileParser {
         let pageParameters: Set<String> = page == nil ? [] : [EndpointPage.sizeParameter, EndpointPage.afterParameter]
         let declared = Set(parameters.map(\.name)).subtracting(pageParameters)
         try self.checkParameters(of: sql, allowed: { _ in declared }, owner: title, detail: nil)
+        try self.checkOptionalClauses(of: sql)
         if let versionSQL {
             try self.checkParameters(of: versionSQL, allowed: { _ in declared }, owner: "versionSql of \(title)", detail: nil)
         }
@@ -605,6 +606,21 @@ struct EndpointFileParser {
                 }
             }
             return sql
+        }
+    }
+
+    /// Checks that the optional clauses of an endpoint's `sql` (``OptionalClauses``) can be
+    /// reduced on every dialect; an error points into the SQL text (its file and line).
+    private func checkOptionalClauses(of sql: EndpointSQL) throws(ConfigurationError) {
+        for dialect in SQLDialect.allCases {
+            do {
+                _ = try OptionalClauses(sql.text(for: dialect))
+            } catch {
+                let file = sql.overrideFiles[dialect] ?? sql.file
+                let firstLine = sql.overrides[dialect] == nil ? sql.firstLine : 1
+                throw ConfigurationError(
+                    file: file, line: firstLine + error.line - 1, column: error.column, message: "optional clause: \(error.reason)")
+            }
         }
     }
 

@@ -19,12 +19,13 @@ struct EndpointHandler: Sendable {
     let documentation: APIDocumentation
     let logger: Logger
     /// The endpoint's SQL and its details' SQL for the database's dialect, parsed once here
-    /// (nil when it does not parse: the request then reports the error).
+    /// (nil when it does not parse: the request then reports the error). The endpoint's SQL
+    /// and its pages' are reduced per request for the optional filters it gives (``FilteredSQL``).
     let sql: String
-    let parsed: ParsedSQL?
+    let parsed: FilteredSQL?
     let detailSQL: [(name: String, sql: String, parsed: ParsedSQL?)]
     /// The SQL of the first and of the later pages, for a paged endpoint.
-    let pages: (first: ParsedSQL, next: ParsedSQL)?
+    let pages: (first: FilteredSQL, next: FilteredSQL)?
     /// The endpoint's `versionSql`, parsed.
     let version: ParsedSQL?
     /// Seals and opens page cursors.
@@ -44,15 +45,15 @@ struct EndpointHandler: Sendable {
         self.logger = logger
         self.cursorKey = cursorKey
         self.sql = endpoint.sql.text(for: database.dialect)
-        self.parsed = try? ParsedSQL(self.sql, dialect: database.dialect)
+        self.parsed = try? FilteredSQL(self.sql, dialect: database.dialect)
         self.detailSQL = endpoint.details.map { detail in
             let sql = detail.sql.text(for: database.dialect)
             return (detail.name, sql, try? ParsedSQL(sql, dialect: database.dialect))
         }
         // The endpoint file's checks made sure these parse and page on every dialect.
         if let page = endpoint.page, let keyset = try? KeysetQuery(self.sql, key: page.key),
-            let first = try? ParsedSQL(keyset.first, dialect: database.dialect),
-            let next = try? ParsedSQL(keyset.next, dialect: database.dialect)
+            let first = try? FilteredSQL(keyset.first, dialect: database.dialect),
+            let next = try? FilteredSQL(keyset.next, dialect: database.dialect)
         {
             self.pages = (first, next)
         } else {
@@ -83,7 +84,7 @@ struct EndpointHandler: Sendable {
         }
         try self.checkRequired(request.arguments)
         if let page = try self.pageRequest(request) {
-            return self.page(page, request: request)
+            return try self.page(page, request: request)
         }
         let stream = try self.stream(arguments: request.arguments)
         if self.endpoint.readOnly, let shape = self.endpoint.result.shape, self.endpoint.result != .created {
@@ -148,7 +149,7 @@ struct EndpointHandler: Sendable {
 
     /// One page, read whole (at most `maxSize` rows) and sent with a strong `ETag` and, unless
     /// it is the last, a `Link` to the next page.
-    private func page(_ page: PageRequest, request: Request) -> Response {
+    private func page(_ page: PageRequest, request: Request) throws -> Response {
         guard let pages = self.pages, let key = self.endpoint.page?.key else { preconditionFailure("not a paged endpoint") }
         var arguments = request.arguments
         // One row more than the page: it tells whether there is a next page.
@@ -156,7 +157,8 @@ struct EndpointHandler: Sendable {
         for (position, value) in (page.after?.values ?? []).enumerated() {
             arguments[KeysetQuery.afterParameter(position)] = value
         }
-        var stream = self.database.query(page.after == nil ? pages.first : pages.next, arguments)
+        let statement = try (page.after == nil ? pages.first : pages.next).statement(for: arguments)
+        var stream = self.database.query(statement, arguments)
         stream.rowLimit = page.size
         stream.isLimitedBySQL = true
         stream.keyLabels = key
@@ -203,7 +205,7 @@ struct EndpointHandler: Sendable {
 
     /// The endpoint's query with the selected details attached, in declaration order.
     private func stream(arguments: [String: SQLValue]) throws -> RowStream {
-        var stream = try self.parsed.map { self.database.query($0, arguments) } ?? self.database.query(self.sql, arguments)
+        var stream = try self.parsed.map { self.database.query(try $0.statement(for: arguments), arguments) } ?? self.database.query(self.sql, arguments)
         stream.rowLimit = self.endpoint.rowLimit
         self.attachDetails(to: &stream, arguments: arguments)
         return stream

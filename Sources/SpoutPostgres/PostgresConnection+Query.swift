@@ -5,7 +5,8 @@ extension PostgresConnection {
     /// Runs `sql` and returns a cursor whose ``SpoutCore/RowCursor/columns`` are known.
     ///
     /// Without `options.interleaved` the statement streams in single-row mode (the first
-    /// result is read before returning). With it, the caller must have an open transaction
+    /// result is read before returning); it is prepared once per connection, unless
+    /// `options.planForValues` (then it is sent unnamed, and planned for the values bound). With it, the caller must have an open transaction
     /// (else ``SpoutCore/DatabaseError/Code/unsupported``); rows come through a server-side
     /// cursor `spout_cN`, `options.batchSize` per FETCH, and the first batch is fetched here.
     public func query(_ sql: ParsedSQL, _ parameters: [SQLValue], options: QueryOptions) throws -> any RowCursor {
@@ -18,7 +19,8 @@ extension PostgresConnection {
         try self.openImplicitTransactionIfNeeded()
         self.statistics.recordStatement()
         self.statementStarting()
-        let name = try self.preparedStatementName(for: sql.text, handle: handle)
+        // Planned for these values: sent unnamed, as without session state.
+        let name = options.planForValues ? nil : try self.preparedStatementName(for: sql.text, handle: handle)
         guard self.send(sql.text, prepared: name, parameters, handle: handle) == 1 else {
             let error = self.makeError(nil)
             self.drainResults(handle)

@@ -113,10 +113,18 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     /// server connection it lends (PgBouncer: client_encoding, DateStyle, TimeZone).
     static let pooledSessionSetup = "SET client_encoding = 'UTF8'; SET DateStyle = 'ISO, YMD'; SET TimeZone = 'UTC'"
 
-    /// Settings the decoding relies on that poolers do not carry over: without session state
-    /// each transaction sets them `LOCAL` (with DateStyle and TimeZone, in case the pooler
-    /// does not carry those either).
-    static let unpooledSettings = ["extra_float_digits = 1", "IntervalStyle = 'iso_8601'", "bytea_output = 'hex'"]
+    /// Settings the decoding and the planning rely on that poolers do not carry over: without
+    /// session state each transaction sets them `LOCAL` (with DateStyle and TimeZone, in case
+    /// the pooler does not carry those either).
+    ///
+    /// `cursor_tuple_fraction = 1`: Spout's server-side cursors are streams read to their last
+    /// row, so they are planned for all rows, like any other statement. The default (0.1)
+    /// plans for the first tenth, which favours walking an `ORDER BY` index and filtering row
+    /// by row over finding the few matching rows by another index and sorting them
+    /// (docs/benchmarks.md, "Filters"). It affects `DECLARE ... CURSOR` only.
+    static let unpooledSettings = [
+        "extra_float_digits = 1", "IntervalStyle = 'iso_8601'", "bytea_output = 'hex'", "cursor_tuple_fraction = 1",
+    ]
     static let transactionSettings = (PostgresConnection.unpooledSettings + ["DateStyle = 'ISO, YMD'", "TimeZone = 'UTC'"])
         .map { "SET LOCAL \($0)" }.joined(separator: "; ")
 

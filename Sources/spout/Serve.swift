@@ -100,6 +100,13 @@ struct Serve: AsyncParsableCommand {
         }
         try await admin?.start()
         try await server.start()
+        // Optional filters no index serves, where the database can say so: a few EXPLAINs on
+        // one connection, off the startup path (a database still starting delays nothing).
+        Task.detached {
+            for message in endpoints.unindexedFilters(on: database) {
+                logger.warning("\(message)")
+            }
+        }
         let port = server.boundPort ?? settings.server.port
         let shownHost = ["0.0.0.0", "::", ""].contains(settings.server.host) ? "127.0.0.1" : settings.server.host
         logger.notice("listening on http://\(shownHost):\(port)", metadata: [

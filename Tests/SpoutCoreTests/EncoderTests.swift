@@ -25,6 +25,7 @@ final class MemoryConnection: DatabaseConnection, @unchecked Sendable {
     var dialect: SQLDialect { .sqlite }
     func query(_ sql: ParsedSQL, _ parameters: [SQLValue], options: QueryOptions) throws -> any RowCursor { self.cursor }
     func execute(_ sql: ParsedSQL, _ parameters: [SQLValue]) throws -> Int { 0 }
+    func explain(_ sql: ParsedSQL, _ parameters: [SQLValue], options: QueryOptions) throws -> [String] { [] }
     func executeScript(_ sql: String) throws {}
     func begin(readOnly: Bool) throws {}
     func commit() throws {}

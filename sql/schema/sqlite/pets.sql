@@ -9,6 +9,9 @@ CREATE TABLE pet (
     death       DATE
 );
 
+-- GET /pets?owner=... filters on owner (Spout warns at startup about a filter no index serves).
+CREATE INDEX pet_owner_idx ON pet (owner);
+
 -- A counter that every write to pet advances: GET /pets reads it as its versionSql, so a
 -- client's cached copy is revalidated (ETag, 304) without reading the pets.
 CREATE TABLE pet_version (version INTEGER NOT NULL);
