@@ -130,6 +130,32 @@ struct SlowDownloadsTests {
         }
     }
 
+    /// A spool directory on a tmpfs of 256 KiB: the first spooled chunks fit, then the disk
+    /// refuses (ENOSPC). Mounting needs root (CI runs as root); elsewhere the missing
+    /// directory above covers the same fallback.
+    @Test("a spool on a full tmpfs: the stream holds its connection and completes, no 5xx",
+          .enabled(if: getuid() == 0), arguments: [SQLDialect.postgres, .sqlite])
+    func fullDiskFallsBackToHolding(dialect: SQLDialect) async throws {
+        let mountPoint = FileManager.default.temporaryDirectory.appendingPathComponent("spout-full-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: mountPoint) }
+        let mounted = try await ChildProcess.run(executable: "/bin/mount", arguments: ["-t", "tmpfs", "-o", "size=256k", "tmpfs", mountPoint])
+        try #require(mounted.status == 0, "mount failed: \(mounted.standardError)")
+        defer { Self.unmount(mountPoint) }
+        try await Self.withService(dialect, environment: ["SPOUT_SPOOL_DIRECTORY": mountPoint]) { service, _ in
+            let expected = try await service.get("/salaries", timeout: 60)
+            let slow = try await Self.stalledDownload(service)
+            #expect(try await eventually { try Self.metric(service, "spout_streams_held_total") ?? 0 >= 1 }, "the stream never fell back to holding")
+            let response = try await onThread {
+                try slow.socket.receiveUntilClosed()
+                return try RawHTTP.parse(slow.socket.received)
+            }
+            #expect(response.status == 200 && response.complete)
+            #expect(response.body == expected.body)
+            #expect(try await eventually { try Self.metric(service, "spout_spool_bytes", labels: #"medium="disk""#) == 0 })
+        }
+    }
+
     @Test("one address may have its cap of streams at once: the next is 429 with Retry-After, another address still streams")
     func streamsPerAddressAreCapped() async throws {
         // A cap of 3 (default 16), below the 6 connections streams may hold, so the holders are
@@ -152,6 +178,11 @@ struct SlowDownloadsTests {
     }
 
     // MARK: Support
+
+    /// Unmounts what ``fullDiskFallsBackToHolding(dialect:)`` mounted (synchronously: a defer).
+    private static func unmount(_ path: String) {
+        _ = try? ChildProcess.run(executable: "/bin/umount", arguments: [path])
+    }
 
     /// A download of `/salaries` that has its head and reads nothing more (a 16 KiB receive
     /// buffer): a client that stopped reading.
