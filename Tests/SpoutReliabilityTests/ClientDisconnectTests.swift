@@ -11,7 +11,7 @@ struct ClientDisconnectTests {
     func postgres() async throws {
         let database = try TestDatabases.makePostgresDatabase(prefix: "spout_rel_disconnect")
         defer { database.drop() }
-        try await self.disconnectRepeatedly(url: database.url, dialect: .postgres, times: 200) {
+        try await self.disconnectRepeatedly(url: database.url, dialect: .postgres, times: 200) { _ in
             // Statements of this database still running (ours excluded).
             Int(try SampleData.column(database.url, """
                 SELECT count(*) FROM pg_stat_activity
@@ -20,7 +20,7 @@ struct ClientDisconnectTests {
         }
     }
 
-    @Test("disconnects mid-stream on SQLite leak no connection, descriptor or socket")
+    @Test("disconnects mid-stream on SQLite leak no running statement, connection, descriptor or socket")
     func sqlite() async throws {
         let database = TestDatabases.makeSQLiteDatabase()
         defer { database.drop() }
@@ -28,7 +28,10 @@ struct ClientDisconnectTests {
             // Creates the file; the endpoints need no table.
             _ = try SampleData.column(database.url, "SELECT 1")
         }
-        try await self.disconnectRepeatedly(url: database.url, dialect: .sqlite, times: 100) { 0 }
+        // A statement still running holds its lease: the pool's connections in use.
+        try await self.disconnectRepeatedly(url: database.url, dialect: .sqlite, times: 100) { service in
+            service.database.poolState.inUse
+        }
     }
 
     /// A single-row response on PostgreSQL runs event-driven (no thread of its own): a client
@@ -67,7 +70,7 @@ struct ClientDisconnectTests {
     }
 
     private func disconnectRepeatedly(
-        url: String, dialect: SQLDialect, times: Int, runningStatements: @escaping @Sendable () throws -> Int
+        url: String, dialect: SQLDialect, times: Int, runningStatements: @escaping @Sendable (InProcessService) throws -> Int
     ) async throws {
         let poolSize = 4
         let directory = try ServiceDirectory(
@@ -96,7 +99,7 @@ struct ClientDisconnectTests {
         #expect(heads == Array(repeating: 200, count: times))
 
         // Every statement stops, every server-side socket closes.
-        #expect(try await eventually { try runningStatements() == 0 }, "statements still running after the clients left")
+        #expect(try await eventually { try runningStatements(service) == 0 }, "statements still running after the clients left")
         #expect(try await eventually { ProcessProbe.serverSideSockets(port: port) == 0 },
                 "\(ProcessProbe.serverSideSockets(port: port)) server-side sockets still open")
         // Other suites run in this process at the same time: the slack absorbs their descriptors,
