@@ -136,6 +136,8 @@ struct RowResponder: Sendable {
     /// is then untouched. Otherwise the lease is released.
     private func runEventDriven(_ rows: RowResult, format: OutputFormat, lease: ConnectionLease) async -> Result<WholeBody, any Error>? {
         let timeout = rows.statementTimeout?.statementTimeoutMilliseconds
+        // A session (role, claims) needs the transaction the thread-pool path opens.
+        guard rows.session == nil || rows.database.dialect != .postgres else { return nil }
         guard let connection = lease.eventDrivenConnection(statementTimeout: timeout),
             let plan = try? PipelinedSingleRowPlan(rows.stream, shape: rows.shape, format: format, children: connection.childQueries)
         else { return nil }
@@ -269,7 +271,9 @@ struct RowResponder: Sendable {
                 defer { if releasing { lease.release() } }
                 return Result {
                     try lease.withConnection { connection in
-                        try connection.runRequest(statementTimeout: rows.statementTimeout, transaction: rows.readOnly ? .read : .none) {
+                        try connection.runRequest(
+                            statementTimeout: rows.statementTimeout, transaction: rows.readOnly ? .read : .none, session: rows.session
+                        ) {
                             try body(connection, configuration)
                         }
                     }
