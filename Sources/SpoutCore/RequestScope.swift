@@ -1,6 +1,6 @@
 /// The one home of the rules a request's statements run under: the statement timeout, and
 /// the transaction around them. The HTTP layer's row responses and the endpoints' writes both
-/// go through ``DatabaseConnection/runRequest(statementTimeout:transaction:_:)``.
+/// go through ``DatabaseConnection/runRequest(statementTimeout:transaction:session:_:)``.
 public enum RequestTransaction: Sendable, Hashable {
     /// No transaction: each statement commits on its own.
     case none

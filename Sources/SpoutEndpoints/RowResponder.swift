@@ -32,7 +32,7 @@ extension RowResult {
 ///    answers the same request.
 ///
 /// The statement timeout and transaction rules are Core's
-/// (``DatabaseConnection/runRequest(statementTimeout:transaction:_:)``); the lease is released
+/// (``DatabaseConnection/runRequest(statementTimeout:transaction:session:_:)``); the lease is released
 /// before the response is reported done; a client that goes away cancels the statement
 /// through the lease.
 struct RowResponder: Sendable {
@@ -258,7 +258,7 @@ struct RowResponder: Sendable {
     // MARK: Leases
 
     /// Runs `body` on a thread-pool thread with the lease's connection set up for `rows` by
-    /// ``DatabaseConnection/runRequest(statementTimeout:transaction:_:)`` (Core's rules), and
+    /// ``DatabaseConnection/runRequest(statementTimeout:transaction:session:_:)`` (Core's rules), and
     /// releases the lease there unless `releasing` is false. The lease is released here too
     /// when the pool did not run the body (cancelled, shut down).
     private func runBlocking<Value: Sendable>(
