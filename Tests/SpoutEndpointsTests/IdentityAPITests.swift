@@ -202,6 +202,11 @@ struct IdentityAPITests {
             get:
               sql: SELECT CAST(current_user AS text) AS role, current_setting('request.jwt.claims', true) AS claims, CAST(:claims.sub AS text) AS sub
               result: object
+          /whoami/rows:
+            get:
+              sql: SELECT n, CAST(current_user AS text) AS role, CAST(:claims.sub AS text) AS sub FROM generate_series(1, 3) AS n ORDER BY n
+              page:
+                key: [n]
         """
 
     static let publicFile = """
@@ -233,8 +238,18 @@ struct IdentityAPITests {
             #expect(superuser.status == 403)
             #expect(superuser.text == #"{"error":"role 'spout' is not allowed (identity.roles)"}"#)
 
+            // A streamed result (a cursor in the request's transaction) and a page run as the
+            // token's role too.
+            let writer = try await Self.token("wanda", role: store.writer)
+            let row = #"{"role":"\#(store.writer)","sub":"wanda"}"#
+            let streamed = try await Self.send(service, "GET", "/whoami/rows", token: writer)
+            #expect(streamed.text == "[" + (1...3).map { #"{"n":\#($0),"# + row.dropFirst() }.joined(separator: ",") + "]")
+            let page = try await Self.send(service, "GET", "/whoami/rows?pageSize=2", token: writer)
+            #expect(page.text == "[" + (1...2).map { #"{"n":\#($0),"# + row.dropFirst() }.joined(separator: ",") + "]")
+            #expect(page.header("link") != nil && page.header("cache-control") == "private")
+
             // Interleaved identities on the one connection: each sees only its own.
-            let count = 240
+            let count = 1_000
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for index in 0..<count {
                     group.addTask {
