@@ -113,3 +113,41 @@ struct TokenVerifierTests {
         #expect(Self.reason(await verifier.verify(token)) == "no key to verify HS256 tokens is configured")
     }
 }
+
+/// The `identity` settings and `auth: {token: jwt}` sections that cannot work stop loading,
+/// naming what is wrong and never the secret.
+@Suite("Token settings")
+struct TokenSettingsTests {
+    @Test("a short secret stops the start; no secret and no JWKS is no verifier")
+    func secrets() throws {
+        let configuration = SpoutConfiguration()
+        let short = "a-secret-of-24-bytes-xyz"
+        #expect {
+            _ = try EndpointSet.tokenVerifier(configuration: configuration, environment: ["SPOUT_JWT_SECRET": short])
+        } throws: { error in
+            let text = String(describing: error)
+            return text.contains("SPOUT_JWT_SECRET holds 24 bytes; an HMAC secret for tokens needs at least 32") && !text.contains(short)
+        }
+        #expect(try EndpointSet.tokenVerifier(configuration: configuration, environment: [:]) == nil)
+        let verifier = try EndpointSet.tokenVerifier(configuration: configuration, environment: ["SPOUT_JWT_SECRET": TokenFixtures.secret])
+        #expect(verifier?.hasSecret == true && verifier?.jwksKeyCount == 0)
+    }
+
+    @Test(
+        "mistakes in 'auth: token' name the key and the line",
+        arguments: [
+            ("auth:\n  token: opaque\n", 2, "'token' must be jwt (a verified bearer token), not 'opaque'"),
+            ("auth:\n  token: jwt\n  keysFromEnvironment: K\n", 2, "'auth' takes either 'token' or 'keysFromEnvironment', not both"),
+            ("auth:\n  keysFromEnvironment: K\n  anonymous: true\n", 3, "'anonymous' applies to 'token: jwt' only; API keys carry no identity"),
+            ("auth:\n  token: jwt\n  anonymous: maybe\n", 3, "'anonymous' must be true or false, not 'maybe'"),
+        ])
+    func authErrors(yaml: String, line: Int, message: String) throws {
+        let directory = try TemporaryDirectory()
+        let file = try directory.write("endpoints/x.yaml", yaml + "paths:\n  /x:\n    get:\n      sql: SELECT 1 AS one\n")
+        let error = #expect(throws: ConfigurationError.self) {
+            try EndpointSet.load(files: [file], sqlDirectory: directory.path, environment: ["K": "some-key"])
+        }
+        #expect(error?.line == line)
+        #expect(error?.message == message)
+    }
+}
