@@ -105,7 +105,12 @@ struct OpenAPITests {
         #expect((created["headers"] as? [String: Any])?["Location"] != nil)
         #expect((create["responses"] as? [String: Any])?["409"] != nil)
         let delete = try #require(paths["/pets/{name}"]?["delete"] as? [String: Any])
-        #expect(Set((delete["responses"] as? [String: Any])?.keys ?? [:].keys) == ["204", "400", "404", "409", "422", "500", "503", "504"])
+        #expect(Set((delete["responses"] as? [String: Any])?.keys ?? [:].keys) == ["204", "400", "401", "403", "404", "409", "422", "500", "503", "504"])
+        // The pets' writes take a verified token; their reads are open.
+        #expect((delete["security"] as? [[String: [String]]]) == [["bearerJWT": []]])
+        #expect((paths["/pets"]?["get"] as? [String: Any])?["security"] == nil)
+        let schemes = try #require((document["components"] as? [String: Any])?["securitySchemes"] as? [String: Any])
+        #expect((schemes["bearerJWT"] as? [String: Any])?["bearerFormat"] as? String == "JWT")
         let components = try #require(document["components"] as? [String: Any])
         let error = try #require((components["schemas"] as? [String: Any])?["Error"] as? [String: Any])
         #expect(error["required"] as? [String] == ["error"])
