@@ -1,6 +1,6 @@
 /// The one home of the rules a request's statements run under: the statement timeout, and
 /// the transaction around them. The HTTP layer's row responses and the endpoints' writes both
-/// go through ``DatabaseConnection/runRequest(statementTimeout:transaction:_:)``.
+/// go through ``DatabaseConnection/runRequest(statementTimeout:transaction:session:_:)``.
 public enum RequestTransaction: Sendable, Hashable {
     /// No transaction: each statement commits on its own.
     case none
@@ -17,22 +17,34 @@ extension DatabaseConnection {
     /// Sets the statement timeout (when given), runs `body` in the transaction `transaction`
     /// asks for, and commits; when `body` throws, rolls back what it opened and rethrows.
     /// Blocking: call it off the event loop, on the connection's thread.
+    ///
+    /// With a `session` on PostgreSQL the request always runs in a transaction (a read in a
+    /// read-only one), and the session's role and claims are set in it before `body` runs,
+    /// local to the transaction (``RequestSession``): its commit or rollback ends them, so the
+    /// next request on the connection never sees them. SQLite has no roles or settings: there
+    /// the session changes nothing (claims reach SQLite as parameters).
     public func runRequest<T>(
-        statementTimeout: Duration?, transaction: RequestTransaction, _ body: () throws -> T
+        statementTimeout: Duration?, transaction: RequestTransaction, session: RequestSession? = nil, _ body: () throws -> T
     ) throws -> T {
         if let statementTimeout { try self.setStatementTimeout(milliseconds: statementTimeout.statementTimeoutMilliseconds) }
+        let session = self.dialect == .postgres ? session : nil
         let readOnly: Bool
         switch transaction {
-        case .none:
+        case .none where session == nil:
             return try body()
+        case .none:
+            readOnly = false
         case .read:
-            guard self.dialect.readsInTransaction else { return try body() }
+            guard self.dialect.readsInTransaction || session != nil else { return try body() }
             readOnly = true
         case .always(let mode):
             readOnly = mode
         }
         try self.begin(readOnly: readOnly)
         do {
+            if let session, let statement = session.statement(for: self.dialect) {
+                _ = try self.execute(statement.sql, statement.arguments)
+            }
             let value = try body()
             try self.commit()
             return value

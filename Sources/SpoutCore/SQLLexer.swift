@@ -7,7 +7,9 @@
 /// - `-- comments` to the end of the line and nested `/* ... */` comments;
 /// - `::` casts, so `:employeeNumber::int` is the parameter followed by a cast.
 ///
-/// A parameter name starts with a letter or `_` and continues with letters, digits and `_`.
+/// A parameter name starts with a letter or `_` and continues with letters, digits and `_`;
+/// a `.` followed by such a name continues it, so `:claims.sub` and `:claims.address.city`
+/// are one parameter each (a name never ends with `.`: in `:name.` the dot is SQL).
 /// A lone `:` (not followed by such a name, and not part of `::`) and an unterminated string,
 /// identifier, comment or dollar quote are errors that carry the offset.
 public enum SQLLexer {
@@ -55,8 +57,14 @@ public enum SQLLexer {
                     throw error("parameter without a name", at: index)
                 }
                 var nameEnd = nameStart + 1
-                while nameEnd < count && isIdentifierByte(bytes[nameEnd]) && bytes[nameEnd] != UInt8(ascii: "$") {
-                    nameEnd += 1
+                while nameEnd < count {
+                    if isIdentifierByte(bytes[nameEnd]) && bytes[nameEnd] != UInt8(ascii: "$") {
+                        nameEnd += 1
+                    } else if bytes[nameEnd] == UInt8(ascii: "."), nameEnd + 1 < count, isIdentifierStart(bytes[nameEnd + 1]) {
+                        nameEnd += 2
+                    } else {
+                        break
+                    }
                 }
                 flushVerbatim(upTo: index)
                 segments.append(.parameter(String(decoding: bytes[nameStart..<nameEnd], as: UTF8.self)))

@@ -31,6 +31,7 @@ public struct PetsLoader: Sendable {
             try EmployeesLoader.prepareTables(Self.tableNames, on: connection, replace: replace)
             try SchemaScripts.run(schemaPath, on: connection)
             try SchemaScripts.run(seedPath, on: connection)
+            try self.runSecurity(scripts, on: connection)
             return try withDatabaseContext("counting the rows of pet failed") {
                 try DatabaseCatalog.rowCount(of: Self.tableName, on: connection)
             }
@@ -64,11 +65,20 @@ public struct PetsLoader: Sendable {
             let count = try withDatabaseContext("counting the rows of pet failed") {
                 try DatabaseCatalog.rowCount(of: Self.tableName, on: connection)
             }
+            try self.runSecurity(scripts, on: connection)
             guard written == rows.count, count == rows.count else {
                 throw DataLoadError(.rowCountMismatch, "\(path): read \(rows.count) rows, the pet table holds \(count)")
             }
             return count
         }
+    }
+
+    /// Runs `schema/<dialect>/pets-security.sql` when there is one (PostgreSQL's row-level
+    /// security), after the rows are in: its policies would refuse the loader's inserts.
+    private func runSecurity(_ scripts: SchemaScripts, on connection: any DatabaseConnection) throws {
+        let path = scripts.schemaPath("pets-security", dialect: connection.dialect)
+        guard FileManager.default.fileExists(atPath: path) else { return }
+        try SchemaScripts.run(path, on: connection)
     }
 
     /// Parses and converts the rows of a pet TSV file.

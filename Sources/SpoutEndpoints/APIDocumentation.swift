@@ -78,6 +78,12 @@ struct APIDocumentation: Sendable {
         if endpoint.requiresAPIKey {
             html += "<p>Requires an API key: <code>Authorization: Bearer &lt;key&gt;</code> or <code>X-API-Key: &lt;key&gt;</code>.</p>\n"
         }
+        if let policy = endpoint.tokenPolicy {
+            var text = policy.anonymous ? "Takes a verified token" : "Requires a verified token"
+            text += ": <code>Authorization: Bearer &lt;JWT&gt;</code>"
+            if !policy.roles.isEmpty { text += ", with the role " + policy.roles.map { "<code>\(Self.escape($0))</code>" }.joined(separator: " or ") }
+            html += "<p>\(text).</p>\n"
+        }
         if !endpoint.parameters.isEmpty {
             html += "<table>\n<tr><th>Parameter</th><th>Type</th><th>Required</th><th>Default</th><th>Allowed</th><th>Description</th></tr>\n"
             let keys = endpoint.pathKeys

@@ -84,11 +84,34 @@ extension SpoutConfiguration {
             Setting(path: "database.applicationName", kind: .optionalString(\.database.applicationName)),
             Setting(path: "database.seed.enabled", kind: .boolean(\.database.seed.enabled)),
             Setting(path: "database.seed.employees", kind: .integer(\.database.seed.employees, 0...100_000_000)),
+            Setting(path: "identity.secretFromEnvironment", kind: .string(\.identity.secretFromEnvironment)),
+            Setting(path: "identity.jwksFile", kind: .optionalString(\.identity.jwksFile)),
+            Setting(path: "identity.algorithms", kind: .strings(\.identity.algorithms, check: Self.algorithmProblem)),
+            Setting(path: "identity.leewaySeconds", kind: .integer(\.identity.leewaySeconds, 0...3_600)),
+            Setting(path: "identity.issuer", kind: .optionalString(\.identity.issuer)),
+            Setting(path: "identity.audience", kind: .optionalString(\.identity.audience)),
+            Setting(path: "identity.roleClaim", kind: .string(\.identity.roleClaim)),
+            Setting(path: "identity.roles", kind: .strings(\.identity.roles, check: Self.roleProblem)),
+            Setting(path: "identity.defaultRole", kind: .optionalString(\.identity.defaultRole)),
+            Setting(path: "identity.anonymousRole", kind: .optionalString(\.identity.anonymousRole)),
             Setting(path: "dateFormat", kind: .dateFormat),
             Setting(path: "endpoints", kind: .list),
             Setting(path: "sqlDirectory", kind: .string(\.sqlDirectory)),
             Setting(path: "cursorSecret", kind: .optionalString(\.cursorSecret)),
         ]
+    }
+
+    /// Nil when `text` is an algorithm ``TokenVerifier`` verifies.
+    static func algorithmProblem(_ text: String) -> String? {
+        if TokenVerifier.supportedAlgorithms.contains(text) { return nil }
+        return "'\(text)' is not a supported algorithm (\(TokenVerifier.supportedAlgorithms.joined(separator: ", ")))"
+    }
+
+    /// Nil when `text` can be a PostgreSQL role name Spout switches to: letters, digits and
+    /// underscores, not starting with a digit.
+    static func roleProblem(_ text: String) -> String? {
+        if EndpointAuth.isVariableName(text) && text.utf8.count <= 63 { return nil }
+        return "'\(text)' is not a role name Spout switches to (letters, digits and underscores, at most 63)"
     }
 
     /// Nil when `text` is `*` or an origin as browsers send it (`scheme://host[:port]`, no path).

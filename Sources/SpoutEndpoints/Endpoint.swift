@@ -118,6 +118,9 @@ public struct Endpoint: Sendable {
     /// The keys a request needs, from the endpoint file's `auth` section when it covers this
     /// endpoint's method; nil when the endpoint is open.
     public var apiKeys: APIKeySet? = nil
+    /// What a request's bearer token must satisfy, from the endpoint file's `auth: {token:
+    /// jwt}` when it covers this endpoint's method; nil when the endpoint takes no token.
+    public var tokenPolicy: TokenPolicy? = nil
     /// Keyset pagination (`page:`): a request with `pageSize` or `after` gets one page and a
     /// `Link` to the next; nil when the endpoint is not paged.
     public var page: EndpointPage? = nil

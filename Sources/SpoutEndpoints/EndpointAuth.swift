@@ -1,13 +1,24 @@
 import SpoutHTTP
 
 /// The `auth` section of an endpoint file: its endpoints (or those of some methods) need an
-/// API key, read from an environment variable at startup.
+/// API key, read from an environment variable at startup, or a verified bearer token (JWT).
 ///
 /// ```yaml
 /// auth:
 ///   keysFromEnvironment: SPOUT_PETS_API_KEYS   # comma-separated keys
 ///   methods: [POST, PUT, PATCH, DELETE]        # optional; default: every method
 /// ```
+///
+/// ```yaml
+/// auth:
+///   token: jwt                  # a bearer token verified by the `identity` settings
+///   methods: [POST, DELETE]     # optional; default: every method
+///   anonymous: false            # optional; true serves requests without a token too
+///   roles: [editor]             # optional; the token's role must be one of these (else 403)
+/// ```
+///
+/// With `token: jwt`, the covered endpoints' SQL may use the token's claims as parameters
+/// (`:claims.sub`); see ``TokenPolicy``.
 ///
 /// Contract: a file with `auth` never loads without keys. An unset or empty variable, or one
 /// whose keys are unusable, stops loading with a ``ConfigurationError`` naming the file and the
@@ -21,10 +32,14 @@ public struct EndpointAuth: Sendable, Hashable {
     /// How many keys the variable holds.
     public var keyCount: Int
 
-    public init(environmentVariable: String, methods: [RequestMethod], keyCount: Int) {
+    /// With `token: jwt`: what a request's token must satisfy; nil for API keys.
+    public var token: TokenPolicy?
+
+    public init(environmentVariable: String, methods: [RequestMethod], keyCount: Int, token: TokenPolicy? = nil) {
         self.environmentVariable = environmentVariable
         self.methods = methods
         self.keyCount = keyCount
+        self.token = token
     }
 
     /// Every method an endpoint file can declare: the default of `methods`.

@@ -23,7 +23,7 @@ struct EndpointFileParser {
         "get": .get, "post": .post, "put": .put, "patch": .patch, "delete": .delete,
     ]
     static let fileKeys = ["description", "auth", "paths"]
-    static let authKeys = ["keysFromEnvironment", "methods"]
+    static let authKeys = ["keysFromEnvironment", "token", "methods", "anonymous", "roles"]
     static let endpointKeys = [
         "description", "sql", "sqlFile", "parameters", "result", "details", "detailsParameter", "timeoutMs",
         "rowLimit", "readOnly", "location", "consistency", "page", "cache", "versionSql", "versionSqlFile",
@@ -51,7 +51,7 @@ struct EndpointFileParser {
         }
         let top = try root.mapping("an endpoint file", allowed: Self.fileKeys)
         let description = try top.value("description")?.string("'description'")
-        var auth: (section: EndpointAuth, keys: APIKeySet)?
+        var auth: (section: EndpointAuth, keys: APIKeySet?)?
         if let authValue = top.value("auth") { auth = try self.auth(authValue) }
         guard let pathsValue = top.value("paths") else {
             throw root.error("an endpoint file needs 'paths' (a mapping of path templates to methods)")
@@ -63,9 +63,14 @@ struct EndpointFileParser {
             let methods = try pathEntry.value.mapping("path '\(pathEntry.name)'", allowed: Array(Self.methods.keys).sorted())
             for methodEntry in methods.entries {
                 let method = Self.methods[methodEntry.name]!
+                let covered = auth.map { $0.section.covers(method) } ?? false
                 var endpoint = try self.endpoint(
-                    method: method, path: pathEntry.name, value: methodEntry.value, key: methodEntry.key, tag: tag)
-                if let auth, auth.section.covers(method) { endpoint.apiKeys = auth.keys }
+                    method: method, path: pathEntry.name, value: methodEntry.value, key: methodEntry.key, tag: tag,
+                    claimsAllowed: covered && auth?.section.token != nil)
+                if let auth, covered {
+                    endpoint.apiKeys = auth.keys
+                    endpoint.tokenPolicy = auth.section.token
+                }
                 endpoints.append(endpoint)
             }
         }
@@ -76,18 +81,57 @@ struct EndpointFileParser {
 
     /// Reads the `auth` section and the keys of its variable; see ``EndpointAuth``. Messages
     /// name the variable, never a key.
-    private func auth(_ value: YAMLValue) throws(ConfigurationError) -> (section: EndpointAuth, keys: APIKeySet) {
+    private func auth(_ value: YAMLValue) throws(ConfigurationError) -> (section: EndpointAuth, keys: APIKeySet?) {
         let fields = try value.mapping("'auth'", allowed: Self.authKeys)
+        let methods = try self.authMethods(fields.value("methods"))
+        if let tokenValue = fields.value("token") {
+            let kind = try tokenValue.nonEmptyString("'token'").trimmedBlanks
+            guard kind == "jwt" else { throw tokenValue.error("'token' must be jwt (a verified bearer token), not '\(kind)'") }
+            if fields.value("keysFromEnvironment") != nil {
+                throw tokenValue.error("'auth' takes either 'token' or 'keysFromEnvironment', not both")
+            }
+            let anonymous = try fields.value("anonymous")?.boolean("'anonymous'") ?? false
+            var roles: [String] = []
+            if let rolesValue = fields.value("roles") {
+                let items: [YAMLValue] = rolesValue.scalarText != nil ? [rolesValue] : try rolesValue.sequence("'roles'")
+                for item in items { roles.append(try item.nonEmptyString("an entry of 'roles'").trimmedBlanks) }
+            }
+            let policy = TokenPolicy(anonymous: anonymous, roles: roles)
+            return (EndpointAuth(environmentVariable: "", methods: methods, keyCount: 0, token: policy), nil)
+        }
+        for name in ["anonymous", "roles"] where fields.value(name) != nil {
+            throw fields.value(name)!.error("'\(name)' applies to 'token: jwt' only; API keys carry no identity")
+        }
         guard let variableValue = fields.value("keysFromEnvironment") else {
-            throw value.error("'auth' needs 'keysFromEnvironment', the environment variable that holds the comma-separated API keys")
+            throw value.error(
+                "'auth' needs 'keysFromEnvironment', the environment variable that holds the comma-separated API keys, "
+                    + "or 'token: jwt' for verified bearer tokens")
         }
         let variable = try variableValue.nonEmptyString("'keysFromEnvironment'").trimmedBlanks
         guard EndpointAuth.isVariableName(variable) else {
             throw variableValue.error(
                 "'keysFromEnvironment' must name an environment variable (letters, digits and underscores), not '\(variable)'")
         }
+        let advice = "set it to a comma-separated list of API keys, or remove 'auth' to serve these endpoints without keys"
+        guard let text = self.environment[variable] else {
+            throw variableValue.error("'auth' reads API keys from the environment variable \(variable), which is not set; \(advice)")
+        }
+        let keys = EndpointAuth.keys(in: text)
+        guard let set = APIKeySet(keys: keys) else {
+            throw variableValue.error("'auth' reads API keys from the environment variable \(variable), which is empty; \(advice)")
+        }
+        for (index, key) in keys.enumerated() where !EndpointAuth.isUsableKey(key) {
+            throw variableValue.error(
+                "key \(index + 1) of \(keys.count) in the environment variable \(variable) holds a blank, control or non-ASCII "
+                    + "character; API keys must be visible ASCII characters other than commas")
+        }
+        return (EndpointAuth(environmentVariable: variable, methods: methods, keyCount: set.count), set)
+    }
+
+    /// The `methods` of `auth`, sorted; every method when absent.
+    private func authMethods(_ methodsValue: YAMLValue?) throws(ConfigurationError) -> [RequestMethod] {
         var methods = EndpointAuth.allMethods
-        if let methodsValue = fields.value("methods") {
+        if let methodsValue {
             let items: [YAMLValue] = methodsValue.scalarText != nil ? [methodsValue] : try methodsValue.sequence("'methods'")
             let known = EndpointAuth.allMethods.map(\.rawValue).joined(separator: ", ")
             methods = []
@@ -105,20 +149,7 @@ struct EndpointFileParser {
                 throw methodsValue.error("'methods' must list at least one method; remove 'auth' to leave the endpoints open")
             }
         }
-        let advice = "set it to a comma-separated list of API keys, or remove 'auth' to serve these endpoints without keys"
-        guard let text = self.environment[variable] else {
-            throw variableValue.error("'auth' reads API keys from the environment variable \(variable), which is not set; \(advice)")
-        }
-        let keys = EndpointAuth.keys(in: text)
-        guard let set = APIKeySet(keys: keys) else {
-            throw variableValue.error("'auth' reads API keys from the environment variable \(variable), which is empty; \(advice)")
-        }
-        for (index, key) in keys.enumerated() where !EndpointAuth.isUsableKey(key) {
-            throw variableValue.error(
-                "key \(index + 1) of \(keys.count) in the environment variable \(variable) holds a blank, control or non-ASCII "
-                    + "character; API keys must be visible ASCII characters other than commas")
-        }
-        return (EndpointAuth(environmentVariable: variable, methods: methods.sorted(), keyCount: set.count), set)
+        return methods.sorted()
     }
 
     // MARK: Paths
@@ -156,7 +187,7 @@ struct EndpointFileParser {
     /// parameters, details, limits, consistency, location, then the SQL's parameters), so the
     /// first mistake in a file is the one reported.
     private func endpoint(
-        method: RequestMethod, path: String, value: YAMLValue, key: YAMLValue, tag: String
+        method: RequestMethod, path: String, value: YAMLValue, key: YAMLValue, tag: String, claimsAllowed: Bool
     ) throws(ConfigurationError) -> Endpoint {
         let title = "\(method) \(path)"
         let fields = try value.mapping(title, allowed: Self.endpointKeys)
@@ -178,16 +209,17 @@ struct EndpointFileParser {
         // SQL parameters
         let pageParameters: Set<String> = page == nil ? [] : [EndpointPage.sizeParameter, EndpointPage.afterParameter]
         let declared = Set(parameters.map(\.name)).subtracting(pageParameters)
-        try self.checkParameters(of: sql, allowed: { _ in declared }, owner: title, detail: nil)
+        try self.checkParameters(of: sql, allowed: { _ in declared }, owner: title, detail: nil, claimsAllowed: claimsAllowed)
         try self.checkOptionalClauses(of: sql)
         if let versionSQL {
-            try self.checkParameters(of: versionSQL, allowed: { _ in declared }, owner: "versionSql of \(title)", detail: nil)
+            try self.checkParameters(
+                of: versionSQL, allowed: { _ in declared }, owner: "versionSql of \(title)", detail: nil, claimsAllowed: claimsAllowed)
         }
         for detail in details {
             try self.checkParameters(
                 of: detail.sql,
                 allowed: { dialect in declared.union(SQLLabels.labels(of: sql.text(for: dialect)).labels) },
-                owner: title, detail: detail.name)
+                owner: title, detail: detail.name, claimsAllowed: claimsAllowed)
         }
 
         var detailLabels: [String: [String]] = [:]
@@ -625,9 +657,10 @@ struct EndpointFileParser {
     }
 
     /// Checks that `sql` parses for every dialect and that each of its parameters is in
-    /// `allowed(dialect)`; errors point into the SQL text (its file and line).
+    /// `allowed(dialect)` or, with `claimsAllowed` (the endpoint needs a verified token), is a
+    /// claim (`:claims.sub`); errors point into the SQL text (its file and line).
     private func checkParameters(
-        of sql: EndpointSQL, allowed: (SQLDialect) -> Set<String>, owner: String, detail: String?
+        of sql: EndpointSQL, allowed: (SQLDialect) -> Set<String>, owner: String, detail: String?, claimsAllowed: Bool
     ) throws(ConfigurationError) {
         for dialect in SQLDialect.allCases {
             let text = sql.text(for: dialect)
@@ -648,7 +681,12 @@ struct EndpointFileParser {
                 switch segment {
                 case .sql(let piece):
                     line += piece.utf8.count(where: { $0 == 0x0A })
-                case .parameter(let name) where !names.contains(name):
+                case .parameter(let name) where RequestIdentity.claimPath(of: name) != nil && !claimsAllowed:
+                    throw ConfigurationError(
+                        file: file, line: line,
+                        message: "parameter :\(name) is a token claim, but \(owner) takes no token; cover it with "
+                            + "'auth: {token: jwt}' in its endpoint file")
+                case .parameter(let name) where !names.contains(name) && RequestIdentity.claimPath(of: name) == nil:
                     let message: String
                     if let detail {
                         message =

@@ -33,11 +33,16 @@ struct EndpointHandler: Sendable {
     /// `Cache-Control` (when the endpoint sets `cache`) and `Vary` for a read's response: the
     /// format follows `Accept`, the coding `Accept-Encoding`.
     let cachingHeaders: HeaderFields
+    /// The `identity` settings and the token verifier, for an endpoint with a ``TokenPolicy``.
+    let identity: (settings: SpoutConfiguration.Identity, verifier: TokenVerifier?)
+    /// The claim parameters the endpoint's statements use (`claims.sub`).
+    let claimNames: Set<String>
 
     init(
         endpoint: Endpoint, database: Database, timeout: Duration?, documentation: APIDocumentation, logger: Logger,
-        cursorKey: PageCursorKey
+        cursorKey: PageCursorKey, identity: (settings: SpoutConfiguration.Identity, verifier: TokenVerifier?) = (.init(), nil)
     ) {
+        self.identity = identity
         self.endpoint = endpoint
         self.database = database
         self.timeout = timeout
@@ -60,9 +65,20 @@ struct EndpointHandler: Sendable {
             self.pages = nil
         }
         var caching: HeaderFields = ["Vary": "Accept, Accept-Encoding"]
-        if let cache = endpoint.cache { caching.add("Cache-Control", cache.headerValue) }
+        if endpoint.tokenPolicy != nil {
+            // The response depends on who asks: never stored by a shared cache, and a private
+            // cache keys it by the credentials.
+            caching = ["Vary": "Accept, Accept-Encoding, Authorization"]
+            caching.add("Cache-Control", endpoint.cache.map { "private, max-age=\($0.maxAge)" } ?? "private")
+        } else if let cache = endpoint.cache {
+            caching.add("Cache-Control", cache.headerValue)
+        }
         self.cachingHeaders = caching
         self.version = endpoint.versionSQL.flatMap { try? ParsedSQL($0.text(for: database.dialect), dialect: database.dialect) }
+        var names = Set(self.parsed?.written.parameterNames ?? [])
+        for detail in self.detailSQL { names.formUnion(detail.parsed?.parameterNames ?? []) }
+        names.formUnion(self.version?.parameterNames ?? [])
+        self.claimNames = names.filter { RequestIdentity.claimPath(of: $0) != nil }
     }
 
     /// The parameters the HTTP layer converts. For GET endpoints, required query parameters
@@ -82,23 +98,41 @@ struct EndpointHandler: Sendable {
         if request.method == .get || request.method == .head, request.hasQueryKey("api") {
             return self.documentation.response(for: request.path)
         }
+        // Who asks is decided first: a refused token is a 401 or 403 before any SQL runs.
+        var identity: RequestIdentity?
+        var request = request
+        if let policy = self.endpoint.tokenPolicy {
+            let known = try await RequestIdentity.authenticate(
+                authorization: request.headers["Authorization"], policy: policy, verifier: self.identity.verifier,
+                settings: self.identity.settings)
+            known.bind(self.claimNames, into: &request.arguments)
+            identity = known
+        }
         try self.checkRequired(request.arguments)
         if let page = try self.pageRequest(request) {
-            return try self.page(page, request: request)
+            return try self.page(page, request: request, session: identity?.session)
         }
         let stream = try self.stream(arguments: request.arguments)
         if self.endpoint.readOnly, let shape = self.endpoint.result.shape, self.endpoint.result != .created {
             var rows = RowResult(
                 stream: stream, database: self.database, shape: shape, readOnly: true, statementTimeout: self.timeout,
                 onReplica: self.endpoint.consistency == .replica)
+            rows.session = identity?.session
             if shape != .array {
                 rows.validator = .body
-            } else if let version = self.version {
+            } else if let version = self.version, identity == nil {
+                // A version counts every caller's rows alike: with an identity its tag could
+                // confirm another caller's body, so such responses go untagged.
                 rows.validator = .version(RowStream(version, request.arguments))
             }
             return Response(headers: self.cachingHeaders, body: .produced(rows))
         }
-        return try await self.runInTransaction(stream, request: request)
+        var response = try await self.runInTransaction(stream, request: request, session: identity?.session)
+        if identity != nil {
+            // What a write answers depends on who asked, as a read's does.
+            for (name, value) in self.cachingHeaders { response.headers.replaceOrAdd(name, value) }
+        }
+        return response
     }
 
 
@@ -149,7 +183,7 @@ struct EndpointHandler: Sendable {
 
     /// One page, read whole (at most `maxSize` rows) and sent with a strong `ETag` and, unless
     /// it is the last, a `Link` to the next page.
-    private func page(_ page: PageRequest, request: Request) throws -> Response {
+    private func page(_ page: PageRequest, request: Request, session: RequestSession?) throws -> Response {
         guard let pages = self.pages, let key = self.endpoint.page?.key else { preconditionFailure("not a paged endpoint") }
         var arguments = request.arguments
         // One row more than the page: it tells whether there is a next page.
@@ -167,6 +201,7 @@ struct EndpointHandler: Sendable {
             stream: stream, database: self.database, shape: .array, readOnly: true, statementTimeout: self.timeout,
             onReplica: self.endpoint.consistency == .replica)
         rows.validator = .body
+        rows.session = session
         let context = self.cursorContext(request.arguments)
         let cursorKey = self.cursorKey
         let base = Self.nextPageBase(path: request.path, queryString: request.queryString, size: page.size)
@@ -229,7 +264,7 @@ struct EndpointHandler: Sendable {
         case body([UInt8]?)
     }
 
-    private func runInTransaction(_ stream: RowStream, request: Request) async throws -> Response {
+    private func runInTransaction(_ stream: RowStream, request: Request, session: RequestSession?) async throws -> Response {
         let format: OutputFormat
         if self.endpoint.result.shape != nil {
             guard let negotiated = ContentNegotiation.format(accept: request.headers["Accept"]) else {
@@ -251,7 +286,7 @@ struct EndpointHandler: Sendable {
                 return try lease.withConnection { connection in
                     try Self.run(
                         stream, result: result, format: format, readOnly: readOnly, timeout: timeout,
-                        dateFormat: dateFormat, on: connection)
+                        dateFormat: dateFormat, session: session, on: connection)
                 }
             }
         } catch {
@@ -279,9 +314,9 @@ struct EndpointHandler: Sendable {
     /// Runs the statement in a transaction on `connection` (blocking).
     private static func run(
         _ stream: RowStream, result: EndpointResult, format: OutputFormat, readOnly: Bool, timeout: Duration?,
-        dateFormat: DateFormat, on connection: any DatabaseConnection
+        dateFormat: DateFormat, session: RequestSession?, on connection: any DatabaseConnection
     ) throws -> Outcome {
-        try connection.runRequest(statementTimeout: timeout, transaction: .always(readOnly: readOnly)) {
+        try connection.runRequest(statementTimeout: timeout, transaction: .always(readOnly: readOnly), session: session) {
             if let shape = result.shape {
                 let sink = CollectingSink()
                 do {

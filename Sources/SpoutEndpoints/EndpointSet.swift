@@ -39,6 +39,11 @@ public struct EndpointSet: Sendable {
     /// Seals the cursors of paged endpoints (see ``PageCursorKey``): random unless the
     /// configuration's `cursorSecret` sets it.
     public var cursorKey = PageCursorKey.random()
+    /// How tokens are verified and whom verified requests run as (the configuration's
+    /// `identity`); ``tokenVerifier`` is nil when no key is configured (then every token is
+    /// refused: endpoints that need one answer 401).
+    public var identity = SpoutConfiguration.Identity()
+    public var tokenVerifier: TokenVerifier? = nil
 
     /// The path of the generated OpenAPI document.
     public static let openAPIPath = "/openapi.json"
@@ -59,7 +64,44 @@ public struct EndpointSet: Sendable {
             files: try configuration.endpointFiles(), sqlDirectory: configuration.resolvedSQLDirectory,
             defaultStatementTimeout: configuration.defaultStatementTimeout, environment: environment)
         if !configuration.cursorSecret.isEmpty { endpoints.cursorKey = PageCursorKey(secret: configuration.cursorSecret) }
+        endpoints.identity = configuration.identity
+        endpoints.tokenVerifier = try Self.tokenVerifier(configuration: configuration, environment: environment)
         return endpoints
+    }
+
+    /// The verifier of `configuration`'s `identity` settings, with the secret from the
+    /// variable they name and the keys of their JWKS file; nil when neither is there.
+    /// - Throws: ``ConfigurationError`` for a secret shorter than 32 bytes or a JWKS file that
+    ///   cannot be read or decoded (never quoting the secret).
+    public static func tokenVerifier(
+        configuration: SpoutConfiguration, environment: [String: String]
+    ) throws(ConfigurationError) -> TokenVerifier? {
+        let identity = configuration.identity
+        let variable = identity.secretFromEnvironment
+        let secret = environment[variable].flatMap { $0.isEmpty ? nil : $0 }
+        if let secret, secret.utf8.count < 32 {
+            throw ConfigurationError(
+                file: "environment",
+                message: "\(variable) holds \(secret.utf8.count) bytes; an HMAC secret for tokens needs at least 32 (48 for HS384, 64 for HS512)")
+        }
+        var jwks: String?
+        if !identity.jwksFile.isEmpty {
+            let path = SpoutConfiguration.resolve(identity.jwksFile, against: configuration.baseDirectory)
+            do {
+                jwks = try String(contentsOfFile: path, encoding: .utf8)
+            } catch {
+                throw ConfigurationError(
+                    file: configuration.file ?? "configuration",
+                    message: "identity.jwksFile: cannot read \(path) (\(SpoutConfiguration.reason(error)))")
+            }
+        }
+        guard secret != nil || jwks != nil else { return nil }
+        do {
+            return try TokenVerifier(identity: identity, secret: secret, jwks: jwks)
+        } catch {
+            throw ConfigurationError(
+                file: configuration.file ?? "configuration", message: "identity.jwksFile: not a JWKS document (\(error))")
+        }
     }
 
     /// Loads `files`; `sqlFile` paths are relative to `sqlDirectory`, `auth` sections read
@@ -112,7 +154,8 @@ public struct EndpointSet: Sendable {
         for endpoint in self.endpoints {
             let handler = EndpointHandler(
                 endpoint: endpoint, database: database, timeout: endpoint.timeout ?? self.defaultStatementTimeout,
-                documentation: documentation, logger: logger, cursorKey: self.cursorKey)
+                documentation: documentation, logger: logger, cursorKey: self.cursorKey,
+                identity: (self.identity, self.tokenVerifier))
             routes.append(
                 Route(
                     endpoint.method, endpoint.path, parameters: handler.routeParameters, summary: endpoint.summary,
@@ -132,6 +175,15 @@ public struct EndpointSet: Sendable {
         }
         for file in self.files {
             guard let auth = file.auth else { continue }
+            if let token = auth.token {
+                logger.info(
+                    "tokens required",
+                    metadata: [
+                        "endpoints.group": "\(file.tag)", "auth.methods": "\(auth.methods.map(\.rawValue).joined(separator: ","))",
+                        "auth.anonymous": "\(token.anonymous)", "auth.roles": "\(token.roles.joined(separator: ","))",
+                    ])
+                continue
+            }
             logger.info(
                 "API keys required",
                 metadata: [

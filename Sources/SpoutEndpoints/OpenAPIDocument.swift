@@ -14,7 +14,10 @@ import SpoutHTTP
 /// Endpoints that need an API key (an endpoint file's `auth`) list the security schemes
 /// `bearerAuth` (`Authorization: Bearer <key>`) and `apiKeyAuth` (`X-API-Key`) as
 /// alternatives, and the 401 and 403 responses; the schemes are declared under
-/// `components.securitySchemes` when at least one endpoint needs a key.
+/// `components.securitySchemes` when at least one endpoint needs a key. Endpoints that take a
+/// verified token (`auth: {token: jwt}`) list the scheme `bearerJWT` (and an empty
+/// requirement too when they allow anonymous callers), with their 401 (`InvalidToken`) and
+/// 403 (`InsufficientRole`) responses.
 struct OpenAPIDocument {
     let endpoints: EndpointSet
 
@@ -68,6 +71,9 @@ struct OpenAPIDocument {
             "tags": [.string(endpoint.tag)],
         ]
         if let summary = endpoint.summary { operation.set("description", .string(summary)) }
+        if let policy = endpoint.tokenPolicy {
+            operation.set("security", policy.anonymous ? [[Self.jwtScheme: []], [:]] : [[Self.jwtScheme: []]])
+        }
         if endpoint.requiresAPIKey {
             operation.set("security", [[Self.bearerScheme: []], [Self.apiKeyScheme: []]])
         }
@@ -249,6 +255,10 @@ struct OpenAPIDocument {
             responses.set("401", ["$ref": "#/components/responses/Unauthorized"])
             responses.set("403", ["$ref": "#/components/responses/Forbidden"])
         }
+        if endpoint.tokenPolicy != nil {
+            responses.set("401", ["$ref": "#/components/responses/InvalidToken"])
+            responses.set("403", ["$ref": "#/components/responses/InsufficientRole"])
+        }
         if endpoint.result != .rows { responses.set("404", ["$ref": "#/components/responses/NotFound"]) }
         if endpoint.result.shape != nil { responses.set("406", ["$ref": "#/components/responses/NotAcceptable"]) }
         if !endpoint.readOnly {
@@ -343,24 +353,44 @@ struct OpenAPIDocument {
             responses.set("Unauthorized", unauthorized)
             responses.set("Forbidden", response("The API key sent matches no key"))
         }
-        var components: JSONValue = ["schemas": ["Error": error], "responses": responses]
-        if protected {
-            components.set(
-                "securitySchemes",
+        let tokens = self.endpoints.endpoints.contains { $0.tokenPolicy != nil }
+        if tokens {
+            var invalid = response("No token was sent, or it does not verify (expired, bad signature, …)")
+            invalid.set(
+                "headers",
                 [
-                    Self.bearerScheme: [
-                        "type": "http", "scheme": "bearer",
-                        "description": "An API key as a bearer token: Authorization: Bearer <key>",
-                    ],
-                    Self.apiKeyScheme: [
-                        "type": "apiKey", "in": "header", "name": "X-API-Key", "description": "An API key in the X-API-Key header",
-                    ],
+                    "WWW-Authenticate": [
+                        "description": .string("Bearer realm=\"\(APIKeySet.realm)\", error=\"invalid_token\" (no error without a token)"),
+                        "schema": ["type": "string"],
+                    ]
+                ])
+            responses.set("InvalidToken", invalid)
+            responses.set("InsufficientRole", response("The token's role is not one the endpoint or the server allows"))
+        }
+        var components: JSONValue = ["schemas": ["Error": error], "responses": responses]
+        var schemes: JSONValue = [:]
+        if tokens {
+            schemes.set(
+                Self.jwtScheme,
+                [
+                    "type": "http", "scheme": "bearer", "bearerFormat": "JWT",
+                    "description": "A verified bearer token: Authorization: Bearer <JWT>; its claims reach the SQL",
                 ])
         }
+        if protected {
+            schemes.set(
+                Self.bearerScheme,
+                ["type": "http", "scheme": "bearer", "description": "An API key as a bearer token: Authorization: Bearer <key>"])
+            schemes.set(
+                Self.apiKeyScheme, ["type": "apiKey", "in": "header", "name": "X-API-Key", "description": "An API key in the X-API-Key header"])
+        }
+        if tokens || protected { components.set("securitySchemes", schemes) }
         return components
     }
 
     /// The names of the security schemes of endpoints that need an API key.
     static let bearerScheme = "bearerAuth"
     static let apiKeyScheme = "apiKeyAuth"
+    /// The name of the security scheme of endpoints that take a verified token.
+    static let jwtScheme = "bearerJWT"
 }

@@ -32,7 +32,7 @@ extension RowResult {
 ///    answers the same request.
 ///
 /// The statement timeout and transaction rules are Core's
-/// (``DatabaseConnection/runRequest(statementTimeout:transaction:_:)``); the lease is released
+/// (``DatabaseConnection/runRequest(statementTimeout:transaction:session:_:)``); the lease is released
 /// before the response is reported done; a client that goes away cancels the statement
 /// through the lease.
 struct RowResponder: Sendable {
@@ -136,6 +136,8 @@ struct RowResponder: Sendable {
     /// is then untouched. Otherwise the lease is released.
     private func runEventDriven(_ rows: RowResult, format: OutputFormat, lease: ConnectionLease) async -> Result<WholeBody, any Error>? {
         let timeout = rows.statementTimeout?.statementTimeoutMilliseconds
+        // A session (role, claims) needs the transaction the thread-pool path opens.
+        guard rows.session == nil || rows.database.dialect != .postgres else { return nil }
         guard let connection = lease.eventDrivenConnection(statementTimeout: timeout),
             let plan = try? PipelinedSingleRowPlan(rows.stream, shape: rows.shape, format: format, children: connection.childQueries)
         else { return nil }
@@ -256,7 +258,7 @@ struct RowResponder: Sendable {
     // MARK: Leases
 
     /// Runs `body` on a thread-pool thread with the lease's connection set up for `rows` by
-    /// ``DatabaseConnection/runRequest(statementTimeout:transaction:_:)`` (Core's rules), and
+    /// ``DatabaseConnection/runRequest(statementTimeout:transaction:session:_:)`` (Core's rules), and
     /// releases the lease there unless `releasing` is false. The lease is released here too
     /// when the pool did not run the body (cancelled, shut down).
     private func runBlocking<Value: Sendable>(
@@ -269,7 +271,9 @@ struct RowResponder: Sendable {
                 defer { if releasing { lease.release() } }
                 return Result {
                     try lease.withConnection { connection in
-                        try connection.runRequest(statementTimeout: rows.statementTimeout, transaction: rows.readOnly ? .read : .none) {
+                        try connection.runRequest(
+                            statementTimeout: rows.statementTimeout, transaction: rows.readOnly ? .read : .none, session: rows.session
+                        ) {
                             try body(connection, configuration)
                         }
                     }

@@ -17,6 +17,11 @@ public struct RowResult: ResponseProducer {
     /// For a page of a paged endpoint: the `Link` target of the next page, made from how the
     /// page ended, or nil on the last page. A paged result is sent whole (its size is bounded).
     public var nextPage: (@Sendable (StreamOutcome) throws -> String?)?
+    /// Who the request runs as in the database (role and claims, PostgreSQL); nil for none.
+    /// A request with a session always runs on the thread pool in a transaction (never
+    /// event-driven), where ``DatabaseConnection/runRequest(statementTimeout:transaction:session:_:)``
+    /// sets it for that transaction only.
+    public var session: RequestSession? = nil
 
     /// The validators a row response can carry.
     public enum Validator: Sendable {

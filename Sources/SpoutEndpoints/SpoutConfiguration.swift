@@ -132,6 +132,37 @@ public struct SpoutConfiguration: Sendable, Hashable {
         public init() {}
     }
 
+    /// How bearer tokens (JWT) are verified and whom a verified request runs as (issue #30;
+    /// see ``TokenVerifier`` and `docs/endpoints.md`).
+    public struct Identity: Sendable, Hashable {
+        /// The environment variable holding the HS256/384/512 secret (at least 32 bytes); the
+        /// secret itself is never in the file.
+        public var secretFromEnvironment = "SPOUT_JWT_SECRET"
+        /// A JWKS file (relative to the configuration file) with the public keys of RS256,
+        /// PS256, ES256, ES384 and EdDSA tokens; empty: none.
+        public var jwksFile = ""
+        /// The algorithms a token may use; `none` is never accepted.
+        public var algorithms = TokenVerifier.supportedAlgorithms
+        /// Seconds of clock skew allowed around `exp` and `nbf`.
+        public var leewaySeconds = 30
+        /// When set, a token's `iss` must equal it.
+        public var issuer = ""
+        /// When set, a token's `aud` must be it or contain it.
+        public var audience = ""
+        /// The claim naming the token's role.
+        public var roleClaim = "role"
+        /// PostgreSQL roles a request may switch to (`SET LOCAL ROLE`); empty: none (requests
+        /// run as the connection's own role).
+        public var roles: [String] = []
+        /// The role of a token that names none; empty: the connection's own role.
+        public var defaultRole = ""
+        /// The role of a request without a token on an endpoint that allows anonymous callers;
+        /// empty: the connection's own role.
+        public var anonymousRole = ""
+
+        public init() {}
+    }
+
     /// Values the executable passes from its command line; they win over file and environment.
     public struct Overrides: Sendable, Hashable {
         public var host: String?
@@ -147,6 +178,7 @@ public struct SpoutConfiguration: Sendable, Hashable {
 
     public var server = Server()
     public var database = DatabaseSettings()
+    public var identity = Identity()
     /// How dates and timestamps are written: epoch milliseconds (default) or ISO-8601.
     public var dateFormat: DateFormat = .epochMilliseconds
     /// Endpoint files or patterns (`*` and `?` in the file name), relative to ``baseDirectory``.

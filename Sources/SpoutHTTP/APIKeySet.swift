@@ -60,7 +60,7 @@ public struct APIKeySet: Sendable, CustomStringConvertible, CustomDebugStringCon
     }
 
     /// The credential a request presents: the bearer token, else the `X-API-Key` value.
-    static func credential(authorization: String?, apiKey: String?) -> String? {
+    public static func credential(authorization: String?, apiKey: String?) -> String? {
         if let authorization {
             let trimmed = authorization.trimmingBlanks
             let scheme = "bearer"

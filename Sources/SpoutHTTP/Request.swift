@@ -25,8 +25,9 @@ public struct Request: Sendable {
     public let pathKeys: [String: String]
     /// Path keys, then query arguments, then body arguments, merged (before conversion).
     public let rawArguments: RawArguments
-    /// The route's declared parameters, converted; one entry per parameter.
-    public let arguments: [String: SQLValue]
+    /// The route's declared parameters, converted; one entry per parameter, and what the
+    /// handler adds before its statements run (a token's claims, `claims.sub`).
+    public var arguments: [String: SQLValue]
 
     let threadPool: NIOThreadPool?
 

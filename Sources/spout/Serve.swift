@@ -69,6 +69,12 @@ struct Serve: AsyncParsableCommand {
             )
         }
 
+        if endpoints.tokenVerifier == nil && endpoints.endpoints.contains(where: { $0.tokenPolicy != nil }) {
+            logger.notice(
+                "no key verifies tokens: endpoints with 'auth: {token: jwt}' refuse every token (401); set \(settings.identity.secretFromEnvironment) or identity.jwksFile"
+            )
+        }
+
         let url = settings.database.url
         if settings.database.seed.enabled && !self.noSeed {
             try Self.seedIfNew(url: url, employees: settings.database.seed.employees, sqlDirectory: settings.resolvedSQLDirectory, logger: logger)

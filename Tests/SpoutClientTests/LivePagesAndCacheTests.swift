@@ -50,6 +50,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         try await LiveSpout.with { server in
             let client = server.client(SpoutClientConfiguration(cache: SpoutCacheConfiguration(directory: directory)))
+            let writer = server.client(SpoutClientConfiguration(headers: [try await LiveSpout.authorization(sub: "Diane")]))
             // GET /pets: a weak ETag from its versionSql.
             var pets: [Pet] = []
             let firstPets = try await client.rows(Pet.self, path: "/pets")
@@ -61,7 +62,7 @@ import Testing
             for try await pet in again { cached.append(pet) }
             #expect(cached == pets)
             // A write changes the version: the next GET is a full answer with the new pet.
-            let created = try await client.send(.post, path: "/pets", body: .form([URLQueryItem(name: "name", value: "Etag"), URLQueryItem(name: "species", value: "cat")]))
+            let created = try await writer.send(.post, path: "/pets", body: .form([URLQueryItem(name: "name", value: "Etag"), URLQueryItem(name: "species", value: "cat")]))
             #expect(created.status == 201)
             let afterWrite = try await client.rows(Pet.self, path: "/pets")
             #expect(afterWrite.source == .network)

@@ -28,9 +28,23 @@ final class LiveSpout: @unchecked Sendable {
         try await OwnThread.run {
             LiveSpout(
                 served: try ServedSpout(
-                    root: TestFixtures.repositoryRoot, extraArguments: extraArguments, environment: environment,
-                    extraFiles: extraFiles))
+                    root: TestFixtures.repositoryRoot, extraArguments: extraArguments,
+                    environment: ["SPOUT_JWT_SECRET": Self.tokenSecret].merging(environment) { $1 }, extraFiles: extraFiles))
         }
+    }
+
+    /// The secret the server verifies tokens with (the pets' writes need one).
+    static let tokenSecret = "client-tests-secret-0123456789abcdef0123"
+
+    /// `Authorization: Bearer <token>` for subject `sub`, made by `spout token` (SpoutClient
+    /// has no token provider yet: the header is configured).
+    static func authorization(sub: String) async throws -> (name: String, value: String) {
+        let result = try await ChildProcess.run(
+            executable: try ChildProcess.spoutExecutable(), arguments: ["token", "--sub", sub],
+            environment: ["SPOUT_JWT_SECRET": Self.tokenSecret, "PATH": "/usr/bin:/bin"])
+        struct TokenFailure: Error { var message: String }
+        guard result.status == 0 else { throw TokenFailure(message: "spout token failed: \(result.standardError)") }
+        return ("Authorization", "Bearer " + result.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
     /// Runs `body` with a started server and stops the server afterwards, also when `body`

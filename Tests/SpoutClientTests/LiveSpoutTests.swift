@@ -117,9 +117,11 @@ import Testing
 
     @Test func writesWithFormAndJSONBodies() async throws {
         try await LiveSpout.with { server in
-            let client = server.client()
+            // Writes need a token: Diane creates the pet, gives it to Gwen, Gwen deletes it.
+            let client = server.client(SpoutClientConfiguration(headers: [try await LiveSpout.authorization(sub: "Diane")]))
+            let gwen = server.client(SpoutClientConfiguration(headers: [try await LiveSpout.authorization(sub: "Gwen")]))
             let form: [URLQueryItem] = [
-                URLQueryItem(name: "name", value: "Rex & Co"), URLQueryItem(name: "owner", value: "Diane"),
+                URLQueryItem(name: "name", value: "Rex & Co"),
                 URLQueryItem(name: "species", value: "dog"), URLQueryItem(name: "sex", value: "m"),
                 URLQueryItem(name: "birth", value: "2019-04-01"),
             ]
@@ -138,9 +140,9 @@ import Testing
             }
             if case .server(let error) = duplicate { #expect(error.status == 409) }
 
-            #expect(try await client.send(.delete, path: "/pets/Rex%20%26%20Co").status == 204)
+            #expect(try await gwen.send(.delete, path: "/pets/Rex%20%26%20Co").status == 204)
             let gone = await #expect(throws: SpoutClientError.self) {
-                _ = try await client.send(.delete, path: "/pets/Rex%20%26%20Co")
+                _ = try await gwen.send(.delete, path: "/pets/Rex%20%26%20Co")
             }
             if case .server(let error) = gone { #expect(error.status == 404) }
         }

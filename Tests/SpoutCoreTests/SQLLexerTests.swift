@@ -12,6 +12,26 @@ import Testing
         #expect(try self.postgres(sql).parameterNames == ["first", "second"])
     }
 
+    @Test func dottedNamesAreOneParameter() throws {
+        let parsed = try self.postgres("SELECT :claims.sub, :claims.address.city::text, :claims.sub FROM t WHERE o = :owner")
+        #expect(parsed.parameterNames == ["claims.sub", "claims.address.city", "owner"])
+        #expect(parsed.text == "SELECT $1, $2::text, $1 FROM t WHERE o = $3")
+    }
+
+    @Test(arguments: [
+        // A dot not followed by a name start is SQL: the name ends before it.
+        ("SELECT :a. FROM t", ["a"], "SELECT $1. FROM t"),
+        ("SELECT :a.1 FROM t", ["a"], "SELECT $1.1 FROM t"),
+        ("SELECT :a.* FROM t", ["a"], "SELECT $1.* FROM t"),
+        ("SELECT :a..b FROM t", ["a"], "SELECT $1..b FROM t"),
+        ("SELECT ':claims.sub', \":claims.x\" -- :claims.y\n", [], "SELECT ':claims.sub', \":claims.x\" -- :claims.y\n"),
+    ])
+    func dotsThatEndAName(sql: String, names: [String], text: String) throws {
+        let parsed = try self.sqlite(sql)
+        #expect(parsed.parameterNames == names)
+        #expect(parsed.text == text.replacing("$", with: "?"))
+    }
+
     @Test func castAfterParameterStaysACast() throws {
         let parsed = try self.postgres("SELECT :employeeNumber::int, x::text FROM t")
         #expect(parsed.text == "SELECT $1::int, x::text FROM t")

@@ -15,17 +15,27 @@ struct APIKeyTests {
     static let variable = "SPOUT_PETS_API_KEYS"
     static var environment: [String: String] { [Self.variable: Self.keys.joined(separator: ", ")] }
 
-    /// The shipped pets endpoint file with `auth` (methods: `methods`, or every one) in front.
+    /// The shipped pets endpoint file with API keys (`auth`, methods: `methods`, or every one)
+    /// in place of its token section, over a copy of its SQL without the owner checks (API
+    /// keys carry no subject): written into `directory`, whose `sql/` ``load(_:environment:)``
+    /// reads.
     static func petsFile(in directory: TemporaryDirectory, methods: String? = nil) throws -> String {
         let shipped = try String(
             contentsOf: Repository.root.appendingPathComponent("config/endpoints/pets.yaml"), encoding: .utf8)
+        let withoutToken = shipped.replacing(/\nauth:\n(  .*\n)+/, with: "\n")
+        for name in ["pets", "pet", "create", "update", "delete"] {
+            let sql = try String(contentsOf: Repository.root.appendingPathComponent("sql/pets/\(name).sql"), encoding: .utf8)
+            _ = try directory.write(
+                "sql/pets/\(name).sql", sql.replacing(" AND owner = :claims.sub", with: "").replacing(":claims.sub", with: "NULL"))
+        }
         var auth = "auth:\n  keysFromEnvironment: \(Self.variable)\n"
         if let methods { auth += "  methods: \(methods)\n" }
-        return try directory.write("endpoints/pets.yaml", auth + shipped)
+        return try directory.write("endpoints/pets.yaml", auth + withoutToken)
     }
 
     static func load(_ file: String, environment: [String: String] = Self.environment) throws -> EndpointSet {
-        try EndpointSet.load(files: [file], sqlDirectory: Repository.sqlDirectory, environment: environment)
+        let sqlDirectory = ((file as NSString).deletingLastPathComponent as NSString).deletingLastPathComponent + "/sql"
+        return try EndpointSet.load(files: [file], sqlDirectory: sqlDirectory, environment: environment)
     }
 
     /// Runs `body` with the protected pets API on a fresh SQLite pet table, logging into `log`.
@@ -79,7 +89,7 @@ struct APIKeyTests {
 
         let shipped = try Repository.shippedEndpoints()
         #expect(shipped.endpoints.allSatisfy { !$0.requiresAPIKey })
-        #expect(shipped.files.allSatisfy { $0.auth == nil })
+        #expect(shipped.files.allSatisfy { $0.auth == nil || $0.auth?.token != nil })
     }
 
     @Test("an unset or empty variable stops loading, naming the file and the variable")
@@ -109,8 +119,8 @@ struct APIKeyTests {
     @Test(
         "mistakes in 'auth' name the key and the line",
         arguments: [
-            ("auth:\n  keysFromEnv: X\n", 2, "unknown key 'keysFromEnv' in 'auth' (known keys: keysFromEnvironment, methods)"),
-            ("auth:\n  methods: [POST]\n", 2, "'auth' needs 'keysFromEnvironment', the environment variable that holds the comma-separated API keys"),
+            ("auth:\n  keysFromEnv: X\n", 2, "unknown key 'keysFromEnv' in 'auth' (known keys: keysFromEnvironment, token, methods, anonymous, roles)"),
+            ("auth:\n  methods: [POST]\n", 2, "'auth' needs 'keysFromEnvironment', the environment variable that holds the comma-separated API keys, or 'token: jwt' for verified bearer tokens"),
             ("auth:\n  keysFromEnvironment: SPOUT-KEYS\n", 2, "'keysFromEnvironment' must name an environment variable (letters, digits and underscores), not 'SPOUT-KEYS'"),
             ("auth:\n  keysFromEnvironment: K\n  methods: [POST, FETCH]\n", 3, "unknown method 'FETCH' in 'methods' (known: DELETE, GET, PATCH, POST, PUT)"),
             ("auth:\n  keysFromEnvironment: K\n  methods: [HEAD]\n", 3, "HEAD is served by the GET endpoint and needs a key when GET does; list GET instead"),
@@ -278,7 +288,9 @@ struct APIKeyTests {
 
         let shipped = try #require(
             try JSONSerialization.jsonObject(with: Data(try Repository.shippedEndpoints().openAPIDocument())) as? [String: Any])
-        #expect((shipped["components"] as? [String: Any])?["securitySchemes"] == nil)
+        // The shipped file takes tokens, not keys: only the token scheme is declared.
+        let shippedSchemes = (shipped["components"] as? [String: Any])?["securitySchemes"] as? [String: Any]
+        #expect(shippedSchemes.map { Set($0.keys) } == ["bearerJWT"])
     }
 
     @Test(

@@ -17,6 +17,8 @@ import Testing
 
     /// Variables the executable reads itself, outside the settings table.
     static let executableVariables = ["SPOUT_CONFIG", "SPOUT_LOG_LEVEL", "SPOUT_LOG_FORMAT"]
+    /// Variables a setting names (the default of `identity.secretFromEnvironment`).
+    static let namedVariables = [SpoutConfiguration.Identity().secretFromEnvironment]
 
     static func read(_ document: String) throws -> String {
         try String(contentsOf: Repository.root.appendingPathComponent(document), encoding: .utf8)
@@ -134,7 +136,7 @@ import Testing
     }
 
     @Test func documentedNamesAreKnown() throws {
-        let variables = Set(SpoutConfiguration.environmentVariables.map(\.variable) + Self.executableVariables)
+        let variables = Set(SpoutConfiguration.environmentVariables.map(\.variable) + Self.executableVariables + Self.namedVariables)
         let keys = SpoutConfiguration.settings.map(\.path)
         let configuration = try Self.read("docs/configuration.md")
         for variable in Self.executableVariables {

@@ -20,7 +20,9 @@ struct PagesAndCachesTests {
             var result = Services()
             result.databases.append(TestDatabases.makeSQLiteDatabase())
             if TestDatabases.postgresEnabled { result.databases.append(try TestDatabases.makePostgresDatabase(prefix: "spout_t_pages")) }
-            let endpoints = try endpoints ?? Repository.shippedEndpoints()
+            var endpoints = try endpoints ?? Repository.shippedEndpoints()
+            // The pets' writes need tokens (IdentityAPITests' keys sign them).
+            if endpoints.tokenVerifier == nil { endpoints.tokenVerifier = try IdentityAPITests.fixtures.get().verifier() }
             for database in result.databases {
                 _ = try await onThread { try data.load(into: database) }
                 let opened = try database.open()
@@ -233,7 +235,8 @@ struct PagesAndCachesTests {
                 #expect(csvTag != nil && csvTag != petsTag)
 
                 // A write changes what it touches.
-                let update = try await HTTPTestClient.postForm(port: port, "/pets/Fluffy", [("owner", "Gwendolyn")])
+                let harold = try await IdentityAPITests.token("Harold")
+                let update = try await IdentityAPITests.send(service, "POST", "/pets/Fluffy", token: harold, form: [("owner", "Gwendolyn")])
                 #expect(update.status == 200)
                 let after = try await get("/pets/Fluffy", [("If-None-Match", fluffyTag)])
                 #expect(after.status == 200)
@@ -242,7 +245,7 @@ struct PagesAndCachesTests {
                 let petsAfter = try await get("/pets", [("If-None-Match", petsTag)])
                 #expect(petsAfter.status == 200)
                 #expect(petsAfter.header("etag") != petsTag)
-                let created = try await HTTPTestClient.postForm(port: port, "/pets", [("name", "Tag\(name)"), ("species", "cat")])
+                let created = try await IdentityAPITests.send(service, "POST", "/pets", token: harold, form: [("name", "Tag\(name)"), ("species", "cat")])
                 #expect(created.status == 201)
                 let petsCreated = try await get("/pets", [("If-None-Match", try #require(petsAfter.header("etag")))])
                 #expect(petsCreated.status == 200)

@@ -33,7 +33,9 @@ struct PetsAPITests {
         try await onThread { try SampleData.loadPets(into: temporary) }
         let database = try temporary.open()
         defer { database.close() }
-        let service = try await TestService.start(try Repository.shippedEndpoints(), database: database)
+        var endpoints = try Repository.shippedEndpoints()
+        endpoints.tokenVerifier = try IdentityAPITests.fixtures.get().verifier()
+        let service = try await TestService.start(endpoints, database: database)
         do {
             try await body(service, database)
         } catch {
@@ -74,65 +76,76 @@ struct PetsAPITests {
                 {"name":"Rex","owner":"Ann","species":"dog","sex":"m","birth":\(Self.epoch(2020, 2, 29)),"death":null}
                 """
 
+            // Writes need a token; the pet's owner is its subject (IdentityAPITests covers who
+            // may change what).
+            let ann = try await IdentityAPITests.token("Ann")
+            let bea = try await IdentityAPITests.token("Bea")
+            func form(_ path: String, _ fields: [(String, String)], as token: String) async throws -> HTTPTestResponse {
+                try await IdentityAPITests.send(service, "POST", path, token: token, form: fields)
+            }
+            func json(_ path: String, _ json: String, as token: String) async throws -> HTTPTestResponse {
+                try await HTTPTestClient.send(
+                    port: service.port, method: "POST", path: path,
+                    headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(token)")], body: Array(json.utf8))
+            }
+
             // Create from a form.
-            let created = try await HTTPTestClient.postForm(
-                port: service.port, "/pets", [("name", "Rex"), ("owner", "Ann"), ("species", "dog"), ("sex", "m"), ("birth", "2020-02-29")])
+            let created = try await form("/pets", [("name", "Rex"), ("species", "dog"), ("sex", "m"), ("birth", "2020-02-29")], as: ann)
             #expect(created.status == 201)
             #expect(created.header("location") == "/pets/Rex")
             #expect(created.text == rexRow)
             #expect(try await service.get("/pets/Rex").text == rexRow)
 
             // Create from JSON; the Location is percent-encoded.
-            let whiskers = try await HTTPTestClient.postJSON(
-                port: service.port, "/pets", #"{"name":"Mr Whiskers","species":"cat","death":null}"#)
+            let whiskers = try await json("/pets", #"{"name":"Mr Whiskers","species":"cat","death":null}"#, as: ann)
             #expect(whiskers.status == 201)
             #expect(whiskers.header("location") == "/pets/Mr%20Whiskers")
-            #expect(whiskers.text == #"{"name":"Mr Whiskers","owner":null,"species":"cat","sex":null,"birth":null,"death":null}"#)
+            #expect(whiskers.text == #"{"name":"Mr Whiskers","owner":"Ann","species":"cat","sex":null,"birth":null,"death":null}"#)
             #expect(try await service.get("/pets/Mr%20Whiskers").status == 200)
 
             // A duplicate is 409 and changes nothing.
             let afterCreates = try await Self.table(database)
-            let duplicate = try await HTTPTestClient.postForm(port: service.port, "/pets", [("name", "Rex"), ("owner", "Zed")])
+            let duplicate = try await form("/pets", [("name", "Rex")], as: bea)
             #expect(duplicate.status == 409)
             #expect(duplicate.text == #"{"error":"unique violation"}"#)
             #expect(try await Self.table(database) == afterCreates)
 
             // Bad values are 400 before any database work.
-            let badDate = try await HTTPTestClient.postForm(port: service.port, "/pets", [("name", "Odd"), ("birth", "yesterday")])
+            let badDate = try await form("/pets", [("name", "Odd"), ("birth", "yesterday")], as: ann)
             #expect(badDate.status == 400)
             #expect(badDate.text == #"{"error":"invalid date","parameter":"birth","value":"yesterday"}"#)
-            let badSex = try await HTTPTestClient.postForm(port: service.port, "/pets/Rex", [("sex", "x")])
+            let badSex = try await form("/pets/Rex", [("sex", "x")], as: ann)
             #expect(badSex.status == 400)
             #expect(badSex.text == #"{"error":"value not allowed","parameter":"sex","value":"x","allowed":["f","m"]}"#)
-            let noName = try await HTTPTestClient.postForm(port: service.port, "/pets", [("owner", "Ann")])
+            let noName = try await form("/pets", [("species", "cat")], as: ann)
             #expect(noName.status == 400)
             #expect(noName.text == #"{"error":"missing required parameter","parameter":"name"}"#)
             #expect(try await Self.table(database) == afterCreates)
 
             // A partial update changes only the fields sent; JSON null leaves a field as is.
-            let updated = try await HTTPTestClient.postForm(port: service.port, "/pets/Rex", [("owner", "Bea"), ("death", "2031-01-02")])
+            let updated = try await form("/pets/Rex", [("owner", "Bea"), ("death", "2031-01-02")], as: ann)
             #expect(updated.status == 200)
             let updatedRow = """
                 {"name":"Rex","owner":"Bea","species":"dog","sex":"m","birth":\(Self.epoch(2020, 2, 29)),"death":\(Self.epoch(2031, 1, 2))}
                 """
             #expect(updated.text == updatedRow)
-            let unchanged = try await HTTPTestClient.postJSON(port: service.port, "/pets/Rex", #"{"death":null,"species":"dog"}"#)
+            let unchanged = try await json("/pets/Rex", #"{"death":null,"species":"dog"}"#, as: bea)
             #expect(unchanged.status == 200)
             #expect(unchanged.text == updatedRow)
             #expect(try await service.get("/pets/Rex").text == updatedRow)
 
             // Updating a missing pet is 404 and creates nothing.
-            let missingUpdate = try await HTTPTestClient.postForm(port: service.port, "/pets/Nobody", [("owner", "Bea")])
+            let missingUpdate = try await form("/pets/Nobody", [("species", "cat")], as: bea)
             #expect(missingUpdate.status == 404)
 
             // Delete: 204, then 404.
-            let deleted = try await HTTPTestClient.send(port: service.port, method: "DELETE", path: "/pets/Rex")
+            let deleted = try await IdentityAPITests.send(service, "DELETE", "/pets/Rex", token: bea)
             #expect(deleted.status == 204)
             #expect(deleted.body.isEmpty)
             #expect(try await service.get("/pets/Rex").status == 404)
-            let again = try await HTTPTestClient.send(port: service.port, method: "DELETE", path: "/pets/Rex")
+            let again = try await IdentityAPITests.send(service, "DELETE", "/pets/Rex", token: bea)
             #expect(again.status == 404)
-            let whiskersGone = try await HTTPTestClient.send(port: service.port, method: "DELETE", path: "/pets/Mr%20Whiskers")
+            let whiskersGone = try await IdentityAPITests.send(service, "DELETE", "/pets/Mr%20Whiskers", token: ann)
             #expect(whiskersGone.status == 204)
 
             // Back to the nine pets, untouched.

@@ -203,8 +203,12 @@ import Testing
             defer { connection.close() }
             try SQLiteSeeder.seedIfMissing(
                 connection: connection, sqlDirectory: Repository.sqlDirectory, employees: shipped.database.seed.employees)
+            // Spout logs in as an ordinary role, as it should: a superuser would bypass the
+            // pets' row-level security.
+            let (url, role) = try IdentityDatabase.createLoginRole(on: connection, url: database.url)
+            defer { IdentityDatabase.dropRoles([role], database: database) }
             // ServedSpout passes its SQLite URL first; the last `--database` wins.
-            return try Self.serve(examples, extraArguments: ["--database", database.url])
+            return try Self.serve(examples, extraArguments: ["--database", url])
         }
         Self.compare(served, with: examples)
     }
@@ -232,7 +236,8 @@ import Testing
     /// Blocking; the comparison is left to the test's own task (see ``compare(_:with:)``).
     static func serve(_ examples: Examples, extraArguments: [String]) throws -> Served {
         let files = Dictionary(uniqueKeysWithValues: examples.files.map { ($0.path, $0.contents) })
-        let server = try ServedSpout(root: self.root, extraArguments: extraArguments, extraFiles: files)
+        let server = try ServedSpout(
+            root: self.root, extraArguments: extraArguments, environment: ["SPOUT_JWT_SECRET": Self.tokenSecret], extraFiles: files)
         defer { server.stop() }
         var served = Served(outputs: [])
         if server.isUnprivileged {
@@ -257,10 +262,19 @@ import Testing
         }
     }
 
+    /// The token secret of the served examples: commands make tokens with `spout token`
+    /// (the built executable is on their `PATH`) signed with it.
+    static let tokenSecret = "readme-examples-secret-0123456789abcdef"
+
     static func shell(_ command: String) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
         process.arguments = ["-c", command]
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SPOUT_") }
+        environment["SPOUT_JWT_SECRET"] = Self.tokenSecret
+        let executables = (try ChildProcess.spoutExecutable() as NSString).deletingLastPathComponent
+        environment["PATH"] = executables + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
+        process.environment = environment
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice

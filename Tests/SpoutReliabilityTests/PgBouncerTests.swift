@@ -45,13 +45,15 @@ struct PgBouncerTests {
             }
 
             // Pets: create, update, delete.
+            // With a token: its role and claims go in the same transaction, behind the pooler too.
+            let diane = try await TestTokens.authorization(sub: "Diane")
             let created = try await RawHTTP.postJSON(
-                port: bounced.port, "/pets", #"{"name":"Bouncy","owner":"Diane","species":"dog","sex":"m","birth":"2019-04-01"}"#)
+                port: bounced.port, "/pets", #"{"name":"Bouncy","species":"dog","sex":"m","birth":"2019-04-01"}"#, headers: [diane])
             #expect(created.status == 201, "\(created.text)")
-            let updated = try await RawHTTP.postJSON(port: bounced.port, "/pets/Bouncy", #"{"owner":"Gwen"}"#)
+            let updated = try await RawHTTP.postJSON(port: bounced.port, "/pets/Bouncy", #"{"owner":"Gwen"}"#, headers: [diane])
             #expect(updated.status == 200 && updated.text.contains(#""owner":"Gwen""#), "\(updated.text)")
             #expect(try await direct.get("/pets/Bouncy").text == updated.text)
-            let deleted = try await RawHTTP.send(port: bounced.port, RawHTTP.request("DELETE", "/pets/Bouncy"))
+            let deleted = try await RawHTTP.send(port: bounced.port, RawHTTP.request("DELETE", "/pets/Bouncy", headers: [try await TestTokens.authorization(sub: "Gwen")]))
             #expect(deleted.status == 204)
             #expect(try await bounced.get("/pets/Bouncy").status == 404)
 

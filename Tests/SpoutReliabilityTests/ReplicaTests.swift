@@ -41,8 +41,9 @@ struct ReplicaTests {
             #expect(ready.status == 200 && ready.text.contains(#""name":"replica 1","status":"up""#), "\(ready.text)")
 
             // Writes go to the primary; the replica shows them within a few seconds.
+            let diane = try await TestTokens.authorization(sub: "Diane")
             let created = try await RawHTTP.postJSON(
-                port: service.port, "/pets", #"{"name":"Echo","owner":"Diane","species":"bat","sex":"f","birth":"2020-02-02"}"#)
+                port: service.port, "/pets", #"{"name":"Echo","species":"bat","sex":"f","birth":"2020-02-02"}"#, headers: [diane])
             #expect(created.status == 201, "\(created.text)")
             #expect(try await onThread { try SampleData.column(primary.url(database: "employees"), "SELECT owner FROM pet WHERE name = 'Echo'") } == ["Diane"])
             var seen = false
@@ -75,7 +76,7 @@ struct ReplicaTests {
             // Lagging past database.replicaMaxLagMs: skipped until it has caught up.
             try await onThread { try replica.psql("SELECT pg_wal_replay_pause()") }
             let written = try await RawHTTP.postJSON(
-                port: service.port, "/pets", #"{"name":"Lag","owner":"Diane","species":"cat","sex":"m","birth":"2021-03-03"}"#)
+                port: service.port, "/pets", #"{"name":"Lag","species":"cat","sex":"m","birth":"2021-03-03"}"#, headers: [diane])
             #expect(written.status == 201)
             place = ""
             let lagDeadline = ContinuousClock.now + .seconds(15)

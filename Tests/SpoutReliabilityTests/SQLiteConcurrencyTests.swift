@@ -19,6 +19,8 @@ struct SQLiteConcurrencyTests {
         let service = try await InProcessService.start(directory)
         let port = service.port
 
+        // The pets' owner is the token's subject.
+        let token = try await TestTokens.authorization(sub: "Reliability")
         let result = try await onThread {
             // Three readers start their streams (each holds a read transaction open) and stall.
             var readers: [RawSocket] = []
@@ -31,9 +33,9 @@ struct SQLiteConcurrencyTests {
             // Writes go through while the read transactions are open; readers keep reading.
             var writes: [Int] = []
             for index in 0..<30 {
-                let body = #"{"name":"wal-\#(index)","owner":"Reliability","species":"cat","sex":"f","birth":"2020-02-29"}"#
+                let body = #"{"name":"wal-\#(index)","species":"cat","sex":"f","birth":"2020-02-29"}"#
                 let response = try RawHTTP.exchange(
-                    port: port, RawHTTP.request("POST", "/pets", headers: [("Content-Type", "application/json")], body: Array(body.utf8)),
+                    port: port, RawHTTP.request("POST", "/pets", headers: [("Content-Type", "application/json"), token], body: Array(body.utf8)),
                     timeout: 30)
                 writes.append(response?.status ?? 0)
                 for reader in readers { try reader.receive(atLeast: reader.received.count + 16 * 1024) }

@@ -14,6 +14,7 @@ struct ScaleOutTopologyTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spout-scale-out-\(UUID().uuidString)").path
         var environment = ProcessInfo.processInfo.environment
         environment["SPOUT_BINARY"] = try ChildProcess.spoutExecutable()
+        environment["SPOUT_JWT_SECRET"] = TestTokens.secret
         let started = try await ChildProcess.run(executable: script, arguments: ["start", directory], environment: environment)
         defer {
             if FileManager.default.fileExists(atPath: directory) { _ = try? ChildProcess.run(executable: script, arguments: ["stop", directory]) }
@@ -43,8 +44,9 @@ struct ScaleOutTopologyTests {
         #expect(list.status == 200 && list.complete)
 
         // A write on the primary, read back through the balancer within moments.
+        let diane = try await TestTokens.authorization(sub: "Diane")
         let created = try await RawHTTP.postJSON(
-            port: balancer, "/pets", #"{"name":"Scaly","owner":"Diane","species":"snake","sex":"f","birth":"2022-05-05"}"#)
+            port: balancer, "/pets", #"{"name":"Scaly","species":"snake","sex":"f","birth":"2022-05-05"}"#, headers: [diane])
         #expect(created.status == 201, "\(created.text)")
         var seen = false
         for _ in 0..<100 where !seen {
@@ -52,7 +54,7 @@ struct ScaleOutTopologyTests {
             if !seen { try await Task.sleep(for: .milliseconds(50)) }
         }
         #expect(seen)
-        let deleted = try await RawHTTP.send(port: balancer, RawHTTP.request("DELETE", "/pets/Scaly"))
+        let deleted = try await RawHTTP.send(port: balancer, RawHTTP.request("DELETE", "/pets/Scaly", headers: [diane]))
         #expect(deleted.status == 204)
 
         // The replica stops behind PgBouncer, whose connections to the Spouts stay up. The

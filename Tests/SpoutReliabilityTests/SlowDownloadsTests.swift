@@ -63,7 +63,9 @@ struct SlowDownloadsTests {
             #expect(page.status == 200, "\(page.status) \(page.text)")
             let write = try await Self.request(
                 service,
-                RawHTTP.request("POST", "/pets", headers: [("Content-Type", "application/json")], body: Array(#"{"name":"Slowpoke","owner":"Ann"}"#.utf8)))
+                RawHTTP.request(
+                    "POST", "/pets", headers: [("Content-Type", "application/json"), try await TestTokens.authorization(sub: "Ann")],
+                    body: Array(#"{"name":"Slowpoke"}"#.utf8)))
             #expect(write.status == 201, "\(write.status) \(write.text)")
 
             // Now the slow clients read: every body is whole and the same as the fast one.

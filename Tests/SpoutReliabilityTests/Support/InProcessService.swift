@@ -20,7 +20,7 @@ final class InProcessService: Sendable {
 
     static func start(_ directory: ServiceDirectory, logger: Logger = quietLogger) async throws -> InProcessService {
         let configuration = try directory.configuration()
-        let endpoints = try EndpointSet.load(configuration: configuration)
+        let endpoints = try EndpointSet.load(configuration: configuration, environment: ["SPOUT_JWT_SECRET": TestTokens.secret])
         let database = try Drivers.open(configuration.database.url, configuration: configuration.databaseConfiguration)
         var serverConfiguration = configuration.serverConfiguration
         serverConfiguration.eventLoopThreads = 1

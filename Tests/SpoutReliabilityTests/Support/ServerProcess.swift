@@ -45,6 +45,8 @@ final class ServerProcess: Sendable {
         let argv = ([executable, "serve", "--port", "0"] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var variables = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SPOUT_") }
+        // The pets' writes need tokens: TestTokens signs them with this secret.
+        variables["SPOUT_JWT_SECRET"] = TestTokens.secret
         for (key, value) in environment { variables[key] = value }
         let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { envp.forEach { free($0) } }

@@ -1,0 +1,140 @@
+import Foundation
+import JWTKit
+import SpoutCore
+
+/// Verifies bearer tokens (JWT) with jwt-kit and returns their claims.
+///
+/// Rules callers may rely on:
+/// - HS256, HS384 and HS512 tokens are verified only with the configured secret, every other
+///   algorithm only with a key of the JWKS file: a public RSA key can never serve as an HMAC
+///   secret (HS/RS confusion), whatever the token's header says.
+/// - The header's `alg` must be in the allowed list and be the algorithm of the key that
+///   verifies; `alg: none` is always refused.
+/// - `exp` and `nbf`, when present, are checked with ``leeway``; `iss` and `aud` when the
+///   configuration names an issuer or audience.
+/// - A refusal (``TokenRejection``) says why in words that never contain the token or a key.
+public final class TokenVerifier: Sendable {
+    /// Every algorithm this verifier knows.
+    public static let supportedAlgorithms = ["HS256", "HS384", "HS512", "RS256", "PS256", "ES256", "ES384", "EdDSA"]
+
+    /// The HMAC algorithms, verified with the secret.
+    static let hmacAlgorithms: [String: DigestAlgorithm] = ["HS256": .sha256, "HS384": .sha384, "HS512": .sha512]
+
+    /// The shortest secret of each HMAC algorithm, in bytes (its digest's size).
+    static let minimumSecretBytes = ["HS256": 32, "HS384": 48, "HS512": 64]
+
+    /// The algorithms accepted.
+    public let algorithms: Set<String>
+    public let leeway: Double
+    public let issuer: String?
+    public let audience: String?
+    /// Whether an HMAC secret is configured.
+    public let hasSecret: Bool
+    /// How many keys the JWKS file holds.
+    public let jwksKeyCount: Int
+    /// One collection per HMAC algorithm (the secret as its only key), and the JWKS keys.
+    private let keys: Task<[String: JWTKeyCollection], Never>
+
+    /// Why a token was refused (401 `invalid_token`).
+    public struct TokenRejection: Error, Sendable, Hashable {
+        public var reason: String
+    }
+
+    /// A verifier for `identity`'s settings.
+    /// - Parameters:
+    ///   - secret: the HMAC secret (from the variable the settings name), nil for none.
+    ///   - jwks: the JWKS file's text, nil for none; it must decode (checked here).
+    public init(identity: SpoutConfiguration.Identity, secret: String?, jwks: String?) throws {
+        self.algorithms = Set(identity.algorithms)
+        self.leeway = Double(identity.leewaySeconds)
+        self.issuer = identity.issuer.isEmpty ? nil : identity.issuer
+        self.audience = identity.audience.isEmpty ? nil : identity.audience
+        self.hasSecret = secret != nil
+        let decoded = try jwks.map { try JSONDecoder().decode(JWKS.self, from: Data($0.utf8)) }
+        self.jwksKeyCount = decoded?.keys.count ?? 0
+        self.keys = Task {
+            var collections: [String: JWTKeyCollection] = [:]
+            if let secret {
+                // An HMAC key is at least as long as the digest (jwt-kit asserts it): HS384 needs
+                // 48 bytes, HS512 64; a shorter secret verifies HS256 only.
+                for (name, digest) in Self.hmacAlgorithms where secret.utf8.count >= Self.minimumSecretBytes[name, default: 64] {
+                    collections[name] = await JWTKeyCollection().add(hmac: HMACKey(from: secret), digestAlgorithm: digest)
+                }
+            }
+            if let decoded {
+                let collection = JWTKeyCollection()
+                _ = try? await collection.add(jwks: decoded)
+                collections["jwks"] = collection
+            }
+            return collections
+        }
+    }
+
+    /// The claims of `token` when it verifies; otherwise why not.
+    public func verify(_ token: String, now: Date = Date()) async -> Result<TokenClaims, TokenRejection> {
+        func reject(_ reason: String) -> Result<TokenClaims, TokenRejection> { .failure(TokenRejection(reason: reason)) }
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty else {
+            return reject("malformed token: a JWT is three base64url parts separated by dots")
+        }
+        guard let headerBytes = Self.base64URLDecoded(parts[0]),
+            let header = try? JSONDecoder().decode([String: ClaimValue].self, from: headerBytes)
+        else { return reject("malformed token: its header is not base64url-encoded JSON") }
+        guard case .string(let algorithm)? = header["alg"] else { return reject("malformed token: its header names no algorithm") }
+        if algorithm.lowercased() == "none" { return reject("unsigned tokens (alg none) are not accepted") }
+        guard self.algorithms.contains(algorithm) else {
+            return reject("algorithm \(algorithm) is not accepted (accepted: \(self.algorithms.sorted().joined(separator: ", ")))")
+        }
+        guard !parts[2].isEmpty else { return reject("malformed token: it has no signature") }
+        let collections = await self.keys.value
+        guard let collection = collections[Self.hmacAlgorithms[algorithm] != nil ? algorithm : "jwks"] else {
+            return reject("no key to verify \(algorithm) tokens is configured")
+        }
+        let kid: JWKIdentifier? = if case .string(let text)? = header["kid"] { JWKIdentifier(string: text) } else { nil }
+        guard let key = try? await collection.getKey(for: kid, alg: algorithm) else {
+            return reject("no key to verify \(algorithm) tokens is configured")
+        }
+        guard key.name == algorithm else { return reject("the token's algorithm \(algorithm) is not its key's") }
+        let claims: TokenClaims
+        do {
+            claims = try await collection.verify(token, as: TokenClaims.self)
+        } catch let error as JWTError where error.errorType == .signatureVerificationFailed {
+            return reject("bad signature")
+        } catch {
+            return reject("the token does not verify or its payload is not a JSON object")
+        }
+        let seconds = now.timeIntervalSince1970
+        if let expiry = claims.claims["exp"] {
+            guard let value = expiry.seconds else { return reject("malformed token: exp is not a number") }
+            if seconds > value + self.leeway { return reject("expired token") }
+        }
+        if let notBefore = claims.claims["nbf"] {
+            guard let value = notBefore.seconds else { return reject("malformed token: nbf is not a number") }
+            if seconds + self.leeway < value { return reject("token not valid yet (nbf)") }
+        }
+        if let issuer = self.issuer, claims.claims["iss"] != .string(issuer) {
+            return reject("wrong issuer (iss)")
+        }
+        if let audience = self.audience {
+            switch claims.claims["aud"] {
+            case .string(audience)?: break
+            case .array(let items)? where items.contains(.string(audience)): break
+            default: return reject("wrong audience (aud)")
+            }
+        }
+        return .success(claims)
+    }
+
+    /// Signs `claims` with the HMAC secret (`spout token`, tests); nil without a secret.
+    public func signWithSecret(_ claims: TokenClaims, algorithm: String = "HS256") async throws -> String? {
+        guard let collection = await self.keys.value[algorithm] else { return nil }
+        return try await collection.sign(claims)
+    }
+
+    /// base64url without padding, as JWT writes it.
+    static func base64URLDecoded(_ text: Substring) -> Data? {
+        var base64 = text.replacing("-", with: "+").replacing("_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        return Data(base64Encoded: String(base64))
+    }
+}

@@ -1,0 +1,279 @@
+import Foundation
+import SpoutCore
+import SpoutData
+import SpoutEndpoints
+import SpoutTestSupport
+import Testing
+
+/// Verified tokens through real sockets on each database: the pets API's owners, claims as
+/// parameters, and (PostgreSQL) roles and row-level security that never outlive a request.
+@Suite("Identity")
+struct IdentityAPITests {
+    typealias Backend = PetsAPITests.Backend
+    static let fixtures = Result { try TokenFixtures() }
+
+    /// A service on `database` with `endpoints`, verifying tokens with the fixtures' keys under
+    /// `identity`.
+    static func withService(
+        _ endpoints: EndpointSet, database: Database, identity: SpoutConfiguration.Identity = .init(),
+        _ body: (TestService) async throws -> Void
+    ) async throws {
+        var endpoints = endpoints
+        endpoints.identity = identity
+        endpoints.tokenVerifier = try Self.fixtures.get().verifier(identity)
+        let service = try await TestService.start(endpoints, database: database)
+        do {
+            try await body(service)
+        } catch {
+            await service.stop()
+            throw error
+        }
+        await service.stop()
+    }
+
+    static func send(
+        _ service: TestService, _ method: String, _ path: String, token: String?, form: [(String, String)] = []
+    ) async throws -> HTTPTestResponse {
+        var headers: [(String, String)] = [("Content-Type", "application/x-www-form-urlencoded")]
+        if let token { headers.append(("Authorization", "Bearer \(token)")) }
+        let body = form.map { "\(HTTPTestClient.formEncode($0.0))=\(HTTPTestClient.formEncode($0.1))" }.joined(separator: "&")
+        return try await HTTPTestClient.send(port: service.port, method: method, path: path, headers: headers, body: Array(body.utf8))
+    }
+
+    static func token(_ sub: String, role: String? = nil, extra: [String: ClaimValue] = [:]) async throws -> String {
+        try await Self.fixtures.get().sign(TokenFixtures.claims(sub: sub, role: role, extra: extra))
+    }
+
+    // MARK: Pets
+
+    /// The shipped endpoints on a pet table that Spout reaches as an ordinary role.
+    static func withPets(_ backend: Backend, _ body: (TestService, Database) async throws -> Void) async throws {
+        let store = try IdentityDatabase.make(backend) { connection in
+            try PetsLoader(sqlDirectory: Repository.sqlDirectory).load(into: connection)
+        }
+        defer { store.drop() }
+        let database = try store.open()
+        defer { database.close() }
+        try await Self.withService(try Repository.shippedEndpoints(), database: database) { service in
+            try await body(service, database)
+        }
+    }
+
+    @Test("pets: anyone reads; only a token's subject creates, changes and deletes its own", arguments: PetsAPITests.backends)
+    func petsOwners(_ backend: Backend) async throws {
+        try await Self.withPets(backend) { service, database in
+            let diane = try await Self.token("Diane")
+            let gwen = try await Self.token("Gwen")
+            #expect(try await service.get("/pets?owner=Gwen").status == 200)
+            #expect(try await Self.send(service, "GET", "/pets/Bowser", token: nil).status == 200)
+
+            // No token: 401 before any SQL.
+            let before = try await PetsAPITests.table(database)
+            let anonymous = try await Self.send(service, "POST", "/pets", token: nil, form: [("name", "Rex")])
+            #expect(anonymous.status == 401)
+            #expect(anonymous.header("www-authenticate") == #"Bearer realm="spout""#)
+            #expect(anonymous.text == #"{"error":"missing token: send Authorization: Bearer <JWT>"}"#)
+            #expect(try await Self.send(service, "DELETE", "/pets/Bowser", token: nil).status == 401)
+
+            // The subject owns what it creates, whatever owner says.
+            let created = try await Self.send(service, "POST", "/pets", token: diane, form: [("name", "Rex"), ("owner", "Zed"), ("species", "dog")])
+            #expect(created.status == 201)
+            #expect(created.text == #"{"name":"Rex","owner":"Diane","species":"dog","sex":null,"birth":null,"death":null}"#)
+            #expect(created.header("cache-control") == "private")
+            #expect(created.header("vary")?.contains("Authorization") == true)
+
+            // Another subject can neither change nor delete it: 404, nothing changed.
+            let afterCreate = try await PetsAPITests.table(database)
+            #expect(try await Self.send(service, "POST", "/pets/Rex", token: gwen, form: [("species", "cat")]).status == 404)
+            #expect(try await Self.send(service, "DELETE", "/pets/Rex", token: gwen).status == 404)
+            #expect(try await Self.send(service, "DELETE", "/pets/Bowser", token: gwen).status == 404)
+            #expect(try await PetsAPITests.table(database) == afterCreate)
+
+            // The owner changes it, gives it away; the new owner deletes it.
+            let changed = try await Self.send(service, "POST", "/pets/Rex", token: diane, form: [("sex", "m")])
+            #expect(changed.status == 200)
+            #expect(changed.text == #"{"name":"Rex","owner":"Diane","species":"dog","sex":"m","birth":null,"death":null}"#)
+            #expect(try await Self.send(service, "POST", "/pets/Rex", token: diane, form: [("owner", "Gwen")]).status == 200)
+            #expect(try await Self.send(service, "DELETE", "/pets/Rex", token: diane).status == 404)
+            #expect(try await Self.send(service, "DELETE", "/pets/Rex", token: gwen).status == 204)
+            #expect(try await PetsAPITests.table(database) == before)
+        }
+    }
+
+    @Test("bad tokens are 401 invalid_token, say why without the token, and run no SQL", arguments: PetsAPITests.backends)
+    func badTokens(_ backend: Backend) async throws {
+        let fixtures = try Self.fixtures.get()
+        let now = Int64(Date().timeIntervalSince1970)
+        let good = try await Self.token("Diane")
+        let parts = good.split(separator: ".").map(String.init)
+        let bad: [(String, String)] = [
+            (TokenFixtures.raw(header: #"{"alg":"none"}"#, payload: #"{"sub":"Diane"}"#, signature: ""), "unsigned tokens (alg none) are not accepted"),
+            (parts[0] + "." + Data(#"{"sub":"Gwen"}"#.utf8).base64URL + "." + parts[2], "bad signature"),
+            (try await fixtures.sign(["sub": "Diane", "exp": .integer(now - 3600)]), "expired token"),
+            (parts[0] + "." + parts[1], "malformed token: a JWT is three base64url parts separated by dots"),
+        ]
+        try await Self.withPets(backend) { service, database in
+            for (token, reason) in bad {
+                let statements = database.statistics.statementCount
+                let response = try await Self.send(service, "DELETE", "/pets/Bowser", token: token)
+                #expect(response.status == 401)
+                #expect(response.header("www-authenticate") == #"Bearer realm="spout", error="invalid_token""#)
+                #expect(response.text == #"{"error":"invalid token: \#(reason)"}"#)
+                #expect(!response.text.contains(token))
+                #expect(database.statistics.statementCount == statements)
+            }
+            #expect(try await service.get("/pets/Bowser").status == 200)
+        }
+    }
+
+    // MARK: Claims as parameters
+
+    /// An endpoint file whose SQL reads claims; anonymous callers allowed.
+    static let claimsFile = """
+        auth:
+          token: jwt
+          anonymous: true
+        paths:
+          /whoami:
+            get:
+              sql: SELECT CAST(:claims.sub AS text) AS sub, CAST(:claims.address.city AS text) AS city, CAST(:claims.missing AS text) AS missing
+              result: object
+        """
+
+    static func endpoints(_ files: [String: String]) throws -> (EndpointSet, URL) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spout-identity-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var paths: [String] = []
+        for (name, text) in files.sorted(by: { $0.key < $1.key }) {
+            let path = directory.appendingPathComponent(name).path
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            paths.append(path)
+        }
+        return (try EndpointSet.load(files: paths, sqlDirectory: directory.path, environment: [:]), directory)
+    }
+
+    @Test("claims reach SQL as values: quotes, ;, -- and Unicode; nested by path; missing is NULL", arguments: PetsAPITests.backends)
+    func claimsAsValues(_ backend: Backend) async throws {
+        let store = try IdentityDatabase.make(backend) { _ in }
+        defer { store.drop() }
+        let database = try store.open()
+        defer { database.close() }
+        let (endpoints, directory) = try Self.endpoints(["claims.yaml": Self.claimsFile])
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await Self.withService(endpoints, database: database) { service in
+            let hostile = "O'Brien\"; DROP TABLE pet; -- 名前 ü"
+            let token = try await Self.token(hostile, extra: ["address": .object(["city": "Zürich'--"])])
+            let answer = try await Self.send(service, "GET", "/whoami", token: token)
+            #expect(answer.status == 200)
+            let object = try #require(try answer.json() as? [String: Any])
+            #expect(object["sub"] as? String == hostile)
+            #expect(object["city"] as? String == "Zürich'--")
+            #expect(object["missing"] is NSNull)
+            #expect(answer.header("cache-control") == "private")
+            let anonymous = try await Self.send(service, "GET", "/whoami", token: nil)
+            #expect(anonymous.text == #"{"sub":null,"city":null,"missing":null}"#)
+        }
+    }
+
+    @Test("an SQL file that uses claims on an endpoint without token auth does not load")
+    func claimsNeedTokenAuth() throws {
+        let file = """
+            paths:
+              /whoami:
+                get:
+                  sql: SELECT :claims.sub AS sub
+                  result: object
+            """
+        #expect {
+            _ = try Self.endpoints(["open.yaml": file])
+        } throws: { error in
+            String(describing: error).contains("parameter :claims.sub is a token claim, but GET /whoami takes no token")
+        }
+    }
+
+    // MARK: PostgreSQL roles
+
+    static let rolesFile = """
+        auth:
+          token: jwt
+          anonymous: true
+        paths:
+          /whoami:
+            get:
+              sql: SELECT CAST(current_user AS text) AS role, current_setting('request.jwt.claims', true) AS claims, CAST(:claims.sub AS text) AS sub
+              result: object
+          /whoami/rows:
+            get:
+              sql: SELECT n, CAST(current_user AS text) AS role, CAST(:claims.sub AS text) AS sub FROM generate_series(1, 3) AS n ORDER BY n
+              page:
+                key: [n]
+        """
+
+    static let publicFile = """
+        paths:
+          /session:
+            get:
+              sql: SELECT CAST(current_user AS text) AS role, coalesce(current_setting('request.jwt.claims', true), '') AS claims
+              result: object
+        """
+
+    @Test("PostgreSQL: SET LOCAL ROLE from the token (allow-list, else 403), anonymous role, claims setting; nothing leaks on a pool of one",
+          .enabled(if: TestDatabases.postgresEnabled))
+    func postgresRoles() async throws {
+        let store = try IdentityDatabase.make(.postgres) { _ in }
+        defer { store.drop() }
+        var configuration = DatabaseConfiguration()
+        configuration.maximumConnections = 1
+        let database = try store.open(configuration)
+        defer { database.close() }
+        var identity = SpoutConfiguration.Identity()
+        identity.roles = [store.reader, store.writer]
+        identity.defaultRole = store.reader
+        identity.anonymousRole = store.anonymous
+        let (endpoints, directory) = try Self.endpoints(["roles.yaml": Self.rolesFile, "public.yaml": Self.publicFile])
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await Self.withService(endpoints, database: database, identity: identity) { service in
+            // Not in the allow-list: 403, before any SQL.
+            let superuser = try await Self.send(service, "GET", "/whoami", token: try await Self.token("eve", role: "spout"))
+            #expect(superuser.status == 403)
+            #expect(superuser.text == #"{"error":"role 'spout' is not allowed (identity.roles)"}"#)
+
+            // A streamed result (a cursor in the request's transaction) and a page run as the
+            // token's role too.
+            let writer = try await Self.token("wanda", role: store.writer)
+            let row = #"{"role":"\#(store.writer)","sub":"wanda"}"#
+            let streamed = try await Self.send(service, "GET", "/whoami/rows", token: writer)
+            #expect(streamed.text == "[" + (1...3).map { #"{"n":\#($0),"# + row.dropFirst() }.joined(separator: ",") + "]")
+            let page = try await Self.send(service, "GET", "/whoami/rows?pageSize=2", token: writer)
+            #expect(page.text == "[" + (1...2).map { #"{"n":\#($0),"# + row.dropFirst() }.joined(separator: ",") + "]")
+            #expect(page.header("link") != nil && page.header("cache-control") == "private")
+
+            // Interleaved identities on the one connection: each sees only its own.
+            let count = 1_000
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<count {
+                    group.addTask {
+                        switch index % 4 {
+                        case 0, 1:
+                            let role = index % 4 == 0 ? store.writer : nil
+                            let answer = try await Self.send(service, "GET", "/whoami", token: try await Self.token("user\(index)", role: role))
+                            let object = try #require(try answer.json() as? [String: Any])
+                            #expect(object["role"] as? String == (role ?? store.reader))
+                            #expect(object["sub"] as? String == "user\(index)")
+                            let claims = try JSONSerialization.jsonObject(with: Data(((object["claims"] as? String) ?? "").utf8)) as? [String: Any]
+                            #expect(claims?["sub"] as? String == "user\(index)")
+                        case 2:
+                            let answer = try await Self.send(service, "GET", "/whoami", token: nil)
+                            #expect(answer.text == #"{"role":"\#(store.anonymous)","claims":"{}","sub":null}"#)
+                        default:
+                            let answer = try await Self.send(service, "GET", "/session", token: nil)
+                            #expect(answer.text == #"{"role":"\#(store.appRole)","claims":""}"#)
+                        }
+                    }
+                    if index >= 8 { try await group.next() }
+                }
+                try await group.waitForAll()
+            }
+        }
+    }
+}

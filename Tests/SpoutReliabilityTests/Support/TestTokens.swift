@@ -1,0 +1,17 @@
+import Foundation
+import SpoutEndpoints
+
+/// Bearer tokens for the servers these tests start: every `spout serve` child
+/// (``ServerProcess``) and in-process service gets ``secret`` as `SPOUT_JWT_SECRET`, and
+/// ``authorization(sub:)`` signs a token for it, as `spout token` would.
+enum TestTokens {
+    static let secret = "reliability-tests-secret-0123456789abcdef"
+
+    /// `Authorization: Bearer <token>` for subject `sub`, valid for an hour.
+    static func authorization(sub: String) async throws -> (String, String) {
+        let verifier = try TokenVerifier(identity: .init(), secret: Self.secret, jwks: nil)
+        let now = Int64(Date().timeIntervalSince1970)
+        let token = try await verifier.signWithSecret(TokenClaims(["sub": .string(sub), "exp": .integer(now + 3600)]))
+        return ("Authorization", "Bearer \(token ?? "")")
+    }
+}
