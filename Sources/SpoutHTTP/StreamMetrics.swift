@@ -1,7 +1,7 @@
 import Prometheus
 
 /// The metrics of streams that outlive their database work: spooling, holding, and how long
-/// streams keep database connections. Registered in the server's registry with help text.
+/// streams keep database connections. Their names and HELP text are ``ServerMetrics/Family``'s.
 final class StreamMetrics: Sendable {
     /// Streams whose client fell behind far enough that they spooled to disk.
     let spooled: Counter
@@ -17,20 +17,12 @@ final class StreamMetrics: Sendable {
     let refused: Counter
 
     init(registry: PrometheusCollectorRegistry) {
-        func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
-            MetricNameDescriptor(namespace: "spout", metricName: metric, unitName: unit, helpText: help)
-        }
-        self.spooled = registry.makeCounter(
-            descriptor: name("streams_spooled", "total", "Streamed responses that spooled to disk because the client read slower than the database."))
-        self.held = registry.makeCounter(
-            descriptor: name(
-                "streams_held", "total", "Streamed responses that held their database connection while the client read (spool cap reached or disk refused)."))
-        self.connectionSeconds = registry.makeCounter(
-            descriptor: name("stream_connection_seconds", "total", "Seconds database connections were leased by streamed responses."))
-        let bytes = name("spool", "bytes", "Bytes of streamed responses waiting for their clients, in memory or in spool files.")
-        self.memoryBytes = registry.makeGauge(descriptor: bytes, labels: [("medium", "memory")])
-        self.diskBytes = registry.makeGauge(descriptor: bytes, labels: [("medium", "disk")])
-        self.refused = registry.makeCounter(
-            descriptor: name("streams_refused", "total", "Streamed responses refused with 429 by the per-address stream cap."))
+        typealias Family = ServerMetrics.Family
+        self.spooled = registry.makeCounter(descriptor: Family.streamsSpooled.descriptor)
+        self.held = registry.makeCounter(descriptor: Family.streamsHeld.descriptor)
+        self.connectionSeconds = registry.makeCounter(descriptor: Family.streamConnectionSeconds.descriptor)
+        self.memoryBytes = registry.makeGauge(descriptor: Family.spoolBytes.descriptor, labels: [("medium", "memory")])
+        self.diskBytes = registry.makeGauge(descriptor: Family.spoolBytes.descriptor, labels: [("medium", "disk")])
+        self.refused = registry.makeCounter(descriptor: Family.streamsRefused.descriptor)
     }
 }
