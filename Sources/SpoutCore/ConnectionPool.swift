@@ -15,6 +15,8 @@ import Synchronization
 ///   short requests go first.
 /// - A released connection is reset (``DatabaseConnection/reset()``); a broken one, or one
 ///   that cannot be reset, is closed and its slot freed, so the next lease opens a new one.
+/// - Deadlines and repeated cancel requests go by `clock` (``DatabaseClock``); leases run
+///   their blocking work on `threads`, the owning ``Database``'s.
 final class ConnectionPool: Sendable {
     private struct Waiter {
         var id: UInt64
@@ -47,13 +49,18 @@ final class ConnectionPool: Sendable {
     let statistics: QueryStatistics
     /// The name of the database the pool belongs to (``Database/name``).
     let name: String
+    let clock: any DatabaseClock
+    /// Where leases of this pool run blocking work (the owning ``Database``'s threads).
+    let threads: DatabaseThreads
     private let state = Mutex(State())
 
     init(
         driver: any DatabaseDriver, readOnly: Bool, maximumConnections: Int, acquireTimeout: Duration,
         statementTimeout: Int? = nil, statistics: QueryStatistics, name: String = "primary", streamLimit: Int? = nil,
-        streamAcquireTimeout: Duration? = nil
+        streamAcquireTimeout: Duration? = nil, clock: any DatabaseClock = SystemDatabaseClock(), threads: DatabaseThreads
     ) {
+        self.clock = clock
+        self.threads = threads
         self.streamAcquireTimeout = streamAcquireTimeout ?? acquireTimeout
         self.driver = driver
         self.streamLimit = min(maximumConnections, max(1, streamLimit ?? maximumConnections))
@@ -133,8 +140,7 @@ final class ConnectionPool: Sendable {
             return nil
         case .waiting(let id):
             let timeout = forStream ? self.streamAcquireTimeout : self.acquireTimeout
-            let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
-            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) {
+            self.clock.schedule(after: timeout) {
                 self.abandon(waiter: id, with: DatabaseError(.poolExhausted, message: "no connection free within \(timeout)"))
             }
             return id
@@ -283,6 +289,9 @@ public final class ConnectionLease: Sendable {
     /// The name of the database whose pool the lease comes from (``Database/name``).
     public var databaseName: String { self.pool.name }
 
+    /// The threads of the database whose pool the lease comes from.
+    var threads: DatabaseThreads { self.pool.threads }
+
     /// Whether the lease holds a connection already open (alive or not).
     public var hasConnection: Bool {
         self.state.withLock { !$0.released && $0.connection != nil }
@@ -332,7 +341,7 @@ public final class ConnectionLease: Sendable {
     }
 
     private func cancel(_ connection: any DatabaseConnection, afterMilliseconds delay: Int, thenEvery next: Int) {
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(delay)) {
+        self.pool.clock.schedule(after: .milliseconds(delay)) {
             let stillHeld = self.state.withLock { state -> Bool in
                 guard !state.released, state.connection === connection else { return false }
                 state.cancelsInFlight += 1

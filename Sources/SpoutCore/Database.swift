@@ -13,6 +13,11 @@
 ///
 /// On SQLite, read-only work uses read-only connections from their own pool, and writes share
 /// a single read-write connection (SQLite allows one writer at a time anyway).
+///
+/// A server runs every piece of database work through one call,
+/// ``withSession(_:observer:retryOnPrimary:_:)``: it leases, runs the blocking calls on this
+/// database's own threads, applies the statement timeout and transaction rules, cancels on
+/// task cancellation, moves read-only work off a failed replica, and releases exactly once.
 public final class Database: Sendable {
     public let driver: any DatabaseDriver
     public let configuration: DatabaseConfiguration
@@ -23,23 +28,31 @@ public final class Database: Sendable {
     /// ever a guess, checked against the columns that arrive. Endpoints have a fixed set of
     /// statements; the bound is for ad-hoc SQL.
     let resultColumns = BoundedCache<String, [Column]>(capacity: 1024)
-    private let readPool: ConnectionPool
-    private let writePool: ConnectionPool
+    let readPool: ConnectionPool
+    let writePool: ConnectionPool
     /// Replicas that may serve read-only work instead of this database (see
     /// ``lease(readOnly:onReplica:)``); nil when there are none.
     public let replicas: ReadReplicas?
 
     /// A name for metrics and logs: `primary`, or a read replica's (`replica 1`).
     public let name: String
+    /// Where this database's blocking work runs: as many threads as it has connections, plus
+    /// one (releases and readiness checks never wait behind a stream).
+    let threads: DatabaseThreads
 
+    /// - Parameter clock: what the pools' deadlines go by; a test's own clock makes waits and
+    ///   timeouts testable without real time passing.
     public init(
         driver: any DatabaseDriver, configuration: DatabaseConfiguration = DatabaseConfiguration(), replicas: ReadReplicas? = nil,
-        name: String = "primary"
+        name: String = "primary", clock: any DatabaseClock = SystemDatabaseClock()
     ) {
         self.driver = driver
         self.name = name
         self.configuration = configuration
         self.replicas = replicas.flatMap { $0.replicas.isEmpty ? nil : $0 }
+        let connections = configuration.maximumConnections + (driver.hasReadOnlyConnections ? 1 : 0)
+        let threads = DatabaseThreads(maximum: connections + 1, name: name)
+        self.threads = threads
         self.writePool = ConnectionPool(
             driver: driver,
             readOnly: false,
@@ -49,7 +62,8 @@ public final class Database: Sendable {
             statistics: self.statistics,
             name: name,
             streamLimit: configuration.streamConnectionLimit,
-            streamAcquireTimeout: max(configuration.acquireTimeout, configuration.streamAcquireTimeout)
+            streamAcquireTimeout: max(configuration.acquireTimeout, configuration.streamAcquireTimeout),
+            clock: clock, threads: threads
         )
         self.readPool = driver.hasReadOnlyConnections
             ? ConnectionPool(
@@ -61,7 +75,8 @@ public final class Database: Sendable {
                 statistics: self.statistics,
                 name: name,
                 streamLimit: configuration.streamConnectionLimit,
-                streamAcquireTimeout: max(configuration.acquireTimeout, configuration.streamAcquireTimeout)
+                streamAcquireTimeout: max(configuration.acquireTimeout, configuration.streamAcquireTimeout),
+                clock: clock, threads: threads
             )
             : self.writePool
     }
@@ -134,11 +149,13 @@ public final class Database: Sendable {
         self.readPool.waiterCount + (self.readPool === self.writePool ? 0 : self.writePool.waiterCount)
     }
 
-    /// Closes idle connections now and leased ones as they are released.
+    /// Closes idle connections now and leased ones as they are released; work already queued
+    /// on the database's threads still runs, new work is refused.
     public func close() {
         self.replicas?.close()
         self.readPool.close()
         if self.readPool !== self.writePool { self.writePool.close() }
+        self.threads.shutdown()
     }
 }
 

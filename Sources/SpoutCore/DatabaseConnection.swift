@@ -169,6 +169,32 @@ public protocol DatabaseConnection: AnyObject, Sendable {
 
     /// Starts a bulk load into `table` (its `columns`, in order).
     func bulkInsert(into table: String, columns: [String]) throws -> any BulkInserter
+
+    /// Whether an ``QueryOptions/interleaved`` query needs an open transaction (PostgreSQL's
+    /// server-side cursors live in one). ``RowStream`` then opens a read-only one around it
+    /// when the caller has none. Default: false.
+    var interleavedQueriesNeedTransaction: Bool { get }
+
+    /// Whether the database has a role and settings a ``RequestSession`` sets
+    /// (``applySession(_:)``): PostgreSQL. When true, work with a session always runs in a
+    /// transaction, which ends them. Default: false (SQLite: claims reach SQL as parameters).
+    var appliesRequestSessions: Bool { get }
+
+    /// Applies `session` (role and claims) inside the open transaction, local to it. Called
+    /// only when ``appliesRequestSessions``; the default does nothing.
+    func applySession(_ session: RequestSession) throws
+
+    /// For a connection to a streaming replica: how far its replay is behind the primary, in
+    /// milliseconds (0 when it has replayed all it received); nil when the database cannot
+    /// tell (the default, and SQLite's). One round trip.
+    func replicationLag() throws -> Int?
+}
+
+extension DatabaseConnection {
+    public var interleavedQueriesNeedTransaction: Bool { false }
+    public var appliesRequestSessions: Bool { false }
+    public func applySession(_ session: RequestSession) throws {}
+    public func replicationLag() throws -> Int? { nil }
 }
 
 extension DatabaseConnection {

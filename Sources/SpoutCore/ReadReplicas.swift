@@ -1,4 +1,3 @@
-import Dispatch
 import Synchronization
 
 /// Read replicas of a primary database: read-only work is spread across them, and falls back
@@ -16,7 +15,8 @@ import Synchronization
 ///   finds a replica that went away behind a pooler, whose connections to the pooler look
 ///   fine. A request that fails on a replica with a connection-class error marks it
 ///   unavailable at once (``reportFailure(on:error:)``).
-/// - Each replica has its own pool (``Database``), sized like the primary's.
+/// - Each replica has its own pool and threads (``Database``), sized like the primary's.
+/// - Times (set aside until, lag checked at) go by `clock` (``DatabaseClock``).
 public final class ReadReplicas: Sendable {
     /// One replica and what is known of its health.
     public final class Replica: Sendable {
@@ -24,10 +24,11 @@ public final class ReadReplicas: Sendable {
         fileprivate let health = Mutex(Health())
 
         fileprivate struct Health {
-            var unavailableUntil: ContinuousClock.Instant?
+            /// ``DatabaseClock/now`` values.
+            var unavailableUntil: Duration?
             var problem: String?
             var lagMilliseconds: Int?
-            var lagCheckedAt: ContinuousClock.Instant?
+            var lagCheckedAt: Duration?
         }
 
         /// `database`, named (``Database/name``) for logs, metrics and `/ready` (`replica 1`,
@@ -38,10 +39,11 @@ public final class ReadReplicas: Sendable {
 
         public var name: String { self.database.name }
 
-        /// What is known now: available or not, why not, and the last lag measured.
-        public var status: Status {
+        /// What is known at `now` (``DatabaseClock/now``): available or not, why not, and the
+        /// last lag measured. ``ReadReplicas/status(of:)`` reads it by the set's clock.
+        fileprivate func status(at now: Duration) -> Status {
             self.health.withLock { health in
-                let unavailable = health.unavailableUntil.map { $0 > .now } ?? false
+                let unavailable = health.unavailableUntil.map { $0 > now } ?? false
                 return Status(
                     name: self.name, isAvailable: !unavailable, problem: unavailable ? health.problem : nil,
                     lagMilliseconds: health.lagMilliseconds)
@@ -49,7 +51,7 @@ public final class ReadReplicas: Sendable {
         }
     }
 
-    /// A replica's state as ``Replica/status`` reports it.
+    /// A replica's state as ``ReadReplicas/status(of:)`` reports it.
     public struct Status: Sendable, Hashable {
         public var name: String
         public var isAvailable: Bool
@@ -62,12 +64,14 @@ public final class ReadReplicas: Sendable {
     public let maximumLag: Duration?
     public let retryInterval: Duration
     public let lagCheckInterval: Duration
+    let clock: any DatabaseClock
     private let next = Atomic<Int>(0)
 
     public init(
         _ replicas: [Replica], maximumLag: Duration? = nil, retryInterval: Duration = .seconds(5),
-        lagCheckInterval: Duration = .seconds(1)
+        lagCheckInterval: Duration = .seconds(1), clock: any DatabaseClock = SystemDatabaseClock()
     ) {
+        self.clock = clock
         self.replicas = replicas
         self.maximumLag = maximumLag
         self.retryInterval = retryInterval
@@ -80,7 +84,7 @@ public final class ReadReplicas: Sendable {
         let start = self.next.add(1, ordering: .relaxed).newValue
         for offset in 0..<self.replicas.count {
             let replica = self.replicas[(start + offset) % self.replicas.count]
-            guard replica.status.isAvailable else { continue }
+            guard self.status(of: replica).isAvailable else { continue }
             if let lease = await self.verifiedLease(on: replica, forStream: forStream) { return lease }
         }
         return nil
@@ -94,8 +98,9 @@ public final class ReadReplicas: Sendable {
         for _ in 0...replica.database.configuration.maximumConnections {
             // A busy replica pool waits like any other; only a failure moves on.
             guard let lease = try? await replica.database.lease(readOnly: true, forStream: forStream) else { return nil }
+            let now = self.clock.now
             let checkLag = replica.health.withLock { health in
-                health.lagCheckedAt.map { .now - $0 >= self.lagCheckInterval } ?? true
+                health.lagCheckedAt.map { now - $0 >= self.lagCheckInterval } ?? true
             }
             let hadConnection = lease.hasConnection
             let live = hadConnection && lease.hasLiveConnection
@@ -105,14 +110,18 @@ public final class ReadReplicas: Sendable {
                 continue
             }
             do {
-                let lag = try await Self.onBackgroundThread {
-                    try lease.withConnection { connection in checkLag ? try Self.lag(on: connection) : nil }
+                // Opening the connection and the round trip block: on the replica's threads.
+                let lag = try await lease.threads.run {
+                    try lease.withConnection { connection in checkLag ? try connection.replicationLag() : nil }
                 }
-                if let lag {
+                if checkLag {
+                    let checkedAt = self.clock.now
                     replica.health.withLock {
                         $0.lagMilliseconds = lag
-                        $0.lagCheckedAt = .now
+                        $0.lagCheckedAt = checkedAt
                     }
+                }
+                if let lag {
                     if let maximum = self.maximumLag, lag > maximum.statementTimeoutMilliseconds {
                         lease.release()
                         self.markUnavailable(replica, problem: "lagging \(lag) ms")
@@ -137,42 +146,29 @@ public final class ReadReplicas: Sendable {
         guard let replica = self.replicas.first(where: { $0.name == lease.databaseName }),
             let error = error as? DatabaseError
         else { return false }
-        // 08: connection exceptions (also PgBouncer's "cannot connect to server"); 57P0x:
-        // administrator shutdown, crash shutdown, cannot connect now.
-        let gone = error.code == .connectionLost || error.code == .connectionFailed
-            || error.sqlState?.hasPrefix("08") == true || error.sqlState?.hasPrefix("57P0") == true
+        let gone = Self.meansServerGone(error)
         if gone { self.markUnavailable(replica, problem: "\(error.code)") }
         return gone
     }
 
+    /// Whether `error` says the server (or a pooler's connection to it) is gone: the
+    /// connection broke or could not be opened. The drivers map their own codes to these
+    /// (PostgreSQL: SQLSTATE class 08, and 57P01-57P03, shutting down or not accepting).
+    public static func meansServerGone(_ error: any Error) -> Bool {
+        guard let error = error as? DatabaseError else { return false }
+        return error.code == .connectionLost || error.code == .connectionFailed
+    }
+
+    /// What is known of `replica` now: available or not, why not, and the last lag measured.
+    public func status(of replica: Replica) -> Status {
+        replica.status(at: self.clock.now)
+    }
+
     private func markUnavailable(_ replica: Replica, problem: String) {
+        let until = self.clock.now + self.retryInterval
         replica.health.withLock { health in
-            health.unavailableUntil = .now + self.retryInterval
+            health.unavailableUntil = until
             health.problem = problem
-        }
-    }
-
-    /// How far the replica's replay is behind, in milliseconds: 0 when it has replayed all it
-    /// received (an idle primary writes nothing, so the time since the last replayed
-    /// transaction says nothing), else the age of the last replayed transaction.
-    static func lag(on connection: any DatabaseConnection) throws -> Int {
-        let sql = try ParsedSQL.cached(
-            """
-            SELECT CASE WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
-                        ELSE COALESCE(CAST(EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp()) * 1000 AS bigint), 0)
-                   END
-            """, dialect: connection.dialect)
-        let cursor = try connection.query(sql, [], options: QueryOptions())
-        defer { cursor.close() }
-        guard try cursor.next(), case .integer(let lag) = cursor.value(at: 0) else { return 0 }
-        return Int(lag)
-    }
-
-    /// Runs blocking work (opening a connection, a round trip) on a global Dispatch thread,
-    /// never on the caller's (possibly an event loop's) thread.
-    static func onBackgroundThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
         }
     }
 

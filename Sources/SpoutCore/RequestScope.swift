@@ -1,12 +1,13 @@
 /// The one home of the rules a request's statements run under: the statement timeout, and
-/// the transaction around them. The HTTP layer's row responses and the endpoints' writes both
-/// go through ``DatabaseConnection/runRequest(statementTimeout:transaction:session:_:)``.
+/// the transaction around them. Every ``DatabaseSession/run(_:)`` goes through
+/// ``DatabaseConnection/runRequest(statementTimeout:transaction:session:_:)``.
 public enum RequestTransaction: Sendable, Hashable {
     /// No transaction: each statement commits on its own.
     case none
     /// A read on a read-only lease: in a read-only transaction only where the dialect reads
     /// in one (``SQLDialect/readsInTransaction``: SQLite, so parent and children see one
-    /// snapshot); PostgreSQL's read-only session needs none (a stream's cursor opens its own).
+    /// snapshot); PostgreSQL's read-only session needs none (a stream's cursor opens its own,
+    /// ``DatabaseConnection/interleavedQueriesNeedTransaction``).
     case read
     /// A write, or a read that must see one snapshot: in a transaction that commits only when
     /// `body` returns (read-only or not).
@@ -18,16 +19,18 @@ extension DatabaseConnection {
     /// asks for, and commits; when `body` throws, rolls back what it opened and rethrows.
     /// Blocking: call it off the event loop, on the connection's thread.
     ///
-    /// With a `session` on PostgreSQL the request always runs in a transaction (a read in a
-    /// read-only one), and the session's role and claims are set in it before `body` runs,
-    /// local to the transaction (``RequestSession``): its commit or rollback ends them, so the
-    /// next request on the connection never sees them. SQLite has no roles or settings: there
-    /// the session changes nothing (claims reach SQLite as parameters).
+    /// With a `session`, where the connection applies sessions
+    /// (``DatabaseConnection/appliesRequestSessions``: PostgreSQL) the request always runs in a
+    /// transaction (a read in a read-only one), and the session's role and claims are set in
+    /// it before `body` runs, local to the transaction (``RequestSession``): its commit or
+    /// rollback ends them, so the next request on the connection never sees them. SQLite has
+    /// no roles or settings: there the session changes nothing (claims reach SQLite as
+    /// parameters).
     public func runRequest<T>(
         statementTimeout: Duration?, transaction: RequestTransaction, session: RequestSession? = nil, _ body: () throws -> T
     ) throws -> T {
         if let statementTimeout { try self.setStatementTimeout(milliseconds: statementTimeout.statementTimeoutMilliseconds) }
-        let session = self.dialect == .postgres ? session : nil
+        let session = self.appliesRequestSessions ? session : nil
         let readOnly: Bool
         switch transaction {
         case .none where session == nil:
@@ -42,9 +45,7 @@ extension DatabaseConnection {
         }
         try self.begin(readOnly: readOnly)
         do {
-            if let session, let statement = session.statement(for: self.dialect) {
-                _ = try self.execute(statement.sql, statement.arguments)
-            }
+            if let session { try self.applySession(session) }
             let value = try body()
             try self.commit()
             return value

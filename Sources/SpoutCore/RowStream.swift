@@ -149,7 +149,7 @@ public struct RowStream: Sendable {
         let executor = AttachmentExecutor(connection: connection, batchSize: window)
 
         let options = self.queryOptions(shape: shape, window: window, fetchSize: fetchSize)
-        let ownsTransaction = options.interleaved && connection.dialect == .postgres && !connection.isInTransaction
+        let ownsTransaction = options.interleaved && connection.interleavedQueriesNeedTransaction && !connection.isInTransaction
         if ownsTransaction { try connection.begin(readOnly: true) }
         do {
             let parsed = try self.statement(for: connection.dialect)
@@ -187,11 +187,11 @@ public struct RowStream: Sendable {
 
     /// The database's plan of the statement ``run(as:shape:to:on:dateFormat:attachmentBatchSize:fetchSize:)``
     /// sends on `connection` for `shape` (not its attachments'), with the same options and, on
-    /// PostgreSQL, in a read-only transaction of its own when a cursor needs one and the
+    /// a read-only transaction of its own when a cursor needs one and the
     /// caller has none (rolled back). Runs nothing else.
     public func explain(shape: ResultShape = .array, on connection: any DatabaseConnection) throws -> [String] {
         let options = self.queryOptions(shape: shape, window: 1, fetchSize: nil)
-        let ownsTransaction = options.interleaved && connection.dialect == .postgres && !connection.isInTransaction
+        let ownsTransaction = options.interleaved && connection.interleavedQueriesNeedTransaction && !connection.isInTransaction
         if ownsTransaction { try connection.begin(readOnly: true) }
         defer { if ownsTransaction && connection.isInTransaction { try? connection.rollback() } }
         let parsed = try self.statement(for: connection.dialect)

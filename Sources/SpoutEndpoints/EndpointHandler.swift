@@ -274,23 +274,19 @@ struct EndpointHandler: Sendable {
         } else {
             format = .json()
         }
-        let lease = try await self.database.lease(readOnly: self.endpoint.readOnly)
         let outcome: Outcome
         do {
             let result = self.endpoint.result
-            let readOnly = self.endpoint.readOnly
-            let timeout = self.timeout
             let dateFormat = self.database.configuration.dateFormat
-            outcome = try await request.runBlocking {
-                defer { lease.release() }
-                return try lease.withConnection { connection in
-                    try Self.run(
-                        stream, result: result, format: format, readOnly: readOnly, timeout: timeout,
-                        dateFormat: dateFormat, session: session, on: connection)
+            let work = DatabaseWork(
+                readOnly: self.endpoint.readOnly, statementTimeout: self.timeout, transaction: .always(readOnly: self.endpoint.readOnly),
+                session: session, cancelsWithTask: self.endpoint.readOnly)
+            outcome = try await self.database.withSession(work) { session in
+                try await session.run { connection in
+                    try Self.run(stream, result: result, format: format, dateFormat: dateFormat, on: connection)
                 }
             }
         } catch {
-            lease.release()
             self.logger.debug(
                 "endpoint transaction rolled back",
                 metadata: ["request.id": "\(request.id)", "endpoint": "\(self.endpoint.title)", "error": "\(error)"])
@@ -311,24 +307,21 @@ struct EndpointHandler: Sendable {
         }
     }
 
-    /// Runs the statement in a transaction on `connection` (blocking).
+    /// Runs the statement on `connection` (blocking), inside the transaction the work opened.
     private static func run(
-        _ stream: RowStream, result: EndpointResult, format: OutputFormat, readOnly: Bool, timeout: Duration?,
-        dateFormat: DateFormat, session: RequestSession?, on connection: any DatabaseConnection
+        _ stream: RowStream, result: EndpointResult, format: OutputFormat, dateFormat: DateFormat, on connection: any DatabaseConnection
     ) throws -> Outcome {
-        try connection.runRequest(statementTimeout: timeout, transaction: .always(readOnly: readOnly), session: session) {
-            if let shape = result.shape {
-                let sink = CollectingSink()
-                do {
-                    try stream.write(as: format, shape: shape, to: sink, on: connection, dateFormat: dateFormat)
-                    return .body(sink.bytes)
-                } catch RowStreamError.noRow where result == .created {
-                    return .body(nil)
-                }
+        if let shape = result.shape {
+            let sink = CollectingSink()
+            do {
+                try stream.write(as: format, shape: shape, to: sink, on: connection, dateFormat: dateFormat)
+                return .body(sink.bytes)
+            } catch RowStreamError.noRow where result == .created {
+                return .body(nil)
             }
-            let parsed = try stream.statement(for: connection.dialect)
-            return .changed(try connection.execute(parsed, try parsed.bind(stream.arguments)))
         }
+        let parsed = try stream.statement(for: connection.dialect)
+        return .changed(try connection.execute(parsed, try parsed.bind(stream.arguments)))
     }
 }
 

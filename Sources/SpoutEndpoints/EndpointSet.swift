@@ -211,10 +211,12 @@ public struct EndpointSet: Sendable {
         return prefixes
     }
 
-    /// A router holding ``makeRoutes(database:logger:)``.
+    /// A router holding ``makeRoutes(database:logger:)`` and `GET /ready` for `database`
+    /// (``SpoutHTTP/Router/addReadiness(of:)``).
     public func makeRouter(database: Database, logger: Logger) -> Router {
         var router = Router()
         for route in self.makeRoutes(database: database, logger: logger) { router.add(route) }
+        router.addReadiness(of: [database])
         return router
     }
 

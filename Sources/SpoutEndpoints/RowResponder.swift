@@ -1,6 +1,7 @@
 import Logging
 import SpoutCore
 import SpoutHTTP
+import Synchronization
 
 extension RowResult {
     public func produce(status: Int, headers: HeaderFields, through exchange: ResponseExchange) async throws {
@@ -10,31 +11,29 @@ extension RowResult {
     }
 }
 
-/// Decides how a row request runs, and runs it: the one owner of that rule.
+/// Decides how a row request is answered, and answers it: the one owner of that rule. The
+/// database work itself (lease, threads, timeout, transaction, role, cancellation, replica
+/// failover, release) is one ``SpoutCore/Database/withSession(_:observer:retryOnPrimary:_:)``
+/// call per response.
 ///
 /// In order:
 /// 1. Negotiates the format (`Accept`; 406 when nothing offered is acceptable).
-/// 2. Leases a connection of the result's database (a replica's when the result allows one),
-///    waiting without blocking a thread.
-/// 3. With a version validator, reads the version first: a match with `If-None-Match` is a
-///    304 and the rows are not read.
-/// 4. A result sent whole (single rows, pages, body validators) is read into memory: by the
+/// 2. With a version validator, reads the version first: a match with `If-None-Match` is a
+///    304 and the rows are not read. A version that cannot be read leaves the response
+///    untagged (logged), unless its replica is gone (then the primary answers all of it).
+/// 3. A result sent whole (single rows, pages, body validators) is read into memory: by the
 ///    driver's event-driven path when the connection offers one
-///    (``EventDrivenConnection``), else on a thread-pool thread. Its strong `ETag`, `Link` to
-///    the next page and `Spout-Truncated` header are set from the body and how it ended.
-/// 5. Anything else streams on a thread-pool thread into the exchange's sink, on a lease
+///    (``SpoutCore/DatabaseSession/eventDrivenConnection()``), else on the database's
+///    threads. Its strong `ETag`, `Link` to the next page and `Spout-Truncated` header are
+///    set from the body and how it ended, and it is sent once the connection is released.
+/// 4. Anything else streams on the database's threads into the exchange's sink, on a lease
 ///    counted against the pool's stream limit (``DatabaseConfiguration/streamReserve``). The
 ///    sink spools what a slow client cannot take yet, so the lease is released when the
 ///    database has answered, not when the client has read; only when the spool may not grow
-///    does it block the thread (backpressure). A row limit is reported in a
-///    `Spout-Truncated` trailer.
-/// 6. When a replica fails before any byte was sent, the replica is set aside and the primary
-///    answers the same request.
-///
-/// The statement timeout and transaction rules are Core's
-/// (``DatabaseConnection/runRequest(statementTimeout:transaction:session:_:)``); the lease is released
-/// before the response is reported done; a client that goes away cancels the statement
-/// through the lease.
+///    does it block the thread (backpressure). A client that goes away closes the sink, which
+///    cancels the statement. A row limit is reported in a `Spout-Truncated` trailer. A replica
+///    that fails before the stream produced a byte is replaced by the primary, into the same
+///    sink.
 struct RowResponder: Sendable {
     let exchange: ResponseExchange
 
@@ -48,35 +47,11 @@ struct RowResponder: Sendable {
         }
         var headers = original
         headers.replaceOrAdd("Content-Type", format.contentType)
-        let waitStarted = ContinuousClock.now
-        let lease = try await rows.database.lease(readOnly: rows.readOnly, onReplica: rows.onReplica, forStream: !rows.isSentWhole)
-        let acquire = ContinuousClock.now - waitStarted
-        self.exchange.connectionAcquired(database: lease.databaseName, after: acquire)
-
-        if case .version(let version)? = rows.validator {
-            switch await self.versionTag(version, of: rows, format: format, lease: lease) {
-            case .success(let tag):
-                headers.replaceOrAdd("ETag", tag.description)
-                if tag.isMatched(byIfNoneMatch: self.exchange.ifNoneMatch) {
-                    await self.release(lease)
-                    return self.exchange.sendNotModified(headers)
-                }
-            case .failure(let error):
-                if rows.onReplica, rows.database.replicas?.reportFailure(on: lease, error: error) == true {
-                    await self.release(lease)
-                    return try await self.respond(rows.onPrimary, status: status, headers: original)
-                }
-                // The rows are still right without a validator: answer them untagged.
-                self.exchange.logger.warning(
-                    "versionSql failed; answering without an ETag",
-                    metadata: ["request.id": "\(self.exchange.request.id)", "error": "\(String(reflecting: error))"])
-            }
-        }
-
+        let observer = ExchangeObserver(exchange: self.exchange)
         if rows.isSentWhole {
-            try await self.sendWhole(rows, status: status, headers: headers, original: original, format: format, lease: lease, acquire: acquire)
+            try await self.sendWhole(rows, status: status, headers: headers, format: format, observer: observer)
         } else {
-            await self.stream(rows, status: status, headers: headers, format: format, lease: lease, acquire: acquire)
+            try await self.stream(rows, status: status, headers: headers, format: format, observer: observer)
         }
     }
 
@@ -91,205 +66,212 @@ struct RowResponder: Sendable {
         var encode: Duration?
     }
 
-    private func sendWhole(
-        _ rows: RowResult, status: Int, headers: HeaderFields, original: HeaderFields, format: OutputFormat, lease: ConnectionLease,
-        acquire: Duration
-    ) async throws {
-        let result: Result<WholeBody, any Error>
-        if let eventDriven = await self.runEventDriven(rows, format: format, lease: lease) {
-            result = eventDriven
-        } else {
-            result = await self.runCollected(rows, format: format, lease: lease)
-        }
-        if case .failure(let error) = result, rows.onReplica,
-            rows.database.replicas?.reportFailure(on: lease, error: error) == true
-        {
-            // The replica went away under this request, before any byte was sent: the
-            // replica is set aside and the primary answers instead.
-            return try await self.respond(rows.onPrimary, status: status, headers: original)
-        }
-        let whole = try result.get()
-        var headers = headers
-        if case .body? = rows.validator {
-            let tag = EntityTag.strong(body: whole.body)
-            headers.replaceOrAdd("ETag", tag.description)
-            if tag.isMatched(byIfNoneMatch: self.exchange.ifNoneMatch) { return self.exchange.sendNotModified(headers) }
-        }
-        if let next = try rows.nextPage?(whole.outcome) { headers.add("Link", "<\(next)>; rel=\"next\"") }
-        if rows.stream.rowLimit != nil && rows.nextPage == nil {
-            headers.replaceOrAdd(Self.truncatedField, String(whole.outcome.truncated))
-        }
-        if self.exchange.timingHeader {
-            headers.add(
-                "Server-Timing",
-                ServerTiming.header([("acquire", acquire), ("db", whole.database)] + (whole.encode.map { [("encode", $0)] } ?? [])))
-        }
-        self.exchange.send(status: status, headers: headers, body: whole.body, rows: whole.outcome.rows)
+    private enum WholeAnswer: Sendable {
+        case notModified(HeaderFields)
+        case body(WholeBody, HeaderFields)
     }
 
-    /// Runs a single-row stream without a thread of its own when the lease's connection can
-    /// (``EventDrivenConnection``: PostgreSQL, already open with the timeout the endpoint wants):
-    /// the database is waited on by the driver's I/O thread, and the rows, held in memory, are
-    /// encoded on this task's executor (the event loop) into the whole body. A client that goes
-    /// away cancels the task, which cancels the statement. Nil when the stream cannot run so
-    /// (including SQL that cannot be bound: the thread-pool path reports that error); the lease
-    /// is then untouched. Otherwise the lease is released.
-    private func runEventDriven(_ rows: RowResult, format: OutputFormat, lease: ConnectionLease) async -> Result<WholeBody, any Error>? {
-        let timeout = rows.statementTimeout?.statementTimeoutMilliseconds
-        // A session (role, claims) needs the transaction the thread-pool path opens.
-        guard rows.session == nil || rows.database.dialect != .postgres else { return nil }
-        guard let connection = lease.eventDrivenConnection(statementTimeout: timeout),
+    private func sendWhole(
+        _ rows: RowResult, status: Int, headers: HeaderFields, format: OutputFormat, observer: ExchangeObserver
+    ) async throws {
+        let answer = try await rows.database.withSession(rows.work, observer: observer) { session -> WholeAnswer in
+            var headers = headers
+            if case .version(let version)? = rows.validator, let tag = try await self.versionTag(version, format: format, session: session) {
+                headers.replaceOrAdd("ETag", tag.description)
+                if tag.isMatched(byIfNoneMatch: self.exchange.ifNoneMatch) { return .notModified(headers) }
+            }
+            return .body(try await self.readWhole(rows, format: format, session: session), headers)
+        }
+        // The connection is back in its pool by now.
+        switch answer {
+        case .notModified(let headers):
+            self.exchange.sendNotModified(headers)
+        case .body(let whole, var headers):
+            if case .body? = rows.validator {
+                let tag = EntityTag.strong(body: whole.body)
+                headers.replaceOrAdd("ETag", tag.description)
+                if tag.isMatched(byIfNoneMatch: self.exchange.ifNoneMatch) { return self.exchange.sendNotModified(headers) }
+            }
+            if let next = try rows.nextPage?(whole.outcome) { headers.add("Link", "<\(next)>; rel=\"next\"") }
+            if rows.stream.rowLimit != nil && rows.nextPage == nil {
+                headers.replaceOrAdd(Self.truncatedField, String(whole.outcome.truncated))
+            }
+            if self.exchange.timingHeader {
+                let parts = [("acquire", observer.acquire), ("db", whole.database)] + (whole.encode.map { [("encode", $0)] } ?? [])
+                headers.add("Server-Timing", ServerTiming.header(parts))
+            }
+            self.exchange.send(status: status, headers: headers, body: whole.body, rows: whole.outcome.rows)
+        }
+    }
+
+    /// Reads `rows` whole: without a thread of its own when the connection can
+    /// (``SpoutCore/EventDrivenConnection``: PostgreSQL, already open with the timeout the
+    /// endpoint wants), the database waited on by the driver's I/O thread and the rows, held in
+    /// memory, encoded on this task's executor; else on the database's threads. A client that
+    /// goes away cancels the task, which cancels the statement.
+    private func readWhole(_ rows: RowResult, format: OutputFormat, session: DatabaseSession) async throws -> WholeBody {
+        let started = ContinuousClock.now
+        // SQL that cannot be bound has no plan: the threads' path reports that error.
+        if let connection = session.eventDrivenConnection(),
             let plan = try? PipelinedSingleRowPlan(rows.stream, shape: rows.shape, format: format, children: connection.childQueries)
-        else { return nil }
-        let result: Result<WholeBody, any Error>
-        do {
-            let started = ContinuousClock.now
+        {
             let batches = try await withTaskCancellationHandler {
                 try await connection.runEventDriven(plan.parent) { try plan.batch(after: $0) }
-            } onCancel: { [exchange = self.exchange] in
-                exchange.statementCancelled()
-                lease.cancel()
+            } onCancel: {
+                session.cancel()
             }
             let encodeStarted = ContinuousClock.now
             let body = CollectingSink()
-            let count = try plan.write(batches, as: format, shape: rows.shape, dateFormat: rows.database.configuration.dateFormat, to: body)
-            result = .success(
-                WholeBody(
-                    body: body.bytes, outcome: StreamOutcome(rows: count), database: encodeStarted - started,
-                    encode: ContinuousClock.now - encodeStarted))
+            let count = try plan.write(batches, as: format, shape: rows.shape, dateFormat: session.configuration.dateFormat, to: body)
+            return WholeBody(
+                body: body.bytes, outcome: StreamOutcome(rows: count), database: encodeStarted - started,
+                encode: ContinuousClock.now - encodeStarted)
+        }
+        let configuration = session.configuration
+        let (body, outcome) = try await session.run { connection in
+            let body = CollectingSink()
+            let outcome = try rows.stream.run(
+                as: format, shape: rows.shape, to: body, on: connection, dateFormat: configuration.dateFormat,
+                attachmentBatchSize: configuration.attachmentBatchSize, fetchSize: configuration.fetchSize)
+            return (body.bytes, outcome)
+        }
+        return WholeBody(body: body, outcome: outcome, database: ContinuousClock.now - started, encode: nil)
+    }
+
+    /// The weak tag of what `version` returns, or nil when it cannot be read (logged; the rows
+    /// are still right without a validator). Throws only when the replica it ran on is gone.
+    private func versionTag(_ version: RowStream, format: OutputFormat, session: DatabaseSession) async throws -> EntityTag? {
+        do {
+            let value = try await session.run { connection in
+                let value = CollectingSink()
+                do {
+                    try version.write(as: .json(), shape: .scalar, to: value, on: connection, dateFormat: .epochMilliseconds)
+                } catch RowStreamError.noRow {
+                    // No row is a version too (an empty table's).
+                }
+                return value.bytes
+            }
+            return EntityTag.weak(digesting: [Array(format.contentType.utf8), value])
+        } catch where session.failsOver(error) {
+            throw error
         } catch {
-            result = .failure(error)
+            self.exchange.logger.warning(
+                "versionSql failed; answering without an ETag",
+                metadata: ["request.id": "\(self.exchange.request.id)", "error": "\(String(reflecting: error))"])
+            return nil
         }
-        if connection.canRunEventDriven(readOnly: lease.readOnly, statementTimeout: nil) {
-            lease.release()
-        } else {
-            await self.release(lease)
-        }
-        return result
-    }
-
-    /// Runs the stream on a thread-pool thread into memory (a result sent whole: bounded by
-    /// its shape or its page size) and releases the lease. A client that goes away cancels the
-    /// task, which cancels the statement.
-    private func runCollected(_ rows: RowResult, format: OutputFormat, lease: ConnectionLease) async -> Result<WholeBody, any Error> {
-        let started = ContinuousClock.now
-        let result = await withTaskCancellationHandler {
-            await self.runBlocking(rows, lease: lease) { connection, configuration in
-                let body = CollectingSink()
-                let outcome = try rows.stream.run(
-                    as: format, shape: rows.shape, to: body, on: connection, dateFormat: configuration.dateFormat,
-                    attachmentBatchSize: configuration.attachmentBatchSize, fetchSize: configuration.fetchSize)
-                return (body.bytes, outcome)
-            }
-        } onCancel: { [exchange = self.exchange] in
-            exchange.statementCancelled()
-            lease.cancel()
-        }
-        return result.map { body, outcome in
-            WholeBody(body: body, outcome: outcome, database: ContinuousClock.now - started, encode: nil)
-        }
-    }
-
-    /// The weak tag of what `version` returns on the lease's connection (the lease is kept).
-    private func versionTag(_ version: RowStream, of rows: RowResult, format: OutputFormat, lease: ConnectionLease) async -> Result<EntityTag, any Error> {
-        let result = await self.runBlocking(rows, lease: lease, releasing: false) { connection, _ in
-            let value = CollectingSink()
-            do {
-                try version.write(as: .json(), shape: .scalar, to: value, on: connection, dateFormat: .epochMilliseconds)
-            } catch RowStreamError.noRow {
-                // No row is a version too (an empty table's).
-            }
-            return value.bytes
-        }
-        return result.map { EntityTag.weak(digesting: [Array(format.contentType.utf8), $0]) }
     }
 
     // MARK: Streamed
 
+    private enum StreamAnswer: Sendable {
+        case notModified(HeaderFields)
+        case streamed(StreamingResponseSink, Result<StreamOutcome, any Error>, started: ContinuousClock.Instant)
+    }
+
     private func stream(
-        _ rows: RowResult, status: Int, headers: HeaderFields, format: OutputFormat, lease: ConnectionLease, acquire: Duration
-    ) async {
+        _ rows: RowResult, status: Int, headers: HeaderFields, format: OutputFormat, observer: ExchangeObserver
+    ) async throws {
+        // One sink over every attempt: a primary that replaces a failed replica streams into
+        // the sink the replica left untouched.
+        let started = Mutex<(sink: StreamingResponseSink, at: ContinuousClock.Instant)?>(nil)
+        let answer: StreamAnswer
+        do {
+            answer = try await rows.database.withSession(
+                rows.work, observer: observer, retryOnPrimary: { started.withLock { $0?.sink.isUntouched ?? true } }
+            ) { session -> StreamAnswer in
+                var headers = headers
+                let existing = started.withLock { $0 }
+                if existing == nil, case .version(let version)? = rows.validator,
+                    let tag = try await self.versionTag(version, format: format, session: session)
+                {
+                    headers.replaceOrAdd("ETag", tag.description)
+                    if tag.isMatched(byIfNoneMatch: self.exchange.ifNoneMatch) { return .notModified(headers) }
+                }
+                let (sink, at) = existing ?? self.startStream(rows, status: status, headers: headers, into: started)
+                let result = await self.run(rows, format: format, session: session, sink: sink)
+                if case .failure(let error) = result, session.failsOver(error), sink.isUntouched { throw error }
+                return .streamed(sink, result, started: at)
+            }
+        } catch {
+            // Failed before the stream started (no connection, say): an error response. After,
+            // the sink ends the response.
+            guard let (sink, at) = started.withLock({ $0 }) else { throw error }
+            answer = .streamed(sink, .failure(error), started: at)
+        }
+        switch answer {
+        case .notModified(let headers):
+            self.exchange.sendNotModified(headers)
+        case .streamed(let sink, let result, let at):
+            // Reading and encoding interleave on this path: one `db` figure covers both. The
+            // connection is back in its pool by now.
+            let held = ContinuousClock.now - at
+            self.exchange.streamHeldConnection(for: held)
+            let timing = self.exchange.timingHeader ? ServerTiming.header([("acquire", observer.acquire), ("db", held)]) : nil
+            var trailers: HeaderFields? = nil
+            if rows.stream.rowLimit != nil, case .success(let outcome) = result {
+                trailers = [Self.truncatedField: String(outcome.truncated)]
+            }
+            self.exchange.finishStream(sink, result: result.map(\.rows), timing: timing, trailers: trailers)
+        }
+    }
+
+    /// Starts the streamed response (its head goes out with the first chunk) and records it in
+    /// `started`.
+    private func startStream(
+        _ rows: RowResult, status: Int, headers: HeaderFields,
+        into started: borrowing Mutex<(sink: StreamingResponseSink, at: ContinuousClock.Instant)?>
+    ) -> (StreamingResponseSink, ContinuousClock.Instant) {
         var headers = headers
         // A row limit can only be reported after the last row: in a trailer, announced here.
         if rows.stream.rowLimit != nil { headers.replaceOrAdd("Trailer", Self.truncatedField) }
         let sink = self.exchange.startStream(status: status, headers: headers)
-        let runStarted = ContinuousClock.now
-        var result = await self.runOnThreadPool(rows, format: format, lease: lease, sink: sink)
-        if case .failure(let error) = result, rows.onReplica,
-            rows.database.replicas?.reportFailure(on: lease, error: error) == true, sink.isUntouched,
-            let primary = try? await rows.database.lease(readOnly: rows.readOnly, forStream: true)
-        {
-            // The replica went away before the stream produced a byte: the replica is set
-            // aside and the primary streams into the same, still empty sink.
-            result = await self.runOnThreadPool(rows.onPrimary, format: format, lease: primary, sink: sink)
-        }
-        // Reading and encoding interleave on this path: one `db` figure covers both. The
-        // leases are released by now.
-        let held = ContinuousClock.now - runStarted
-        self.exchange.streamHeldConnection(for: held)
-        let timing = self.exchange.timingHeader ? ServerTiming.header([("acquire", acquire), ("db", held)]) : nil
-        var trailers: HeaderFields? = nil
-        if rows.stream.rowLimit != nil, case .success(let outcome) = result {
-            trailers = [Self.truncatedField: String(outcome.truncated)]
-        }
-        self.exchange.finishStream(sink, result: result.map(\.rows), timing: timing, trailers: trailers)
+        let at = ContinuousClock.now
+        started.withLock { $0 = (sink, at) }
+        return (sink, at)
     }
 
-    /// Runs the stream on a thread-pool thread, which blocks on the database and on the
-    /// sink's backpressure, and releases the lease there. A client that goes away meanwhile
-    /// closes the sink, which cancels the statement, so the connection comes back soon.
-    private func runOnThreadPool(
-        _ rows: RowResult, format: OutputFormat, lease: ConnectionLease, sink: StreamingResponseSink
+    /// Runs the stream on the database's threads, which block on the database and on the
+    /// sink's backpressure. A client that goes away meanwhile closes the sink, which cancels
+    /// the statement, so the connection comes back soon.
+    private func run(
+        _ rows: RowResult, format: OutputFormat, session: DatabaseSession, sink: StreamingResponseSink
     ) async -> Result<StreamOutcome, any Error> {
-        let exchange = self.exchange
-        sink.onClose {
-            exchange.statementCancelled()
-            lease.cancel()
-        }
-        let result = await self.runBlocking(rows, lease: lease) { connection, configuration in
-            try rows.stream.run(
-                as: format, shape: rows.shape, to: sink, on: connection, dateFormat: configuration.dateFormat,
-                attachmentBatchSize: configuration.attachmentBatchSize, fetchSize: configuration.fetchSize)
-        }
-        sink.clearOnClose()
-        return result
-    }
-
-    // MARK: Leases
-
-    /// Runs `body` on a thread-pool thread with the lease's connection set up for `rows` by
-    /// ``DatabaseConnection/runRequest(statementTimeout:transaction:session:_:)`` (Core's rules), and
-    /// releases the lease there unless `releasing` is false. The lease is released here too
-    /// when the pool did not run the body (cancelled, shut down).
-    private func runBlocking<Value: Sendable>(
-        _ rows: RowResult, lease: ConnectionLease, releasing: Bool = true,
-        _ body: @escaping @Sendable (any DatabaseConnection, DatabaseConfiguration) throws -> Value
-    ) async -> Result<Value, any Error> {
-        let configuration = rows.database.configuration
+        sink.onClose { session.cancel() }
+        defer { sink.clearOnClose() }
+        let configuration = session.configuration
         do {
-            return try await self.exchange.request.runBlocking {
-                defer { if releasing { lease.release() } }
-                return Result {
-                    try lease.withConnection { connection in
-                        try connection.runRequest(
-                            statementTimeout: rows.statementTimeout, transaction: rows.readOnly ? .read : .none, session: rows.session
-                        ) {
-                            try body(connection, configuration)
-                        }
-                    }
-                }
-            }
+            return .success(
+                try await session.run { connection in
+                    try rows.stream.run(
+                        as: format, shape: rows.shape, to: sink, on: connection, dateFormat: configuration.dateFormat,
+                        attachmentBatchSize: configuration.attachmentBatchSize, fetchSize: configuration.fetchSize)
+                })
         } catch {
-            // The pool did not run the body (cancelled, shut down): the lease is still held.
-            if releasing { lease.release() }
             return .failure(error)
         }
     }
+}
 
-    /// Releases `lease` off the event loop (returning it may take a round trip, a rollback,
-    /// or closing it), unless the thread pool has shut down and did not run it.
-    private func release(_ lease: ConnectionLease) async {
-        let released = (try? await self.exchange.request.runBlocking { lease.release() }) != nil
-        if !released { lease.release() }
+/// Tells the exchange (its metrics) what the database work of a row response did, and keeps
+/// the connection wait for `Server-Timing`.
+private final class ExchangeObserver: DatabaseObserver {
+    let exchange: ResponseExchange
+    private let waited = Mutex<Duration>(.zero)
+
+    init(exchange: ResponseExchange) {
+        self.exchange = exchange
+    }
+
+    /// How long the last lease waited.
+    var acquire: Duration { self.waited.withLock { $0 } }
+
+    func connectionAcquired(database: String, after wait: Duration) {
+        self.waited.withLock { $0 = wait }
+        self.exchange.connectionAcquired(database: database, after: wait)
+    }
+
+    func statementCancelled() {
+        self.exchange.statementCancelled()
     }
 }

@@ -10,7 +10,7 @@ public struct RowResult: ResponseProducer {
     public var shape: ResultShape
     public var readOnly: Bool
     public var statementTimeout: Duration?
-    /// Whether a read replica of `database` may answer (``Database/lease(readOnly:onReplica:)``).
+    /// Whether a read replica of `database` may answer (``SpoutCore/DatabaseWork/onReplica``).
     public var onReplica: Bool
     /// How the response is validated (`ETag`, `If-None-Match`); nil: it is not.
     public var validator: Validator?
@@ -18,7 +18,7 @@ public struct RowResult: ResponseProducer {
     /// page ended, or nil on the last page. A paged result is sent whole (its size is bounded).
     public var nextPage: (@Sendable (StreamOutcome) throws -> String?)?
     /// Who the request runs as in the database (role and claims, PostgreSQL); nil for none.
-    /// A request with a session always runs on the thread pool in a transaction (never
+    /// A request with a session always runs on the database's threads in a transaction (never
     /// event-driven), where ``DatabaseConnection/runRequest(statementTimeout:transaction:session:_:)``
     /// sets it for that transaction only.
     public var session: RequestSession? = nil
@@ -41,11 +41,12 @@ public struct RowResult: ResponseProducer {
         return false
     }
 
-    /// The same result, to be answered by the primary only.
-    var onPrimary: RowResult {
-        var result = self
-        result.onReplica = false
-        return result
+    /// The database work the rows need (``SpoutCore/Database/withSession(_:observer:retryOnPrimary:_:)``):
+    /// a read in the read's transaction rules, or statements that commit on their own.
+    var work: DatabaseWork {
+        DatabaseWork(
+            readOnly: self.readOnly, onReplica: self.onReplica, isStream: !self.isSentWhole, statementTimeout: self.statementTimeout,
+            transaction: self.readOnly ? .read : .none, session: self.session)
     }
 
     public init(

@@ -1,12 +1,10 @@
 import Logging
 import NIOCore
-import NIOPosix
 
 /// What every connection handler of a server shares.
 struct ConnectionEnvironment: Sendable {
     var router: Router
     var configuration: ServerConfiguration
-    var threadPool: NIOThreadPool
     var logger: Logger
     var statistics: ServerStatistics
     /// Where requests, streams and failures are counted; nil when metrics are off.

@@ -282,8 +282,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                     id: exchange.id, method: method, path: String(exchange.path),
                     queryString: exchange.queryString.map(String.init),
                     headers: HeaderFields(head.headers.map { ($0.name, $0.value) }), body: bodyBytes, query: query,
-                    routeTemplate: route.template, pathKeys: pathKeys, rawArguments: raw, arguments: arguments,
-                    threadPool: self.environment.threadPool
+                    routeTemplate: route.template, pathKeys: pathKeys, rawArguments: raw, arguments: arguments
                 )
             } catch {
                 self.sendError(ErrorResponse(for: error), exchange: exchange, context: context)
@@ -367,7 +366,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     /// Keeps the per-address stream count of the exchange until it ends.
     func attachStreamTicket(_ number: Int, ticket: StreamAdmission.Ticket) {
         guard let exchange = self.currentExchange(number) else {
-            ticket.release()
+            ticket.end()
             return
         }
         exchange.streamTicket = ticket
@@ -533,7 +532,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     // MARK: Access log
 
     private func log(_ exchange: Exchange, failure: String?) {
-        exchange.streamTicket?.release()
+        exchange.streamTicket?.end()
         exchange.streamTicket = nil
         self.environment.statistics.requestCompleted()
         let elapsed = NIODeadline.now() - exchange.start

@@ -10,16 +10,16 @@ import Synchronization
 /// backpressure, access logging and graceful shutdown.
 ///
 /// ```swift
-/// let server = HTTPServer(router: router, databases: [database], configuration: .init(port: 0), logger: logger)
+/// let server = HTTPServer(router: router, configuration: .init(port: 0), logger: logger)
 /// try await server.start()
 /// print(server.boundPort!)
 /// // elsewhere, on SIGTERM: await server.shutdown()
 /// try await server.run()   // returns once shut down
 /// ```
 ///
-/// Built in, unless the router has them: `GET /health` (200 `{"status":"ok"}`) and
-/// `GET /ready` (a `SELECT 1` through a lease of every database: 200 `{"status":"ready"}`,
-/// else 503).
+/// Built in, unless the router has it: `GET /health` (200 `{"status":"ok"}`). The server knows
+/// no database: whatever composes it with databases registers `GET /ready` and `GET /metrics`
+/// (SpoutEndpoints' `Router.addReadiness(of:)` and `Router.addMetrics(_:databases:)`).
 public final class HTTPServer: Sendable {
     public let configuration: ServerConfiguration
     public let statistics = ServerStatistics()
@@ -27,7 +27,6 @@ public final class HTTPServer: Sendable {
     private let logger: Logger
     private let group: any EventLoopGroup
     private let ownsGroup: Bool
-    private let threadPool: NIOThreadPool
     private let state = Mutex(ServerState())
     private let stopped = AsyncOneShotEvent()
     private let connectionFailures: ConnectionFailureLog
@@ -47,19 +46,18 @@ public final class HTTPServer: Sendable {
 
     /// - Parameters:
     ///   - router: the routes; copied (later changes to the caller's router have no effect).
-    ///   - databases: checked by `GET /ready`, and used to size the thread pool.
     ///   - eventLoopGroup: a group to run on; nil creates one the server shuts down with itself.
-    ///   - metrics: where this server records its requests; nil for none.
-    ///   - servesMetrics: whether this server answers `GET /metrics` with `metrics` (false when
-    ///     another server, on an admin port, serves them).
+    ///   - metrics: where this server records its requests; nil for none. Serving them is a
+    ///     route of the router's.
+    ///   - reservedFileDescriptors: descriptors the process needs besides client connections
+    ///     (database connections, say), kept out of the automatic connection limit.
     public init(
         router: Router,
-        databases: [Database] = [],
         configuration: ServerConfiguration = ServerConfiguration(),
         logger: Logger = Logger(label: "spout.http"),
         eventLoopGroup: (any EventLoopGroup)? = nil,
         metrics: ServerMetrics? = nil,
-        servesMetrics: Bool = true
+        reservedFileDescriptors: Int = 0
     ) {
         self.configuration = configuration
         self.logger = logger
@@ -70,8 +68,7 @@ public final class HTTPServer: Sendable {
             spool: configuration.spool.isEnabled ? SpoolService(configuration: configuration.spool, logger: logger, metrics: streamMetrics) : nil,
             admission: StreamAdmission(limit: configuration.maximumStreamsPerAddress), metrics: streamMetrics)
         var router = router
-        Self.addBuiltInRoutes(to: &router, databases: databases)
-        if let metrics, servesMetrics { Self.addMetricsRoute(to: &router, metrics: metrics, databases: databases) }
+        Self.addBuiltInRoutes(to: &router)
         self.router = router
         if let eventLoopGroup {
             self.group = eventLoopGroup
@@ -80,25 +77,14 @@ public final class HTTPServer: Sendable {
             self.group = MultiThreadedEventLoopGroup(numberOfThreads: configuration.eventLoopThreads ?? System.coreCount)
             self.ownsGroup = true
         }
-        let threads = configuration.blockingThreads
-            ?? max(2, databases.reduce(0) { $0 + Self.connectionCount($1) + 1 })
-        self.threadPool = NIOThreadPool(numberOfThreads: threads)
         if configuration.maximumConnections > 0 {
             self.maximumConnections = configuration.maximumConnections
         } else {
             // Automatic: as many as the descriptors allow once the soft limit is raised, less
-            // those the database connections, the threads and the files need.
+            // those the process needs otherwise (its files, and what the caller reserved).
             OpenFileLimit.raiseSoftLimitToHardLimit()
-            let databaseConnections = databases.reduce(0) { $0 + Self.connectionCount($1) * 2 }
-            self.maximumConnections = OpenFileLimit.automaticConnectionLimit(reserved: 128 + databaseConnections)
+            self.maximumConnections = OpenFileLimit.automaticConnectionLimit(reserved: 128 + reservedFileDescriptors)
         }
-    }
-
-    /// The most connections `database` and its read replicas may have open at once: streams
-    /// on any of them hold a blocking thread each.
-    private static func connectionCount(_ database: Database) -> Int {
-        database.configuration.maximumConnections
-            + (database.replicas?.replicas.reduce(0) { $0 + $1.database.configuration.maximumConnections } ?? 0)
     }
 
     /// The port the server listens on, once started (the real one when configured with 0).
@@ -113,10 +99,9 @@ public final class HTTPServer: Sendable {
             return state.isStarted
         }
         precondition(!alreadyStarted, "HTTPServer.start() called twice")
-        self.threadPool.start()
         self.streams.spool?.start()
         let environment = ConnectionEnvironment(
-            router: self.router, configuration: self.configuration, threadPool: self.threadPool,
+            router: self.router, configuration: self.configuration,
             logger: self.logger, statistics: self.statistics, metrics: self.metrics, streams: self.streams
         )
         let configuration = self.configuration
@@ -197,7 +182,6 @@ public final class HTTPServer: Sendable {
         for connection in remaining {
             try? await connection.close()
         }
-        try? await self.threadPool.shutdownGracefully()
         await self.streams.spool?.shutdown()
         if self.ownsGroup {
             try? await self.group.shutdownGracefully()
@@ -289,48 +273,10 @@ public final class HTTPServer: Sendable {
         return .compressIfPossible
     }
 
-    /// `GET /metrics`: `metrics` in the Prometheus text format (version 0.0.4), with the pool
-    /// gauges of `databases` read at that moment. A route of the same path in `router` wins.
-    public static func addMetricsRoute(to router: inout Router, metrics: ServerMetrics, databases: [Database]) {
-        guard case .notFound = router.match(.get, path: "/metrics") else { return }
-        router.add(.get, "/metrics", summary: "Prometheus metrics: requests by route, streams, pools, process.") { _ in
-            Response.bytes(metrics.exposition(databases: databases), contentType: "text/plain; version=0.0.4; charset=utf-8")
-        }
-    }
-
-    private static func addBuiltInRoutes(to router: inout Router, databases: [Database]) {
+    private static func addBuiltInRoutes(to router: inout Router) {
         if case .notFound = router.match(.get, path: "/health") {
             router.add(.get, "/health", summary: "Liveness: 200 while the process serves requests.") { _ in
                 Response.bytes(Array(#"{"status":"ok"}"#.utf8), contentType: "application/json")
-            }
-        }
-        if case .notFound = router.match(.get, path: "/ready") {
-            router.add(
-                .get, "/ready",
-                summary: "Readiness: 200 when every database answers SELECT 1, else 503; the body lists each read replica and whether it answers."
-            ) { request in
-                var replicas: [JSONObjectWriter] = []
-                for database in databases {
-                    guard await database.answers(runBlocking: { try await request.runBlocking($0) }) else {
-                        throw HTTPError(status: 503, message: "not ready")
-                    }
-                    // Replicas do not decide readiness (reads fall back to the primary): reported.
-                    for replica in database.replicas?.replicas ?? [] {
-                        let up = await replica.database.answers(runBlocking: { try await request.runBlocking($0) })
-                        let status = replica.status
-                        var entry = JSONObjectWriter()
-                        entry.add("name", replica.name)
-                        entry.add("status", up ? "up" : "down")
-                        entry.add("inUse", up && status.isAvailable)
-                        if let lag = status.lagMilliseconds { entry.add("lagMs", lag) }
-                        if let problem = status.problem { entry.add("problem", problem) }
-                        replicas.append(entry)
-                    }
-                }
-                var body = JSONObjectWriter()
-                body.add("status", "ready")
-                if !replicas.isEmpty { body.add("replicas", objects: replicas) }
-                return Response.bytes(body.finished, contentType: "application/json")
             }
         }
     }

@@ -1,26 +1,28 @@
 /// Writes a small JSON object with string, integer, boolean, string-list and object-list fields,
 /// in the order they are added. For error and status bodies; row data never goes through it.
-struct JSONObjectWriter {
+public struct JSONObjectWriter: Sendable {
+    public init() {}
+
     private var bytes: [UInt8] = [UInt8(ascii: "{")]
     private var isEmpty = true
 
-    mutating func add(_ key: String, _ value: String) {
+    public mutating func add(_ key: String, _ value: String) {
         self.key(key)
         Self.appendString(value, to: &self.bytes)
     }
 
-    mutating func add(_ key: String, _ value: Int) {
+    public mutating func add(_ key: String, _ value: Int) {
         self.key(key)
         self.bytes.append(contentsOf: String(value).utf8)
     }
 
-    mutating func add(_ key: String, _ value: Bool) {
+    public mutating func add(_ key: String, _ value: Bool) {
         self.key(key)
         self.bytes.append(contentsOf: (value ? "true" : "false").utf8)
     }
 
     /// A list of objects, each written by its own writer.
-    mutating func add(_ key: String, objects: [JSONObjectWriter]) {
+    public mutating func add(_ key: String, objects: [JSONObjectWriter]) {
         self.key(key)
         self.bytes.append(UInt8(ascii: "["))
         for (index, object) in objects.enumerated() {
@@ -30,7 +32,7 @@ struct JSONObjectWriter {
         self.bytes.append(UInt8(ascii: "]"))
     }
 
-    mutating func add(_ key: String, _ values: [String]) {
+    public mutating func add(_ key: String, _ values: [String]) {
         self.key(key)
         self.bytes.append(UInt8(ascii: "["))
         for (index, value) in values.enumerated() {
@@ -41,7 +43,7 @@ struct JSONObjectWriter {
     }
 
     /// The finished object.
-    var finished: [UInt8] { self.bytes + [UInt8(ascii: "}")] }
+    public var finished: [UInt8] { self.bytes + [UInt8(ascii: "}")] }
 
     private mutating func key(_ key: String) {
         if !self.isEmpty { self.bytes.append(UInt8(ascii: ",")) }

@@ -1,4 +1,3 @@
-import NIOPosix
 import SpoutCore
 
 /// A parsed HTTP request, as a route handler sees it.
@@ -29,8 +28,6 @@ public struct Request: Sendable {
     /// handler adds before its statements run (a token's claims, `claims.sub`).
     public var arguments: [String: SQLValue]
 
-    let threadPool: NIOThreadPool?
-
     /// Creates a request; the server does this for every request, tests may do it to call
     /// handlers directly.
     public init(
@@ -48,14 +45,13 @@ public struct Request: Sendable {
         self.init(
             id: id, method: method, path: path, queryString: queryString, headers: headers, body: body,
             query: queryString.flatMap { try? FormURLEncoding.parse($0) } ?? RawArguments(), routeTemplate: routeTemplate,
-            pathKeys: pathKeys, rawArguments: rawArguments, arguments: arguments, threadPool: nil
+            pathKeys: pathKeys, rawArguments: rawArguments, arguments: arguments
         )
     }
 
     init(
         id: String, method: RequestMethod, path: String, queryString: String?, headers: HeaderFields, body: [UInt8],
-        query: RawArguments, routeTemplate: String?, pathKeys: [String: String], rawArguments: RawArguments?, arguments: [String: SQLValue],
-        threadPool: NIOThreadPool?
+        query: RawArguments, routeTemplate: String?, pathKeys: [String: String], rawArguments: RawArguments?, arguments: [String: SQLValue]
     ) {
         self.id = id
         self.method = method
@@ -68,20 +64,10 @@ public struct Request: Sendable {
         self.pathKeys = pathKeys
         self.rawArguments = rawArguments ?? self.query
         self.arguments = arguments
-        self.threadPool = threadPool
     }
 
     /// Whether the query string has `name`, with or without a value (`?api`).
     public func hasQueryKey(_ name: String) -> Bool {
         self.query.contains(name)
-    }
-
-    /// Runs blocking work (database calls) on the server's thread pool, off the event loops;
-    /// throws when the pool has shut down and did not run it.
-    ///
-    /// Requests created by tests (without a server) run `body` on the calling task.
-    public func runBlocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        guard let threadPool = self.threadPool else { return try body() }
-        return try await threadPool.runIfActive(body)
     }
 }

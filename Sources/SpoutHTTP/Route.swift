@@ -1,8 +1,8 @@
 /// Handles one route: receives the parsed request, returns what to send.
 ///
 /// Handlers run in a task whose jobs run on the connection's event loop (no thread hop between
-/// the request, the handler and the response); they must not block (row streams are run by
-/// the layer on its thread pool; other blocking work goes through ``Request/runBlocking(_:)``).
+/// the request, the handler and the response); they must not block (database work runs on the
+/// database's own threads: SpoutCore's `Database.withSession`).
 public typealias RouteHandler = @Sendable (Request) async throws -> Response
 
 /// A handler registered for a method on a path template.

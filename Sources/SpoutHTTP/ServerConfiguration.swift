@@ -6,10 +6,6 @@ public struct ServerConfiguration: Sendable, Hashable {
     public var port: Int
     /// Event-loop threads; nil uses one per core.
     public var eventLoopThreads: Int?
-    /// Threads that run row streams and other blocking database work. Each running stream
-    /// holds one (also while it waits for a slow client), so size it to the connection pools:
-    /// nil uses the sum of the databases' `maximumConnections` plus one each (at least 2).
-    public var blockingThreads: Int?
     /// Largest request head (request line and header fields); larger is 431.
     public var maximumHeadSize: Int
     /// Largest request body; larger is 413 and the connection closes.
@@ -74,7 +70,6 @@ public struct ServerConfiguration: Sendable, Hashable {
         host: String = "127.0.0.1",
         port: Int = 8080,
         eventLoopThreads: Int? = nil,
-        blockingThreads: Int? = nil,
         maximumHeadSize: Int = 16 * 1024,
         maximumBodySize: Int = 1024 * 1024,
         idleTimeout: Duration = .seconds(60),
@@ -94,7 +89,6 @@ public struct ServerConfiguration: Sendable, Hashable {
         self.host = host
         self.port = port
         self.eventLoopThreads = eventLoopThreads
-        self.blockingThreads = blockingThreads
         self.maximumHeadSize = maximumHeadSize
         self.maximumBodySize = maximumBodySize
         self.idleTimeout = idleTimeout

@@ -27,7 +27,7 @@ final class StreamAdmission: Sendable {
     }
 
     /// Ends a stream counted by ``admit(_:)``.
-    func release(_ address: String) {
+    func end(_ address: String) {
         guard self.limit > 0 else { return }
         self.streams.withLock { streams in
             let remaining = streams[address, default: 1] - 1
@@ -35,23 +35,23 @@ final class StreamAdmission: Sendable {
         }
     }
 
-    /// One admitted stream; ``release()`` ends it (once; later calls do nothing).
+    /// One admitted stream; ``end()`` ends it (once; later calls do nothing).
     final class Ticket: Sendable {
         private let admission: StreamAdmission
         private let address: String
-        private let released = Mutex(false)
+        private let ended = Mutex(false)
 
         init(admission: StreamAdmission, address: String) {
             self.admission = admission
             self.address = address
         }
 
-        func release() {
-            let first = self.released.withLock { released in
-                defer { released = true }
-                return !released
+        func end() {
+            let first = self.ended.withLock { ended in
+                defer { ended = true }
+                return !ended
             }
-            if first { self.admission.release(self.address) }
+            if first { self.admission.end(self.address) }
         }
     }
 

@@ -85,23 +85,24 @@ struct Serve: AsyncParsableCommand {
             configuration: settings.databaseConfiguration)
         let metrics = settings.server.metrics.enabled ? ServerMetrics() : nil
         let metricsPort = settings.server.metrics.port
+        var router = endpoints.makeRouter(database: database, logger: logger)
+        if let metrics, metricsPort == 0 { router.addMetrics(metrics, databases: [database]) }
         let server = HTTPServer(
-            router: endpoints.makeRouter(database: database, logger: logger),
-            databases: [database],
+            router: router,
             configuration: settings.serverConfiguration,
             logger: logger,
             metrics: metrics,
-            servesMetrics: metricsPort == 0
+            reservedFileDescriptors: database.reservedFileDescriptors
         )
         // With server.metrics.port, the metrics are served there only (with /health).
         let admin: HTTPServer? = metrics.flatMap { metrics in
             guard metricsPort != 0 else { return nil }
             var router = Router()
-            HTTPServer.addMetricsRoute(to: &router, metrics: metrics, databases: [database])
+            router.addMetrics(metrics, databases: [database])
             return HTTPServer(
                 router: router,
                 configuration: ServerConfiguration(
-                    host: settings.server.metrics.host, port: metricsPort, eventLoopThreads: 1, blockingThreads: 1, compression: false),
+                    host: settings.server.metrics.host, port: metricsPort, eventLoopThreads: 1, compression: false),
                 logger: Logger(label: "spout.metrics"))
         }
         try await admin?.start()

@@ -52,7 +52,7 @@ struct APIKeyTests {
         defer { database.close() }
         let logger = Logger(label: "spout.test.keys", factory: { _ in RecordingLogHandler(store: log, logLevel: .trace) })
         let server = HTTPServer(
-            router: endpoints.makeRouter(database: database, logger: logger), databases: [database],
+            router: endpoints.makeRouter(database: database, logger: logger),
             configuration: ServerConfiguration(host: "127.0.0.1", port: 0, eventLoopThreads: 1, cors: cors), logger: logger)
         try await server.start()
         do {

@@ -36,7 +36,7 @@ final class TestService: Sendable {
         let logger = Logger(label: "spout.test")
         let router = endpoints.makeRouter(database: database, logger: logger)
         let server = HTTPServer(
-            router: router, databases: [database], configuration: ServerConfiguration(host: "127.0.0.1", port: 0, eventLoopThreads: 1),
+            router: router, configuration: ServerConfiguration(host: "127.0.0.1", port: 0, eventLoopThreads: 1),
             logger: logger)
         try await server.start()
         return TestService(server: server, port: server.boundPort!)

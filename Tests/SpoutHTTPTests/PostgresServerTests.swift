@@ -135,7 +135,8 @@ struct PostgresServerTests {
         let unreachable = Database(driver: try PostgresDriver(url: "postgresql://spout@127.0.0.1:1/postgres?connect_timeout=2"))
         var router = Router()
         router.add(.get, "/rows") { _ in .rows(try unreachable.query("SELECT 1"), database: unreachable) }
-        let server = HTTPServer(router: router, databases: [unreachable], configuration: ServerConfiguration(host: "127.0.0.1", port: 0))
+        router.addReadiness(of: [unreachable])
+        let server = HTTPServer(router: router, configuration: ServerConfiguration(host: "127.0.0.1", port: 0))
         try await server.start()
         let port = try #require(server.boundPort)
         let ready = try await TestHTTPClient.get(port: port, "/ready")

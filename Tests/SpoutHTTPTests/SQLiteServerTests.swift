@@ -355,7 +355,8 @@ struct SQLiteServerTests {
         let unreachable = Database(driver: try SQLiteDriver(url: "sqlite:/nonexistent-\(UInt32.random(in: 0...UInt32.max))/x.sqlite"))
         var router = Router()
         router.add(.get, "/rows") { _ in .rows(try unreachable.query("SELECT 1"), database: unreachable) }
-        let server = HTTPServer(router: router, databases: [unreachable], configuration: ServerConfiguration(host: "127.0.0.1", port: 0))
+        router.addReadiness(of: [unreachable])
+        let server = HTTPServer(router: router, configuration: ServerConfiguration(host: "127.0.0.1", port: 0))
         try await server.start()
         let port = try #require(server.boundPort)
         let notReady = try await TestHTTPClient.get(port: port, "/ready")

@@ -104,8 +104,9 @@ final class ServerFixture: Sendable {
         self.database = database
         var router = Router()
         Self.addRoutes(to: &router, database: database, sql: sql)
+        router.addReadiness(of: [database] + extraDatabases)
         self.server = HTTPServer(
-            router: router, databases: [database] + extraDatabases, configuration: configuration,
+            router: router, configuration: configuration,
             logger: Logger(label: "spout.http.test", factory: { _ in RecordingLogHandler(store: store) })
         )
     }
@@ -163,11 +164,9 @@ final class ServerFixture: Sendable {
         }
         router.add(.delete, "/employees/{employeeNumber}", parameters: [Parameter("employeeNumber", .integer, required: true)]) {
             request in
-            let lease = try await database.lease(readOnly: false)
             let arguments = request.arguments
-            let changed = try await request.runBlocking {
-                defer { lease.release() }
-                return try lease.withConnection { connection in
+            let changed = try await database.withSession(DatabaseWork(readOnly: false)) { session in
+                try await session.run { connection in
                     let parsed = try ParsedSQL("DELETE FROM employees WHERE emp_no = :employeeNumber", dialect: connection.dialect)
                     return try connection.execute(parsed, try parsed.bind(arguments))
                 }

@@ -56,7 +56,6 @@ struct StreamingHandlerTests {
     private final class Fixture {
         let temporary = TestDatabases.makeSQLiteDatabase()
         let database: Database
-        let threadPool = NIOThreadPool(numberOfThreads: 2)
         let queue = HopQueue()
         let channel: EmbeddedChannel
         let handler: HTTPConnectionHandler
@@ -84,10 +83,9 @@ struct StreamingHandlerTests {
             router.add(.get, "/none") { _ in
                 .rows(try database.query("SELECT n FROM t WHERE n < 0"), database: database, shape: .object)
             }
-            self.threadPool.start()
             let queue = self.queue
             let environment = ConnectionEnvironment(
-                router: router, configuration: ServerConfiguration(), threadPool: self.threadPool,
+                router: router, configuration: ServerConfiguration(),
                 logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), statistics: ServerStatistics(),
                 makeHop: { _ in queue.hop }
             )
@@ -139,7 +137,6 @@ struct StreamingHandlerTests {
 
         func close() throws {
             _ = try? self.channel.finish()
-            try self.threadPool.syncShutdownGracefully()
             self.database.close()
             self.temporary.drop()
         }

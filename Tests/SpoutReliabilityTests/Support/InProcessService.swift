@@ -25,7 +25,7 @@ final class InProcessService: Sendable {
         var serverConfiguration = configuration.serverConfiguration
         serverConfiguration.eventLoopThreads = 1
         let server = HTTPServer(
-            router: endpoints.makeRouter(database: database, logger: logger), databases: [database],
+            router: endpoints.makeRouter(database: database, logger: logger),
             configuration: serverConfiguration, logger: logger)
         try await server.start()
         guard let port = server.boundPort else { throw RawSocket.Failure(description: "the server has no bound port") }

@@ -1,0 +1,48 @@
+extension Database {
+    /// Runs one piece of database work: the one place in a server that leases a connection.
+    ///
+    /// In order:
+    /// 1. Leases a connection without blocking a thread: from an available read replica when
+    ///    the work is read-only and `onReplica` (``ReadReplicas``), else from this database's
+    ///    pool (a stream's lease counts against the stream limit). Throws
+    ///    ``DatabaseError/Code/poolExhausted`` after the acquire timeout, and
+    ///    ``DatabaseError/Code/cancelled`` when the task is cancelled while waiting. The
+    ///    observer hears how long the wait took.
+    /// 2. Calls `body` with a ``DatabaseSession`` on that connection: its
+    ///    ``DatabaseSession/run(_:)`` runs blocking calls on the database's threads under the
+    ///    work's statement timeout, transaction and role.
+    /// 3. Releases the lease exactly once, after `body` returns or throws (a reset that needs
+    ///    a round trip runs on the database's threads).
+    /// 4. When `body` threw because the replica it ran on is gone
+    ///    (``DatabaseSession/failsOver(_:)``) and `retryOnPrimary()` still allows it (nothing
+    ///    was sent yet, say), sets the replica aside and runs `body` again on the primary.
+    public func withSession<T: Sendable>(
+        _ work: DatabaseWork, observer: (any DatabaseObserver)? = nil, retryOnPrimary: @Sendable () -> Bool = { true },
+        _ body: (DatabaseSession) async throws -> T
+    ) async throws -> T {
+        let waitStarted = ContinuousClock.now
+        var onReplica = false
+        let lease: ConnectionLease
+        if work.onReplica, let replicas = self.replicas, let replicaLease = await replicas.lease(forStream: work.isStream) {
+            lease = replicaLease
+            onReplica = true
+        } else {
+            lease = try await (work.readOnly ? self.readPool : self.writePool).lease(readOnly: work.readOnly, forStream: work.isStream)
+        }
+        observer?.connectionAcquired(database: lease.databaseName, after: ContinuousClock.now - waitStarted)
+        let session = DatabaseSession(lease: lease, work: work, onReplica: onReplica, configuration: self.configuration, observer: observer)
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await body(session))
+        } catch {
+            result = .failure(error)
+        }
+        await session.end()
+        if case .failure(let error) = result, onReplica, self.replicas?.reportFailure(on: lease, error: error) == true, retryOnPrimary() {
+            var primary = work
+            primary.onReplica = false
+            return try await self.withSession(primary, observer: observer, retryOnPrimary: retryOnPrimary, body)
+        }
+        return try result.get()
+    }
+}

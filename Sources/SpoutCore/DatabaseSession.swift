@@ -1,0 +1,102 @@
+import Synchronization
+
+/// One leased connection, lent to the body of ``Database/withSession(_:observer:retryOnPrimary:_:)``
+/// and valid only while that body runs.
+///
+/// Contract:
+/// - ``run(_:)`` runs blocking calls on the connection, on the leasing database's threads,
+///   one at a time, each inside the work's rules (statement timeout, transaction, role and
+///   claims: ``DatabaseConnection/runRequest(statementTimeout:transaction:session:_:)``).
+/// - ``cancel()`` (any thread) cancels what runs now and fails what runs later; the calling
+///   task's cancellation does the same for a ``run(_:)`` in progress, unless the work says
+///   otherwise (``DatabaseWork/cancelsWithTask``).
+/// - The session never releases its lease itself: the call that made it does, once.
+public final class DatabaseSession: Sendable {
+    let lease: ConnectionLease
+    /// The work as asked for, with `onReplica` true only when a replica's connection was lent.
+    public let work: DatabaseWork
+    /// The configuration of the database the work was asked of (a replica's lease still
+    /// encodes as the primary says).
+    public let configuration: DatabaseConfiguration
+    private let observer: (any DatabaseObserver)?
+    private let flags = Mutex(Flags())
+
+    private struct Flags {
+        var cancelled = false
+        var ranOnThread = false
+    }
+
+    init(
+        lease: ConnectionLease, work: DatabaseWork, onReplica: Bool, configuration: DatabaseConfiguration, observer: (any DatabaseObserver)?
+    ) {
+        self.lease = lease
+        var work = work
+        work.onReplica = onReplica
+        self.work = work
+        self.configuration = configuration
+        self.observer = observer
+    }
+
+    /// The database the connection belongs to (``Database/name``): `primary`, `replica 1`.
+    public var databaseName: String { self.lease.databaseName }
+
+    /// Runs `body` with the connection on one of the database's threads, under the work's
+    /// rules, and returns what it returns. Throws what `body` throws, or
+    /// ``DatabaseError/Code/cancelled`` after ``cancel()``, or
+    /// ``DatabaseError/Code/connectionFailed`` when the database has been closed.
+    public func run<T: Sendable>(_ body: @escaping @Sendable (any DatabaseConnection) throws -> T) async throws -> T {
+        self.flags.withLock { $0.ranOnThread = true }
+        let lease = self.lease
+        let work = self.work
+        let run = {
+            try await lease.threads.run {
+                try lease.withConnection { connection in
+                    try connection.runRequest(statementTimeout: work.statementTimeout, transaction: work.transaction, session: work.session) {
+                        try body(connection)
+                    }
+                }
+            }
+        }
+        guard work.cancelsWithTask else { return try await run() }
+        return try await withTaskCancellationHandler(operation: run, onCancel: { self.cancel() })
+    }
+
+    /// The connection, when its driver can run statements without a thread of its own
+    /// (``EventDrivenConnection``: PostgreSQL on Linux) and it is ready to, as the work asks
+    /// (open, read-only or writable, the work's statement timeout, no role or claims to set
+    /// first); nil otherwise, then use ``run(_:)``. Never blocks.
+    public func eventDrivenConnection() -> (any EventDrivenConnection)? {
+        guard self.work.session == nil else { return nil }
+        return self.lease.eventDrivenConnection(statementTimeout: self.work.statementTimeout?.statementTimeoutMilliseconds)
+    }
+
+    /// Cancels the statement running on the connection, if any, and fails later statements
+    /// (``ConnectionLease/cancel()``). Never blocks. The observer hears of it once.
+    public func cancel() {
+        let first = self.flags.withLock { flags in
+            defer { flags.cancelled = true }
+            return !flags.cancelled
+        }
+        if first { self.observer?.statementCancelled() }
+        self.lease.cancel()
+    }
+
+    /// Whether `error`, thrown by work on this session, means its replica is gone, so that the
+    /// same work would run on the primary (``ReadReplicas/meansServerGone(_:)``).
+    public func failsOver(_ error: any Error) -> Bool {
+        self.work.onReplica && ReadReplicas.meansServerGone(error)
+    }
+
+    /// Gives the lease back: on the calling task when nothing needs a round trip (only
+    /// event-driven work, which leaves the connection clean), else on the database's threads
+    /// (a reset may roll back or close), or inline when those are shut down.
+    func end() async {
+        let ranOnThread = self.flags.withLock { $0.ranOnThread }
+        let lease = self.lease
+        if !ranOnThread, lease.eventDrivenConnection(statementTimeout: nil) != nil || !lease.hasConnection {
+            lease.release()
+            return
+        }
+        if (try? await lease.threads.run({ lease.release() })) == nil { lease.release() }
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+
+/// The threads a ``Database`` runs blocking work on: opening connections, statements, resets.
+///
+/// Contract:
+/// - At most `maximum` threads, started on demand and kept; work waits in first-come order
+///   when every thread is busy. ``Database`` sizes it to its connections plus one, so every
+///   lease can run at once and a release never waits behind a stream.
+/// - ``run(_:)`` never blocks its caller: it suspends until a thread has run `body`.
+/// - After ``shutdown()`` work already queued still runs; new work is refused with
+///   ``DatabaseError/Code/connectionFailed`` ("the database is closed") without running.
+// @unchecked Sendable: every mutable field is read and written only while `condition` is
+// locked (NSCondition is not marked Sendable, but it is a lock made for this use).
+final class DatabaseThreads: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var jobs: [@Sendable () -> Void] = []
+    /// Index of the next job in `jobs` (compacted when the queue empties).
+    private var head = 0
+    private var idle = 0
+    private var started = 0
+    private var isShutDown = false
+    let maximum: Int
+    private let name: String
+
+    init(maximum: Int, name: String) {
+        self.maximum = max(1, maximum)
+        self.name = name
+    }
+
+    /// Runs `body` on one of the threads and returns its result; throws without running it
+    /// after ``shutdown()``.
+    func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let accepted = self.submit { continuation.resume(with: Result { try body() }) }
+            if !accepted { continuation.resume(throwing: DatabaseError(.connectionFailed, message: "the database is closed")) }
+        }
+    }
+
+    /// Queues `job`; false after ``shutdown()``.
+    private func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
+        self.condition.lock()
+        defer { self.condition.unlock() }
+        guard !self.isShutDown else { return false }
+        self.jobs.append(job)
+        // Each idle thread takes one queued job; start another only when they cannot take all.
+        if self.jobs.count - self.head > self.idle && self.started < self.maximum {
+            self.started += 1
+            let thread = Thread { [self] in self.work() }
+            thread.name = "spout-db \(self.name)"
+            thread.start()
+        } else {
+            self.condition.signal()
+        }
+        return true
+    }
+
+    private func work() {
+        self.condition.lock()
+        while true {
+            while self.head == self.jobs.count && !self.isShutDown {
+                self.idle += 1
+                self.condition.wait()
+                self.idle -= 1
+            }
+            if self.head == self.jobs.count {
+                // Shut down and nothing left to run.
+                self.started -= 1
+                self.condition.unlock()
+                return
+            }
+            let job = self.jobs[self.head]
+            self.head += 1
+            if self.head == self.jobs.count {
+                self.jobs.removeAll(keepingCapacity: true)
+                self.head = 0
+            }
+            self.condition.unlock()
+            job()
+            self.condition.lock()
+        }
+    }
+
+    /// Refuses new work; the threads end once the queued work has run.
+    func shutdown() {
+        self.condition.lock()
+        self.isShutDown = true
+        self.condition.broadcast()
+        self.condition.unlock()
+    }
+
+    /// Threads started and not ended (for tests).
+    var threadCount: Int {
+        self.condition.lock()
+        defer { self.condition.unlock() }
+        return self.started
+    }
+}

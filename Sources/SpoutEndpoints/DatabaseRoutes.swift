@@ -1,0 +1,60 @@
+import SpoutCore
+import SpoutHTTP
+
+/// The routes that report on databases, registered by whatever composes HTTP with them (the
+/// HTTP layer knows no database).
+extension Router {
+    /// `GET /ready`: 200 `{"status":"ready"}` when every database in `databases` answers
+    /// `SELECT 1` (``SpoutCore/Database/answers()``), else 503. The body lists each read
+    /// replica, whether it answers, and what is known of it; replicas do not decide readiness
+    /// (reads fall back to the primary). A route of the same path already in the router wins.
+    public mutating func addReadiness(of databases: [Database]) {
+        guard case .notFound = self.match(.get, path: "/ready") else { return }
+        self.add(
+            .get, "/ready",
+            summary: "Readiness: 200 when every database answers SELECT 1, else 503; the body lists each read replica and whether it answers."
+        ) { _ in
+            var replicas: [JSONObjectWriter] = []
+            for database in databases {
+                guard await database.answers() else { throw HTTPError(status: 503, message: "not ready") }
+                guard let set = database.replicas else { continue }
+                for replica in set.replicas {
+                    let up = await replica.database.answers()
+                    let status = set.status(of: replica)
+                    var entry = JSONObjectWriter()
+                    entry.add("name", replica.name)
+                    entry.add("status", up ? "up" : "down")
+                    entry.add("inUse", up && status.isAvailable)
+                    if let lag = status.lagMilliseconds { entry.add("lagMs", lag) }
+                    if let problem = status.problem { entry.add("problem", problem) }
+                    replicas.append(entry)
+                }
+            }
+            var body = JSONObjectWriter()
+            body.add("status", "ready")
+            if !replicas.isEmpty { body.add("replicas", objects: replicas) }
+            return Response.bytes(body.finished, contentType: "application/json")
+        }
+    }
+
+    /// `GET /metrics`: `metrics` in the Prometheus text format (version 0.0.4), with the pool
+    /// gauges of `databases` read at that moment. A route of the same path already in the
+    /// router wins.
+    public mutating func addMetrics(_ metrics: ServerMetrics, databases: [Database]) {
+        guard case .notFound = self.match(.get, path: "/metrics") else { return }
+        self.add(.get, "/metrics", summary: "Prometheus metrics: requests by route, streams, pools, process.") { _ in
+            Response.bytes(metrics.exposition(databases: databases), contentType: "text/plain; version=0.0.4; charset=utf-8")
+        }
+    }
+}
+
+extension Database {
+    /// Descriptors this database and its replicas may hold open: a socket per connection, and
+    /// as many again for cancel requests and the reactor (``SpoutHTTP/HTTPServer``'s
+    /// `reservedFileDescriptors`).
+    public var reservedFileDescriptors: Int {
+        let connections = self.configuration.maximumConnections
+            + (self.replicas?.replicas.reduce(0) { $0 + $1.database.configuration.maximumConnections } ?? 0)
+        return connections * 2
+    }
+}

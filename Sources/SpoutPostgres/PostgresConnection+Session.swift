@@ -1,0 +1,38 @@
+import SpoutCore
+
+/// What PostgreSQL adds to a request's transaction and to a replica's health: the role and
+/// claims of a ``SpoutCore/RequestSession``, cursors that need a transaction, and replay lag.
+extension PostgresConnection {
+    /// Server-side cursors (`DECLARE ... CURSOR`) exist only inside a transaction.
+    public var interleavedQueriesNeedTransaction: Bool { true }
+
+    public var appliesRequestSessions: Bool { true }
+
+    /// One `SELECT set_config(...)`: the role (when the session names one) and
+    /// `request.jwt.claims`, both bound as parameters and local to the open transaction.
+    public func applySession(_ session: RequestSession) throws {
+        let claims = "set_config('\(RequestSession.claimsSetting)', :claims, true)"
+        if let role = session.role {
+            let sql = try ParsedSQL.cached("SELECT set_config('role', :role, true), \(claims)", dialect: .postgres)
+            _ = try self.execute(sql, [.text(role), .text(session.claimsJSON)])
+        } else {
+            _ = try self.execute(try ParsedSQL.cached("SELECT \(claims)", dialect: .postgres), [.text(session.claimsJSON)])
+        }
+    }
+
+    /// 0 when the replica has replayed all it received (an idle primary writes nothing, so the
+    /// time since the last replayed transaction says nothing), else the age of the last
+    /// replayed transaction.
+    public func replicationLag() throws -> Int? {
+        let sql = try ParsedSQL.cached(
+            """
+            SELECT CASE WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
+                        ELSE COALESCE(CAST(EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp()) * 1000 AS bigint), 0)
+                   END
+            """, dialect: .postgres)
+        let cursor = try self.query(sql, [], options: QueryOptions())
+        defer { cursor.close() }
+        guard try cursor.next(), case .integer(let lag) = cursor.value(at: 0) else { return 0 }
+        return Int(lag)
+    }
+}
