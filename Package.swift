@@ -46,6 +46,10 @@ let package = Package(
         // swift-certificates and swift-asn1: about 1.5 minutes more for a clean debug build on
         // 2 cores (JWTKit, X509, SwiftASN1 and CryptoExtras measured at 92 s, machine shared).
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
+        // Signals, graceful drain and the order things stop in (`spout serve`: the servers
+        // drain, then the database closes). Small: it adds swift-async-algorithms (swift-nio
+        // already brings swift-collections).
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         .systemLibrary(
@@ -78,6 +82,9 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
+                // ServerQuiescingHelper: the graceful drain on shutdown.
+                .product(name: "NIOExtras", package: "swift-nio-extras"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -105,6 +112,7 @@ let package = Package(
                 "SpoutData",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // The client library: NIO is its transport on every platform (docs/client.md says why).

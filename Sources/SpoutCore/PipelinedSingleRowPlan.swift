@@ -3,7 +3,7 @@
 /// statement, then every attachment's statement for the parent row, sent together as the
 /// connection's ``ChildQueryStrategy`` makes them. The rows
 /// are then encoded by ``write(_:as:shape:dateFormat:to:)`` exactly as
-/// ``RowStream/write(as:shape:to:on:dateFormat:attachmentBatchSize:)`` would write them.
+/// ``RowStream/write(as:shape:to:on:dateFormat:attachmentBatchSize:fetchSize:)`` would write them.
 ///
 /// One round trip instead of two when the children can be foreseen: once the database has
 /// answered the parent statement (its columns are remembered per database), and the request

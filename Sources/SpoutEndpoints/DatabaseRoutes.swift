@@ -43,8 +43,19 @@ extension Router {
     public mutating func addMetrics(_ metrics: ServerMetrics, databases: [Database]) {
         guard case .notFound = self.match(.get, path: "/metrics") else { return }
         self.add(.get, "/metrics", summary: "Prometheus metrics: requests by route, streams, pools, process.") { _ in
-            Response.bytes(metrics.exposition(databases: databases), contentType: "text/plain; version=0.0.4; charset=utf-8")
+            for database in databases {
+                Self.recordPool(of: database, as: "primary", in: metrics)
+                for replica in database.replicas?.replicas ?? [] {
+                    Self.recordPool(of: replica.database, as: replica.name, in: metrics)
+                }
+            }
+            return Response.bytes(metrics.exposition(), contentType: "text/plain; version=0.0.4; charset=utf-8")
         }
+    }
+
+    private static func recordPool(of database: Database, as name: String, in metrics: ServerMetrics) {
+        let pool = database.poolState
+        metrics.recordPool(name, open: pool.open, inUse: pool.inUse, idle: pool.idle, waiters: pool.waiters)
     }
 }
 

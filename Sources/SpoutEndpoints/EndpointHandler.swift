@@ -334,40 +334,17 @@ extension LocationTemplate {
         while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}") {
             output += rest[..<open]
             let name = String(rest[rest.index(after: open)..<close])
-            output += self.percentEncoded(self.text(of: arguments[name] ?? .null))
+            output += self.percentEncoded((arguments[name] ?? .null).requestText(null: "", bytes: { _ in "" }))
             rest = rest[rest.index(after: close)...]
         }
         return output + rest
     }
 
-    static func text(of value: SQLValue) -> String {
-        switch value {
-        case .null: return ""
-        case .integer(let integer): return String(integer)
-        case .double(let double): return String(double)
-        case .decimal(let text), .text(let text), .time(let text), .json(let text): return text
-        case .bool(let bool): return bool ? "true" : "false"
-        case .date(let days): return CivilTime.formatDate(days: days)
-        case .timestamp(let microseconds): return CivilTime.formatTimestamp(microseconds: microseconds)
-        case .bytes: return ""
-        case .array(let items): return items.map(self.text(of:)).joined(separator: ",")
-        }
+    /// Percent-encodes everything but RFC 3986 unreserved characters (Foundation's encoder,
+    /// uppercase hex digits).
+    static func percentEncoded(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: Self.unreserved) ?? ""
     }
 
-    /// Percent-encodes everything but RFC 3986 unreserved characters.
-    static func percentEncoded(_ text: String) -> String {
-        let hex = Array("0123456789ABCDEF".utf8)
-        var bytes: [UInt8] = []
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                UInt8(ascii: "~"):
-                bytes.append(byte)
-            default:
-                bytes.append(contentsOf: [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
+    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 }

@@ -224,9 +224,4 @@ public struct EndpointSet: Sendable {
     public func openAPIDocument() -> [UInt8] {
         OpenAPIDocument(endpoints: self).bytes
     }
-
-    /// The HTML documentation of the endpoints under `path` (`/` for all).
-    public func documentationPage(for path: String) -> String {
-        APIDocumentation(endpoints: self).page(for: path)
-    }
 }

@@ -67,7 +67,9 @@ extension Response {
     ///
     /// - Parameters:
     ///   - shape: `.array` for every row, `.object`/`.scalar` for the first row (404 when none).
-    ///   - readOnly: run inside `BEGIN READ ONLY` on a read-only connection.
+    ///   - readOnly: read on a read-only lease, in the read transaction rules of
+    ///     ``SpoutCore/RequestTransaction/read`` (SQLite: one read-only transaction; PostgreSQL:
+    ///     a read-only session, a cursor's own transaction when it needs one).
     ///   - statementTimeout: the statement timeout to set on the connection, if any.
     ///   - onReplica: a read replica of `database` may answer (read-only work only).
     public static func rows(

@@ -49,17 +49,7 @@ public enum ArgumentConversion {
 
     /// How an allowed value is listed in a 400 body.
     static func display(_ value: SQLValue) -> String {
-        switch value {
-        case .null: return "null"
-        case .integer(let number): return String(number)
-        case .double(let number): return String(number)
-        case .decimal(let text), .text(let text), .time(let text), .json(let text): return text
-        case .bool(let flag): return flag ? "true" : "false"
-        case .date(let days): return CivilTime.formatDate(days: days)
-        case .timestamp(let micros): return CivilTime.formatTimestamp(microseconds: micros)
-        case .bytes(let bytes): return "\(bytes.count) bytes"
-        case .array(let values): return values.map(Self.display).joined(separator: ",")
-        }
+        value.requestText(null: "null", bytes: { "\($0) bytes" })
     }
 }
 

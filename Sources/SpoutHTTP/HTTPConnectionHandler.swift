@@ -196,7 +196,6 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             if let started = self.arrival.requestBytesSince {
                 let due = started + self.headTimeout
                 guard now < due else {
-                    self.environment.statistics.requestHeadTimedOut()
                     self.environment.logger.info(
                         "request head timeout; connection closed",
                         metadata: ["client.address": .string(context.channel.remoteAddress?.ipAddress ?? "-")])
@@ -216,7 +215,6 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         case .receiving(_, _, let exchange):
             let due = exchange.start + self.bodyTimeout
             guard now < due else {
-                self.environment.statistics.requestBodyTimedOut()
                 exchange.keepAlive = false
                 self.state = .responding(exchange)
                 self.sendError(ErrorResponse(status: 408, message: "request body timeout"), exchange: exchange, context: context)
@@ -534,7 +532,6 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private func log(_ exchange: Exchange, failure: String?) {
         exchange.streamTicket?.end()
         exchange.streamTicket = nil
-        self.environment.statistics.requestCompleted()
         let elapsed = NIODeadline.now() - exchange.start
         self.environment.metrics?.requestCompleted(
             route: exchange.route, method: exchange.method.rawValue, status: exchange.status,

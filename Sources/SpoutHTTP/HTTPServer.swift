@@ -1,8 +1,11 @@
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
+import NIOExtras
 import NIOHTTP1
 import NIOHTTPCompression
 import NIOPosix
+import ServiceLifecycle
 import SpoutCore
 import Synchronization
 
@@ -20,7 +23,7 @@ import Synchronization
 /// Built in, unless the router has it: `GET /health` (200 `{"status":"ok"}`). The server knows
 /// no database: whatever composes it with databases registers `GET /ready` and `GET /metrics`
 /// (SpoutEndpoints' `Router.addReadiness(of:)` and `Router.addMetrics(_:databases:)`).
-public final class HTTPServer: Sendable {
+public final class HTTPServer: Service {
     public let configuration: ServerConfiguration
     public let statistics = ServerStatistics()
     private let router: Router
@@ -29,6 +32,8 @@ public final class HTTPServer: Sendable {
     private let ownsGroup: Bool
     private let state = Mutex(ServerState())
     private let stopped = AsyncOneShotEvent()
+    /// Collects the accepted connections and quiesces them on shutdown.
+    private let quiescing: ServerQuiescingHelper
     private let connectionFailures: ConnectionFailureLog
     private let metrics: ServerMetrics?
     private let streams: StreamServices
@@ -77,6 +82,7 @@ public final class HTTPServer: Sendable {
             self.group = MultiThreadedEventLoopGroup(numberOfThreads: configuration.eventLoopThreads ?? System.coreCount)
             self.ownsGroup = true
         }
+        self.quiescing = ServerQuiescingHelper(group: self.group)
         if configuration.maximumConnections > 0 {
             self.maximumConnections = configuration.maximumConnections
         } else {
@@ -106,6 +112,7 @@ public final class HTTPServer: Sendable {
         )
         let configuration = self.configuration
         let failures = self.connectionFailures
+        let quiescing = self.quiescing
         // Socket options of accepted connections are set in `initialize`, where a failure is
         // logged, not here: NIO closes a connection whose child option fails and reports it
         // only past the end of the listening channel's pipeline, so nobody would hear of it.
@@ -116,6 +123,7 @@ public final class HTTPServer: Sendable {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(quiescing.makeServerChannelHandler(channel: channel))
                     try channel.pipeline.syncOperations.addHandler(AcceptErrorHandler(failures: failures))
                 }
             }
@@ -150,10 +158,16 @@ public final class HTTPServer: Sendable {
     }
 
     /// Starts the server if needed and returns once ``shutdown(drainTimeout:)`` has finished.
+    /// As a swift-service-lifecycle `Service`, the group's graceful shutdown (SIGTERM, say)
+    /// starts that shutdown, with the configured ``ServerConfiguration/drainTimeout``.
     public func run() async throws {
         let started = self.state.withLock { $0.isStarted }
         if !started { try await self.start() }
-        await self.stopped.wait()
+        await withGracefulShutdownHandler {
+            await self.stopped.wait()
+        } onGracefulShutdown: {
+            Task { await self.shutdown() }
+        }
     }
 
     /// Stops accepting, lets in-flight responses finish for up to `drainTimeout` (default:
@@ -161,23 +175,18 @@ public final class HTTPServer: Sendable {
     /// statements) and releases the server's threads. Idle keep-alive connections close at
     /// once. Later calls return when the first one is done.
     public func shutdown(drainTimeout: Duration? = nil) async {
-        let (first, serverChannel, connections) = self.state.withLock { state in
+        let (first, connections) = self.state.withLock { state in
             defer { state.isShuttingDown = true }
-            return (!state.isShuttingDown, state.serverChannel, Array(state.connections.values))
+            return (!state.isShuttingDown, state.connections.count)
         }
         guard first else {
             await self.stopped.wait()
             return
         }
-        self.logger.info("shutting down", metadata: ["connections": .stringConvertible(connections.count)])
-        try? await serverChannel?.close()
-        for connection in connections {
-            connection.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
-        }
-        let deadline = ContinuousClock.now + (drainTimeout ?? self.configuration.drainTimeout)
-        while ContinuousClock.now < deadline, !self.state.withLock({ $0.connections.isEmpty }) {
-            try? await Task.sleep(for: .milliseconds(20))
-        }
+        self.logger.info("shutting down", metadata: ["connections": .stringConvertible(connections)])
+        // Closes the listening socket, sends every open connection `ChannelShouldQuiesceEvent`
+        // (an idle one closes, a busy one after its response) and reports when all are closed.
+        await Self.quiesce(self.quiescing, on: self.group.next(), atMost: drainTimeout ?? self.configuration.drainTimeout)
         let remaining = self.state.withLock { Array($0.connections.values) }
         for connection in remaining {
             try? await connection.close()
@@ -188,6 +197,26 @@ public final class HTTPServer: Sendable {
         }
         self.logger.info("stopped", metadata: ["connections.forced": .stringConvertible(remaining.count)])
         self.stopped.set()
+    }
+
+    /// Quiesces the connections `helper` collected; returns once all are closed, or when
+    /// `timeout` has passed.
+    private static func quiesce(_ helper: ServerQuiescingHelper, on loop: any EventLoop, atMost timeout: Duration) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumed = NIOLockedValueBox(false)
+            let resume: @Sendable () -> Void = {
+                let first = resumed.withLockedValue { resumed in
+                    defer { resumed = true }
+                    return !resumed
+                }
+                if first { continuation.resume() }
+            }
+            let drained = loop.makePromise(of: Void.self)
+            // Also completes (failed) when the server never started: nothing to drain.
+            drained.futureResult.whenComplete { _ in resume() }
+            loop.scheduleTask(in: .nanoseconds(timeout.wholeNanoseconds)) { resume() }
+            helper.initiateShutdown(promise: drained)
+        }
     }
 
     private func initialize(_ channel: any Channel, environment: ConnectionEnvironment) throws {
@@ -227,11 +256,7 @@ public final class HTTPServer: Sendable {
             }
         }
         guard admission == .accepted, open <= self.maximumConnections else {
-            if admission == .addressFull {
-                self.statistics.connectionRejectedForAddress()
-            } else {
-                self.statistics.connectionRejected()
-            }
+            self.statistics.connectionRejected()
             let message = admission == .addressFull ? "too many connections from this address" : "too many connections"
             let body = ErrorResponse(status: 503, message: message).body
             var buffer = channel.allocator.buffer(capacity: 160 + body.count)

@@ -1,5 +1,4 @@
 import Prometheus
-import SpoutCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -8,7 +7,7 @@ import Glibc
 
 /// The server's metrics, in a Prometheus registry of its own (one per server, so servers in one
 /// process never mix their counts), served in the Prometheus text format by
-/// ``exposition(databases:)``.
+/// ``exposition()``.
 ///
 /// Contract:
 /// - Every family has `# HELP` text and a name that `promtool check metrics` accepts (counters
@@ -108,14 +107,13 @@ public final class ServerMetrics: Sendable {
         histogram.recordNanoseconds(elapsed.wholeNanoseconds)
     }
 
-    /// Counts the database errors that have metrics of their own (503 acquire timeouts, 504
-    /// statement timeouts).
+    /// Counts the failures that have metrics of their own (``HTTPResponseError/countedFailure``:
+    /// 503 acquire timeouts, 504 statement timeouts).
     func failed(with error: any Error) {
-        guard let error = error as? DatabaseError else { return }
-        switch error.code {
-        case .poolExhausted: self.acquireTimeouts.increment()
-        case .statementTimeout: self.statementTimeouts.increment()
-        default: break
+        switch (error as? any HTTPResponseError)?.countedFailure {
+        case .acquireTimeout?: self.acquireTimeouts.increment()
+        case .statementTimeout?: self.statementTimeouts.increment()
+        case nil: break
         }
     }
 
@@ -133,26 +131,20 @@ public final class ServerMetrics: Sendable {
 
     // MARK: Exposition
 
-    /// The Prometheus text format of every metric, after reading the pool gauges of
-    /// `databases` (and of their read replicas) and the process gauges.
-    public func exposition(databases: [Database]) -> [UInt8] {
-        for database in databases {
-            self.recordPool(database, name: "primary")
-            for replica in database.replicas?.replicas ?? [] {
-                self.recordPool(replica.database, name: replica.name)
-            }
-        }
+    /// The Prometheus text format of every metric, after reading the process gauges (pool
+    /// gauges are set by whoever knows the pools: ``recordPool(_:open:inUse:idle:waiters:)``).
+    public func exposition() -> [UInt8] {
         self.recordProcess()
         return self.registry.emitToBuffer()
     }
 
-    private func recordPool(_ database: Database, name: String) {
-        let pool = database.poolState
-        let labels = [("database", name)]
-        self.registry.makeGauge(descriptor: Family.poolOpen.descriptor, labels: labels).set(to: Double(pool.open))
-        self.registry.makeGauge(descriptor: Family.poolInUse.descriptor, labels: labels).set(to: Double(pool.inUse))
-        self.registry.makeGauge(descriptor: Family.poolIdle.descriptor, labels: labels).set(to: Double(pool.idle))
-        self.registry.makeGauge(descriptor: Family.poolWaiters.descriptor, labels: labels).set(to: Double(pool.waiters))
+    /// Sets the pool gauges of the database named `database` (`primary`, `replica 1`).
+    public func recordPool(_ database: String, open: Int, inUse: Int, idle: Int, waiters: Int) {
+        let labels = [("database", database)]
+        self.registry.makeGauge(descriptor: Family.poolOpen.descriptor, labels: labels).set(to: Double(open))
+        self.registry.makeGauge(descriptor: Family.poolInUse.descriptor, labels: labels).set(to: Double(inUse))
+        self.registry.makeGauge(descriptor: Family.poolIdle.descriptor, labels: labels).set(to: Double(idle))
+        self.registry.makeGauge(descriptor: Family.poolWaiters.descriptor, labels: labels).set(to: Double(waiters))
     }
 
     /// The standard process metrics; a value this platform cannot read is left out.

@@ -1,12 +1,11 @@
 import ArgumentParser
-import Dispatch
 import Foundation
-import Synchronization
 import Logging
 import SpoutCore
 import SpoutData
 import SpoutDrivers
 import SpoutEndpoints
+import ServiceLifecycle
 import SpoutHTTP
 
 /// `spout serve` (the default command): the endpoints of config/ over HTTP.
@@ -123,16 +122,15 @@ struct Serve: AsyncParsableCommand {
             "try": .string("curl 'http://\(shownHost):\(port)/employees/10004?details=titles'"),
         ])
 
-        let signals = Self.onTermination {
-            logger.notice("signal received: draining in-flight responses")
-            Task {
-                await server.shutdown(drainTimeout: settings.serverConfiguration.drainTimeout)
-                await admin?.shutdown(drainTimeout: .seconds(1))
-            }
-        }
-        defer { signals.forEach { $0.cancel() } }
-        try await server.run()
-        database.close()
+        // SIGTERM or SIGINT: the services stop in the reverse of this order, each once the one
+        // after it has returned: the server drains its in-flight responses
+        // (`server.drainTimeoutSeconds`), then the metrics port closes, then the database.
+        let services: [any Service] = [DatabaseService(database: database, logger: logger)] + (admin.map { [$0] } ?? []) + [server]
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) },
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
         logger.notice("stopped")
     }
 
@@ -185,33 +183,9 @@ struct Serve: AsyncParsableCommand {
         }
         return String(url[...query]) + pairs.joined(separator: "&")
     }
-
-    /// Calls `handler` once on SIGTERM or SIGINT (the default actions are disabled).
-    static func onTermination(_ handler: @escaping @Sendable () -> Void) -> [any DispatchSourceSignal] {
-        let once = OnceFlag()
-        return [SIGTERM, SIGINT].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { if once.claim() { handler() } }
-            source.resume()
-            return source
-        }
-    }
 }
 
 /// A failure to start, printed whole on standard error.
 struct StartupError: Error, CustomStringConvertible {
     let description: String
-}
-
-/// True for the first caller of ``claim()`` only.
-final class OnceFlag: Sendable {
-    private let claimed = Mutex(false)
-
-    func claim() -> Bool {
-        self.claimed.withLock { claimed in
-            defer { claimed = true }
-            return !claimed
-        }
-    }
 }

@@ -1,0 +1,42 @@
+/// An error that chooses the response it becomes (``ErrorResponse``): its status, extra header
+/// fields and JSON body, and which of the server's failure counters it adds to. The HTTP layer
+/// knows no other error: a module that throws its own errors through handlers conforms them
+/// (SpoutEndpoints does so for the database's).
+///
+/// Contract: ``responseBody`` is what any client may see; it must never hold SQL text,
+/// database messages, tokens or credentials.
+public protocol HTTPResponseError: Error {
+    var status: Int { get }
+    /// Extra fields of the response (`Retry-After`, say); none by default.
+    var headers: HeaderFields { get }
+    /// The JSON body.
+    var responseBody: [UInt8] { get }
+    /// The counter of ``ServerMetrics`` the failure adds to; nil (the default) for none.
+    var countedFailure: CountedFailure? { get }
+}
+
+extension HTTPResponseError {
+    public var headers: HeaderFields { HeaderFields() }
+    public var countedFailure: CountedFailure? { nil }
+}
+
+/// The failures ``ServerMetrics`` counts on their own, besides responses by status.
+public enum CountedFailure: Sendable, Hashable {
+    /// No connection became free in time (`spout_pool_acquire_timeouts_total`).
+    case acquireTimeout
+    /// A statement ran past its timeout (`spout_statement_timeouts_total`).
+    case statementTimeout
+}
+
+extension HTTPError: HTTPResponseError {
+    public var responseBody: [UInt8] {
+        var object = JSONObjectWriter()
+        object.add("error", self.message)
+        return object.finished
+    }
+}
+
+extension ArgumentError: HTTPResponseError {
+    public var status: Int { 400 }
+    public var responseBody: [UInt8] { self.body }
+}
