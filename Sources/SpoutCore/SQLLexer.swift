@@ -1,7 +1,8 @@
-/// Reads SQL text into ``SQLToken``s, in PostgreSQL's and SQLite's syntax: the one reader of
-/// SQL text in Spout. Named parameters (``ParsedSQL``), optional clauses (``OptionalClauses``),
-/// keyset pages (``KeysetQuery``) and the endpoints' column labels all consume its tokens, so
-/// they agree on what is a word, a parameter, a string, a quoted identifier or a comment.
+/// Reads SQL text into ``SQLToken``s, in PostgreSQL's and SQLite's syntax. Every reader of
+/// statement text in Core and the endpoints consumes these tokens instead of scanning
+/// characters: named parameters (``ParsedSQL``), optional clauses (``OptionalClauses``),
+/// keyset pages (``KeysetQuery``) and the endpoints' column labels. So they agree on what is
+/// a word, a parameter, a string, a quoted identifier or a comment.
 ///
 /// Recognised (see ``SQLToken/Kind`` for each kind):
 /// - `'...'` strings with `''` inside; `E'...'` strings with backslash escapes;

@@ -233,6 +233,7 @@ import Testing
         ("SELECT `limit`, \"offset\" FROM t ORDER BY a", "SELECT `limit`, \"offset\" FROM t"),
         ("SELECT :claims.limit AS a FROM t ORDER BY a", "SELECT :claims.limit AS a FROM t"),
         ("SELECT a FROM t ORDER /* by name */ BY a;", "SELECT a FROM t"),
+        ("SELECT a FROM t WHERE b < :limit::int AND c = ':offset' ORDER BY a", "SELECT a FROM t WHERE b < :limit::int AND c = ':offset'"),
         ("SELECT a FROM t order\n-- then\nby a ;  ;\n", "SELECT a FROM t"),
         ("SELECT 'LIMIT 1' AS a -- fetch\nFROM t ORDER BY a", "SELECT 'LIMIT 1' AS a -- fetch\nFROM t"),
         ("SELECT a FROM t WHERE b = $$ORDER BY$$ ;\n", "SELECT a FROM t WHERE b = $$ORDER BY$$"),
