@@ -61,57 +61,54 @@ public struct KeysetQuery: Sendable, Hashable {
         "\"" + label.replacing("\"", with: "\"\"") + "\""
     }
 
-    /// `sql` without its final top-level `ORDER BY` clause and trailing semicolons; throws
-    /// ``Unpageable`` when a top-level `LIMIT`, `OFFSET` or `FETCH` is present.
+    /// `sql` without its final top-level `ORDER BY` clause and trailing semicolons (and the
+    /// whitespace around them); throws ``Unpageable`` when a top-level `LIMIT`, `OFFSET` or
+    /// `FETCH` is present, or when ``SQLLexer`` cannot read `sql`. Keywords are read from its
+    /// tokens, so none is found in a string, comment, quoted identifier or parameter name, and
+    /// comments between `ORDER` and `BY` do not hide the clause.
     static func withoutFinalOrder(_ sql: String) throws -> String {
-        let bytes = Array(sql.utf8)
+        var lexer = SQLLexer(sql)
+        let bytes = lexer.bytes
         var depth = 0
-        var index = 0
-        var orderStart: Int?
-        var previousWord: (text: String, start: Int)?
-        while index < bytes.count {
-            let run: (run: SQLLexer.QuotedRun, end: Int)?
-            do {
-                run = try SQLLexer.quotedRun(in: bytes, at: index)
-            } catch {
-                throw Unpageable(description: "the SQL has an unterminated \(error.what)")
-            }
-            if let run {
-                index = run.end
-                previousWord = nil
+        // The end of the last token that is neither whitespace nor `;`, and its value before
+        // the final top-level ORDER BY.
+        var end = 0
+        var endBeforeOrder: Int?
+        var previous: (token: SQLToken, endBefore: Int)?
+        while let token = try Self.nextToken(of: &lexer) {
+            switch token.kind {
+            case .whitespace:
                 continue
-            }
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "(") {
+            case .comment:
+                end = token.range.upperBound
+                continue
+            case .openParenthesis:
                 depth += 1
-            } else if byte == UInt8(ascii: ")") {
+            case .closeParenthesis:
                 depth -= 1
-            } else if SQLLexer.isIdentifierStart(byte) {
-                var end = index + 1
-                while end < bytes.count && SQLLexer.isIdentifierByte(bytes[end]) { end += 1 }
-                // A parameter (`:limit`) is not a keyword.
-                let isParameter = index > 0 && bytes[index - 1] == UInt8(ascii: ":")
-                let word = String(decoding: bytes[index..<end], as: UTF8.self).uppercased()
-                if depth == 0 && !isParameter {
-                    if ["LIMIT", "OFFSET", "FETCH"].contains(word) {
-                        throw Unpageable(description: "the SQL has a \(word) clause; a paged query cannot (the page sets its own limit)")
-                    }
-                    if word == "BY", let previous = previousWord, previous.text == "ORDER" { orderStart = previous.start }
-                    previousWord = (word, index)
-                } else {
-                    previousWord = nil
+            case .word where depth == 0:
+                if token.isWord("LIMIT", in: bytes) || token.isWord("OFFSET", in: bytes) || token.isWord("FETCH", in: bytes) {
+                    let word = token.text(in: bytes).uppercased()
+                    throw Unpageable(description: "the SQL has a \(word) clause; a paged query cannot (the page sets its own limit)")
                 }
-                index = end
-                continue
-            } else if byte != UInt8(ascii: " ") && byte != UInt8(ascii: "\t") && byte != UInt8(ascii: "\n") && byte != UInt8(ascii: "\r") {
-                previousWord = nil
+                if token.isWord("BY", in: bytes), let previous, previous.token.isWord("ORDER", in: bytes) {
+                    endBeforeOrder = previous.endBefore
+                }
+            default:
+                break
             }
-            index += 1
+            previous = (token, end)
+            if !token.isPunctuation(";", in: bytes) { end = token.range.upperBound }
         }
-        var end = orderStart ?? bytes.count
-        while end > 0, [UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: ";")].contains(bytes[end - 1]) {
-            end -= 1
+        return String(decoding: bytes[..<(endBeforeOrder ?? end)], as: UTF8.self)
+    }
+
+    /// The lexer's next token; what it cannot read makes the query unpageable.
+    private static func nextToken(of lexer: inout SQLLexer) throws(Unpageable) -> SQLToken? {
+        do {
+            return try lexer.next()
+        } catch {
+            throw Unpageable(description: "the SQL has an \(error.reason)")
         }
-        return String(decoding: bytes[..<end], as: UTF8.self)
     }
 }

@@ -5,7 +5,8 @@
 /// A group is recognised when its first tokens are the parameter, `IS NULL OR`; the parameter
 /// may be cast, as PostgreSQL needs when `:p` appears only there: `CAST(:p AS type)` or
 /// `:p::type`. The predicate is everything after that `OR` up to the group's closing
-/// parenthesis. Comments, strings and quoted identifiers are skipped as ``SQLLexer`` skips them.
+/// parenthesis. The statement is read as ``SQLLexer``'s tokens, so nothing in a comment,
+/// string or quoted identifier counts, and `:claims.sub` is one parameter.
 ///
 /// Reducing a group never changes the statement's meaning, whatever surrounds it: with `:p`
 /// NULL the group is TRUE, so it becomes `(1 = 1)`; with `:p` not NULL it is
@@ -59,11 +60,11 @@ public struct OptionalClauses: Sendable, Hashable {
     /// Finds the optional clauses of `source`. Throws ``OptionalClauseError`` for the refused
     /// forms (see the type) and for unterminated strings, identifiers or comments.
     public init(_ source: String) throws(OptionalClauseError) {
-        let bytes = Array(source.utf8)
-        let tokens = try OptionalClauseTokens(bytes)
+        let tokens = try CodeTokens(source)
+        let bytes = tokens.bytes
         var clauses: [Clause] = []
         var heads = Set<Int>()
-        for (index, token) in tokens.items.enumerated() where token.kind == .open {
+        for (index, token) in tokens.code.enumerated() where token.kind == .openParenthesis {
             guard let head = tokens.nullTest(at: index + 1) else { continue }
             heads.insert(index + 1)
             guard let close = tokens.matchingClose[index] else {
@@ -72,10 +73,10 @@ public struct OptionalClauses: Sendable, Hashable {
             let first = head.orIndex + 1
             guard first < close else {
                 throw OptionalClauseError(
-                    bytes: bytes, offset: tokens.items[head.orIndex].range.lowerBound,
+                    bytes: bytes, offset: tokens.code[head.orIndex].range.lowerBound,
                     reason: "the optional clause of :\(head.parameter) has nothing after OR")
             }
-            let group = token.range.lowerBound..<tokens.items[close].range.upperBound
+            let group = token.range.lowerBound..<tokens.code[close].range.upperBound
             if let outer = clauses.last, outer.group.upperBound > group.lowerBound {
                 throw OptionalClauseError(
                     bytes: bytes, offset: token.range.lowerBound,
@@ -85,12 +86,12 @@ public struct OptionalClauses: Sendable, Hashable {
             clauses.append(
                 Clause(
                     parameter: head.parameter, group: group,
-                    predicate: tokens.items[first].range.lowerBound..<tokens.items[close].range.lowerBound))
+                    predicate: tokens.code[first].range.lowerBound..<tokens.code[close].range.lowerBound))
         }
-        for index in tokens.items.indices where !heads.contains(index) {
+        for index in tokens.code.indices where !heads.contains(index) {
             guard let stray = tokens.nullTest(at: index) else { continue }
             throw OptionalClauseError(
-                bytes: bytes, offset: tokens.items[index].range.lowerBound,
+                bytes: bytes, offset: tokens.code[index].range.lowerBound,
                 reason: "':\(stray.parameter) IS NULL OR' must open parentheses of its own: write (:\(stray.parameter) IS NULL OR predicate)")
         }
         if clauses.count > Self.maximumCount {
@@ -103,15 +104,18 @@ public struct OptionalClauses: Sendable, Hashable {
         self.clauses = clauses
     }
 
-    /// The words of `clause`'s predicate, upper-cased: its column names (a qualified
-    /// `e.last_name` gives `E` and `LAST_NAME`) and keywords, not its parameters, strings or
-    /// quoted identifiers. For telling which columns a filter tests.
+    /// The words of `clause`'s predicate (``SQLToken/Kind/word``), upper-cased: its column
+    /// names (a qualified `e.last_name` gives `E` and `LAST_NAME`) and keywords, not its
+    /// parameters, strings or quoted identifiers. For telling which columns a filter tests.
     public func words(of clause: Clause) -> Set<String> {
-        let bytes = Array(self.source.utf8[...])[clause.predicate]
-        guard let tokens = try? OptionalClauseTokens(Array(bytes)) else { return [] }
+        var lexer = SQLLexer(bytes: Array(Array(self.source.utf8)[clause.predicate]))
         var words = Set<String>()
-        for token in tokens.items {
-            if case .word(let word) = token.kind { words.insert(word) }
+        do {
+            while let token = try lexer.next() {
+                if token.kind == .word { words.insert(token.text(in: lexer.bytes).uppercased()) }
+            }
+        } catch {
+            return []
         }
         return words
     }
@@ -158,17 +162,83 @@ public struct OptionalClauseError: Error, Sendable, Hashable, CustomStringConver
     public let reason: String
 
     init(bytes: [UInt8], offset: Int, reason: String) {
-        var line = 1
-        var lineStart = 0
-        for position in 0..<min(offset, bytes.count) where bytes[position] == UInt8(ascii: "\n") {
-            line += 1
-            lineStart = position + 1
-        }
         self.offset = offset
-        self.line = line
-        self.column = offset - lineStart + 1
+        (self.line, self.column) = SQLSyntaxError.lineAndColumn(of: offset, in: bytes)
         self.reason = reason
     }
 
     public var description: String { "\(self.reason) (line \(self.line), column \(self.column))" }
+}
+
+/// The code of SQL text as ``OptionalClauses`` reads it: ``SQLLexer``'s tokens without
+/// whitespace and comments, and the `)` that closes each `(`.
+private struct CodeTokens {
+    /// `PARAMETER IS NULL OR` found by ``nullTest(at:)``: the parameter and the index of `OR`.
+    struct NullTest {
+        var parameter: String
+        var orIndex: Int
+    }
+
+    let bytes: [UInt8]
+    private(set) var code: [SQLToken] = []
+    /// The index of the `)` that closes each `(` (by index in ``code``); none when unbalanced.
+    private(set) var matchingClose: [Int: Int] = [:]
+
+    init(_ source: String) throws(OptionalClauseError) {
+        var lexer = SQLLexer(source)
+        self.bytes = lexer.bytes
+        var open: [Int] = []
+        while true {
+            let token: SQLToken
+            do {
+                guard let next = try lexer.next() else { break }
+                token = next
+            } catch {
+                throw OptionalClauseError(bytes: self.bytes, offset: error.offset, reason: error.reason)
+            }
+            switch token.kind {
+            case .whitespace, .comment:
+                continue
+            case .openParenthesis:
+                open.append(self.code.count)
+            case .closeParenthesis:
+                if let opening = open.popLast() { self.matchingClose[opening] = self.code.count }
+            default:
+                break
+            }
+            self.code.append(token)
+        }
+    }
+
+    /// The test `PARAMETER IS NULL OR` starting at code token `index`, where PARAMETER is `:p`,
+    /// `:p::type` or `CAST(:p AS type)`; nil when the tokens there are anything else.
+    func nullTest(at index: Int) -> NullTest? {
+        guard let first = self.token(at: index) else { return nil }
+        let parameter: String
+        var next: Int
+        if let name = first.parameterName(in: self.bytes) {
+            parameter = name
+            next = index + 1
+            if self.token(at: next)?.kind == .cast, self.token(at: next + 1)?.kind == .word { next += 2 }
+        } else if first.isWord("CAST", in: self.bytes) {
+            guard self.token(at: index + 1)?.kind == .openParenthesis,
+                let name = self.token(at: index + 2)?.parameterName(in: self.bytes),
+                self.isWord("AS", at: index + 3), let close = self.matchingClose[index + 1]
+            else { return nil }
+            parameter = name
+            next = close + 1
+        } else {
+            return nil
+        }
+        guard self.isWord("IS", at: next), self.isWord("NULL", at: next + 1), self.isWord("OR", at: next + 2) else { return nil }
+        return NullTest(parameter: parameter, orIndex: next + 2)
+    }
+
+    private func token(at index: Int) -> SQLToken? {
+        index < self.code.count ? self.code[index] : nil
+    }
+
+    private func isWord(_ keyword: String, at index: Int) -> Bool {
+        self.token(at: index)?.isWord(keyword, in: self.bytes) ?? false
+    }
 }

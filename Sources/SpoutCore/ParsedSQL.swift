@@ -25,8 +25,34 @@ public struct ParsedSQL: Sendable, Hashable {
 
     /// Parses `source` for `dialect`. Throws ``SQLSyntaxError`` with the offset of the problem.
     public init(_ source: String, dialect: SQLDialect) throws {
-        let segments = try SQLLexer.segments(of: source)
+        let segments = try Self.segments(of: source)
         self.init(source: source, dialect: dialect, segments: segments)
+    }
+
+    /// `source` split into verbatim SQL and its ``SQLToken/Kind/parameter`` tokens. Throws
+    /// ``SQLSyntaxError`` for what ``SQLLexer`` cannot read and for a `:` that starts no
+    /// parameter and no `::` cast (`SELECT : x`, `SELECT :1`).
+    static func segments(of source: String) throws(SQLSyntaxError) -> [Segment] {
+        var lexer = SQLLexer(source)
+        let bytes = lexer.bytes
+        var segments: [Segment] = []
+        var verbatimStart = 0
+        func flushVerbatim(upTo end: Int) {
+            if end > verbatimStart {
+                segments.append(.sql(String(decoding: bytes[verbatimStart..<end], as: UTF8.self)))
+            }
+        }
+        while let token = try lexer.next() {
+            if let name = token.parameterName(in: bytes) {
+                flushVerbatim(upTo: token.range.lowerBound)
+                segments.append(.parameter(name))
+                verbatimStart = token.range.upperBound
+            } else if token.isPunctuation(":", in: bytes) {
+                throw SQLSyntaxError(in: bytes, offset: token.range.lowerBound, reason: "parameter without a name")
+            }
+        }
+        flushVerbatim(upTo: bytes.count)
+        return segments
     }
 
     /// A statement assembled from segments (a driver's rewriting of a parsed statement); its
@@ -74,18 +100,6 @@ public struct ParsedSQL: Sendable, Hashable {
         try Self.parseCache.value(for: CacheKey(source: source, dialect: dialect)) {
             try ParsedSQL(source, dialect: dialect)
         }
-    }
-
-    /// SQL text in which every parameter is replaced by `replacement(name)`.
-    public func rendered(replacing replacement: (String) -> String) -> String {
-        var text = ""
-        for segment in self.segments {
-            switch segment {
-            case .sql(let sql): text += sql
-            case .parameter(let name): text += replacement(name)
-            }
-        }
-        return text
     }
 
     /// Binds arguments by name, in placeholder order. Throws when one is missing.
@@ -138,14 +152,3 @@ public struct MissingParameterError: Error, Sendable, CustomStringConvertible {
     public var description: String { "no value for parameter :\(self.name)" }
 }
 
-/// The SQL text could not be split into SQL and parameters.
-public struct SQLSyntaxError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The UTF-8 byte offset of the problem in the SQL text (0-based).
-    public let offset: Int
-    /// 1-based line and column (in UTF-8 bytes) of ``offset``.
-    public let line: Int
-    public let column: Int
-    public let reason: String
-
-    public var description: String { "\(self.reason) at offset \(self.offset) (line \(self.line), column \(self.column))" }
-}

@@ -1,5 +1,7 @@
-/// The SQL dialect of a database: it decides the placeholder syntax and how attached child
-/// queries are batched.
+/// The SQL dialect of a database: among other things, the placeholder syntax ``ParsedSQL``
+/// renders named parameters into. SQL text is read alike for both (``SQLLexer`` knows each
+/// one's quoting, comments and casts); how child queries are batched is each driver's
+/// ``ChildQueryStrategy``.
 public enum SQLDialect: String, Sendable, Hashable, CaseIterable {
     /// PostgreSQL: placeholders `$1`, `$2`, ...
     case postgres

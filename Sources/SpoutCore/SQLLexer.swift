@@ -1,168 +1,141 @@
-/// Splits SQL text into verbatim SQL and `:name` parameters.
+/// Reads SQL text into ``SQLToken``s, in PostgreSQL's and SQLite's syntax. Every reader of
+/// statement text in Core and the endpoints consumes these tokens instead of scanning
+/// characters: named parameters (``ParsedSQL``), optional clauses (``OptionalClauses``),
+/// keyset pages (``KeysetQuery``) and the endpoints' column labels. So they agree on what is
+/// a word, a parameter, a string, a quoted identifier or a comment.
 ///
-/// Recognised and left alone:
+/// Recognised (see ``SQLToken/Kind`` for each kind):
 /// - `'...'` strings with `''` inside; `E'...'` strings with backslash escapes;
-/// - `"quoted identifiers"` with `""` inside;
+/// - `"quoted identifiers"` with `""` inside and `` `quoted identifiers` `` with ` `` ` inside;
 /// - `$tag$ ... $tag$` dollar quoting (empty or identifier tag), but not `$1` placeholders;
 /// - `-- comments` to the end of the line and nested `/* ... */` comments;
-/// - `::` casts, so `:employeeNumber::int` is the parameter followed by a cast.
+/// - `:name` parameters, dotted ones (`:claims.sub`) included, and `::` casts, so
+///   `:employeeNumber::int` is the parameter followed by a cast.
 ///
-/// A parameter name starts with a letter or `_` and continues with letters, digits and `_`;
-/// a `.` followed by such a name continues it, so `:claims.sub` and `:claims.address.city`
-/// are one parameter each (a name never ends with `.`: in `:name.` the dot is SQL).
-/// A lone `:` (not followed by such a name, and not part of `::`) and an unterminated string,
-/// identifier, comment or dollar quote are errors that carry the offset.
-public enum SQLLexer {
-    public static func segments(of source: String) throws -> [ParsedSQL.Segment] {
-        let bytes = Array(source.utf8)
-        var segments: [ParsedSQL.Segment] = []
-        var verbatimStart = 0
-        var index = 0
-        let count = bytes.count
+/// Every byte belongs to exactly one token, and lexing is linear in the length of the text.
+/// An unterminated string, quoted identifier, comment or dollar quote throws
+/// ``SQLSyntaxError`` with the offset where it starts (for `E'...'`, the offset of the quote);
+/// after that, ``next()`` returns nil. A `:` that starts no parameter is punctuation here:
+/// whether it is an error is for the reader to say (``ParsedSQL`` says it is).
+public struct SQLLexer: Sendable {
+    /// The UTF-8 bytes of the source; every token's range indexes them.
+    public let bytes: [UInt8]
+    private var index = 0
 
-        func error(_ reason: String, at offset: Int) -> SQLSyntaxError {
-            var line = 1
-            var lineStart = 0
-            for position in 0..<min(offset, count) where bytes[position] == UInt8(ascii: "\n") {
-                line += 1
-                lineStart = position + 1
-            }
-            return SQLSyntaxError(offset: offset, line: line, column: offset - lineStart + 1, reason: reason)
-        }
-
-        func flushVerbatim(upTo end: Int) {
-            if end > verbatimStart {
-                segments.append(.sql(String(decoding: bytes[verbatimStart..<end], as: UTF8.self)))
-            }
-        }
-
-        while index < count {
-            let byte = bytes[index]
-            do {
-                if let run = try Self.quotedRun(in: bytes, at: index) {
-                    index = run.end
-                    continue
-                }
-            } catch let unterminated {
-                throw error("unterminated \(unterminated.what)", at: unterminated.offset)
-            }
-            switch byte {
-            case UInt8(ascii: ":"):
-                if index + 1 < count && bytes[index + 1] == UInt8(ascii: ":") {
-                    index += 2
-                    continue
-                }
-                let nameStart = index + 1
-                guard nameStart < count, isIdentifierStart(bytes[nameStart]) else {
-                    throw error("parameter without a name", at: index)
-                }
-                var nameEnd = nameStart + 1
-                while nameEnd < count {
-                    if isIdentifierByte(bytes[nameEnd]) && bytes[nameEnd] != UInt8(ascii: "$") {
-                        nameEnd += 1
-                    } else if bytes[nameEnd] == UInt8(ascii: "."), nameEnd + 1 < count, isIdentifierStart(bytes[nameEnd + 1]) {
-                        nameEnd += 2
-                    } else {
-                        break
-                    }
-                }
-                flushVerbatim(upTo: index)
-                segments.append(.parameter(String(decoding: bytes[nameStart..<nameEnd], as: UTF8.self)))
-                index = nameEnd
-                verbatimStart = nameEnd
-            default:
-                index += 1
-            }
-        }
-        flushVerbatim(upTo: count)
-        return segments
+    public init(_ source: String) {
+        self.init(bytes: Array(source.utf8))
     }
 
-    /// A run of SQL text that is not code: a string literal, a quoted identifier, a comment or
-    /// a dollar-quoted string, in PostgreSQL's and SQLite's syntax (including `E'...'` strings
-    /// with backslash escapes and nested `/* ... */` comments).
-    public enum QuotedRun: Sendable, Hashable {
-        case string
-        /// A `"quoted"` identifier, with doubled quotes undone.
-        case identifier(String)
-        case comment
-        case dollarQuoted
+    public init(bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    /// Every token of `source`, in order.
+    public static func tokens(of source: String) throws(SQLSyntaxError) -> [SQLToken] {
+        var lexer = SQLLexer(source)
+        var tokens: [SQLToken] = []
+        while let token = try lexer.next() { tokens.append(token) }
+        return tokens
+    }
+
+    /// The next token; nil at the end of the text and after an error.
+    public mutating func next() throws(SQLSyntaxError) -> SQLToken? {
+        let start = self.index
+        guard start < self.bytes.count else { return nil }
+        let kind: SQLToken.Kind
+        do {
+            (kind, self.index) = try self.token(at: start)
+        } catch {
+            self.index = self.bytes.count
+            throw SQLSyntaxError(in: self.bytes, offset: error.offset, reason: "unterminated \(error.what)")
+        }
+        return SQLToken(kind: kind, range: start..<self.index)
     }
 
     /// A run that starts with its opening quote or comment marker and never ends.
-    public struct Unterminated: Error, Sendable, Hashable {
+    private struct Unterminated: Error {
         /// `string`, `quoted identifier`, `comment` or `dollar quote`.
-        public var what: String
-        /// Where the run starts (a byte offset).
-        public var offset: Int
-
-        public init(what: String, offset: Int) {
-            self.what = what
-            self.offset = offset
-        }
+        var what: String
+        var offset: Int
     }
 
-    /// The string, quoted identifier, comment or dollar-quoted string that starts at `index`
-    /// of `bytes`, and the index just after it; nil when code starts there. The one scanner
-    /// for such runs: ``segments(of:)`` and every other reader of SQL text use it, so they
-    /// agree on where code is.
-    public static func quotedRun(in bytes: [UInt8], at index: Int) throws(Unterminated) -> (run: QuotedRun, end: Int)? {
+    /// The kind of the token that starts at `start`, and the index just after it.
+    private func token(at start: Int) throws(Unterminated) -> (SQLToken.Kind, Int) {
+        let bytes = self.bytes
         let count = bytes.count
-        switch bytes[index] {
-        case UInt8(ascii: "'"):
-            let escapes = index > 0 && (bytes[index - 1] | 0x20) == UInt8(ascii: "e")
-                && (index < 2 || !isIdentifierByte(bytes[index - 2]))
-            guard let end = skipQuoted(bytes, from: index, quote: UInt8(ascii: "'"), backslashEscapes: escapes) else {
-                throw Unterminated(what: "string", offset: index)
+        let byte = bytes[start]
+        let next: UInt8? = start + 1 < count ? bytes[start + 1] : nil
+        let followsCode = start > 0 && Self.isIdentifierByte(bytes[start - 1])
+        if (byte | 0x20) == UInt8(ascii: "e") && next == UInt8(ascii: "'") && !followsCode {
+            guard let end = Self.closingQuote(bytes, after: start + 1, backslashEscapes: true) else {
+                throw Unterminated(what: "string", offset: start + 1)
             }
             return (.string, end)
-        case UInt8(ascii: "\""):
-            guard let end = skipQuoted(bytes, from: index, quote: UInt8(ascii: "\""), backslashEscapes: false) else {
-                throw Unterminated(what: "quoted identifier", offset: index)
+        }
+        switch byte {
+        case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"):
+            var end = start + 1
+            while end < count && Self.isWhitespace(bytes[end]) { end += 1 }
+            return (.whitespace, end)
+        case UInt8(ascii: "'"):
+            guard let end = Self.closingQuote(bytes, after: start, backslashEscapes: false) else {
+                throw Unterminated(what: "string", offset: start)
             }
-            let inner = String(decoding: bytes[(index + 1)..<(end - 1)], as: UTF8.self)
-            return (.identifier(inner.replacing("\"\"", with: "\"")), end)
-        case UInt8(ascii: "-") where index + 1 < count && bytes[index + 1] == UInt8(ascii: "-"):
-            var end = index + 2
+            return (.string, end)
+        case UInt8(ascii: "\""), UInt8(ascii: "`"):
+            guard let end = Self.closingQuote(bytes, after: start, backslashEscapes: false) else {
+                throw Unterminated(what: "quoted identifier", offset: start)
+            }
+            return (.quotedIdentifier, end)
+        case UInt8(ascii: "-") where next == UInt8(ascii: "-"):
+            var end = start + 2
             while end < count && bytes[end] != UInt8(ascii: "\n") { end += 1 }
             return (.comment, end)
-        case UInt8(ascii: "/") where index + 1 < count && bytes[index + 1] == UInt8(ascii: "*"):
-            var end = index
-            var depth = 0
-            repeat {
-                if end + 1 < count && bytes[end] == UInt8(ascii: "/") && bytes[end + 1] == UInt8(ascii: "*") {
-                    depth += 1
-                    end += 2
-                } else if end + 1 < count && bytes[end] == UInt8(ascii: "*") && bytes[end + 1] == UInt8(ascii: "/") {
-                    depth -= 1
-                    end += 2
-                } else if end < count {
-                    end += 1
-                } else {
-                    throw Unterminated(what: "comment", offset: index)
-                }
-            } while depth > 0
-            return (.comment, end)
-        case UInt8(ascii: "$") where index == 0 || !isIdentifierByte(bytes[index - 1]):
-            guard let tagEnd = dollarTagEnd(bytes, from: index) else { return nil }
-            let tag = bytes[index...tagEnd]
-            var search = tagEnd + 1
-            while search + tag.count <= count {
-                if bytes[search] == UInt8(ascii: "$") && bytes[search..<(search + tag.count)].elementsEqual(tag) {
-                    return (.dollarQuoted, search + tag.count)
-                }
-                search += 1
+        case UInt8(ascii: "/") where next == UInt8(ascii: "*"):
+            guard let end = Self.blockCommentEnd(bytes, from: start) else {
+                throw Unterminated(what: "comment", offset: start)
             }
-            throw Unterminated(what: "dollar quote", offset: index)
+            return (.comment, end)
+        case UInt8(ascii: "$") where !followsCode:
+            guard let tagEnd = Self.dollarTagEnd(bytes, from: start) else { return (.punctuation, start + 1) }
+            guard let end = Self.closingDollarTag(bytes, tag: start...tagEnd) else {
+                throw Unterminated(what: "dollar quote", offset: start)
+            }
+            return (.dollarQuotedString, end)
+        case UInt8(ascii: ":") where next == UInt8(ascii: ":"):
+            return (.cast, start + 2)
+        case UInt8(ascii: ":"):
+            guard let next, Self.isIdentifierStart(next) else { return (.punctuation, start + 1) }
+            return (.parameter, Self.parameterNameEnd(bytes, from: start + 1))
+        case UInt8(ascii: "("):
+            return (.openParenthesis, start + 1)
+        case UInt8(ascii: ")"):
+            return (.closeParenthesis, start + 1)
+        case UInt8(ascii: "0")...UInt8(ascii: "9"):
+            var end = start + 1
+            while end < count {
+                if Self.isIdentifierByte(bytes[end]) {
+                    end += 1
+                } else if bytes[end] == UInt8(ascii: "."), end + 1 < count, Self.isDigit(bytes[end + 1]) {
+                    end += 2
+                } else {
+                    break
+                }
+            }
+            return (.number, end)
         default:
-            return nil
+            guard Self.isIdentifierStart(byte) else { return (.punctuation, start + 1) }
+            var end = start + 1
+            while end < count && Self.isIdentifierByte(bytes[end]) { end += 1 }
+            return (.word, end)
         }
     }
 
-    /// Skips a quoted run starting at `start` (the opening quote); returns the index after the
-    /// closing quote, or nil when there is none. A doubled quote stands for itself; with
-    /// `backslashEscapes`, so does `\x`.
-    private static func skipQuoted(_ bytes: [UInt8], from start: Int, quote: UInt8, backslashEscapes: Bool) -> Int? {
+    /// The index after the quote that closes the quoted run whose opening quote is at `start`;
+    /// nil when none does. A doubled quote stands for itself; with `backslashEscapes`, a
+    /// backslash escapes the byte after it.
+    private static func closingQuote(_ bytes: [UInt8], after start: Int, backslashEscapes: Bool) -> Int? {
+        let quote = bytes[start]
         var index = start + 1
         while index < bytes.count {
             let byte = bytes[index]
@@ -182,6 +155,26 @@ public enum SQLLexer {
         return nil
     }
 
+    /// The index after the `*/` that closes the (nesting) block comment opened at `start`.
+    private static func blockCommentEnd(_ bytes: [UInt8], from start: Int) -> Int? {
+        var index = start
+        var depth = 0
+        repeat {
+            if index + 1 < bytes.count && bytes[index] == UInt8(ascii: "/") && bytes[index + 1] == UInt8(ascii: "*") {
+                depth += 1
+                index += 2
+            } else if index + 1 < bytes.count && bytes[index] == UInt8(ascii: "*") && bytes[index + 1] == UInt8(ascii: "/") {
+                depth -= 1
+                index += 2
+            } else if index < bytes.count {
+                index += 1
+            } else {
+                return nil
+            }
+        } while depth > 0
+        return index
+    }
+
     /// If a dollar-quote opening tag (`$$` or `$tag$`) starts at `start`, the index of its
     /// closing `$`; otherwise nil (`$1` placeholders and lone dollars).
     private static func dollarTagEnd(_ bytes: [UInt8], from start: Int) -> Int? {
@@ -199,15 +192,84 @@ public enum SQLLexer {
         return nil
     }
 
+    /// The index after the first repetition of `tag` after it; nil when there is none.
+    private static func closingDollarTag(_ bytes: [UInt8], tag: ClosedRange<Int>) -> Int? {
+        let tagBytes = bytes[tag]
+        var search = tag.upperBound + 1
+        while search + tagBytes.count <= bytes.count {
+            if bytes[search] == UInt8(ascii: "$") && bytes[search..<(search + tagBytes.count)].elementsEqual(tagBytes) {
+                return search + tagBytes.count
+            }
+            search += 1
+        }
+        return nil
+    }
+
+    /// The end of the parameter name that starts at `start` (an identifier start): letters,
+    /// digits, `_` and non-ASCII bytes, and `.` when a name start follows it.
+    private static func parameterNameEnd(_ bytes: [UInt8], from start: Int) -> Int {
+        var end = start + 1
+        while end < bytes.count {
+            if isIdentifierByte(bytes[end]) && bytes[end] != UInt8(ascii: "$") {
+                end += 1
+            } else if bytes[end] == UInt8(ascii: "."), end + 1 < bytes.count, isIdentifierStart(bytes[end + 1]) {
+                end += 2
+            } else {
+                break
+            }
+        }
+        return end
+    }
+
     @inline(__always)
-    static func isIdentifierStart(_ byte: UInt8) -> Bool {
+    private static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r")
+    }
+
+    @inline(__always)
+    private static func isDigit(_ byte: UInt8) -> Bool {
+        byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
+    }
+
+    @inline(__always)
+    private static func isIdentifierStart(_ byte: UInt8) -> Bool {
         (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
             || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
             || byte == UInt8(ascii: "_") || byte >= 0x80
     }
 
     @inline(__always)
-    static func isIdentifierByte(_ byte: UInt8) -> Bool {
-        isIdentifierStart(byte) || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "$")
+    private static func isIdentifierByte(_ byte: UInt8) -> Bool {
+        isIdentifierStart(byte) || isDigit(byte) || byte == UInt8(ascii: "$")
     }
+}
+
+/// SQL text that cannot be read: an unterminated string, quoted identifier, comment or dollar
+/// quote (``SQLLexer``), or a `:` that names no parameter (``ParsedSQL``).
+public struct SQLSyntaxError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The UTF-8 byte offset of the problem in the SQL text (0-based).
+    public let offset: Int
+    /// 1-based line and column (in UTF-8 bytes) of ``offset``.
+    public let line: Int
+    public let column: Int
+    public let reason: String
+
+    init(in bytes: [UInt8], offset: Int, reason: String) {
+        self.offset = offset
+        (self.line, self.column) = Self.lineAndColumn(of: offset, in: bytes)
+        self.reason = reason
+    }
+
+    /// The 1-based line and column (in UTF-8 bytes) of `offset` in `bytes`.
+    static func lineAndColumn(of offset: Int, in bytes: [UInt8]) -> (line: Int, column: Int) {
+        var line = 1
+        var lineStart = 0
+        for position in 0..<min(offset, bytes.count) where bytes[position] == UInt8(ascii: "\n") {
+            line += 1
+            lineStart = position + 1
+        }
+        return (line, offset - lineStart + 1)
+    }
+
+    public var description: String { "\(self.reason) at offset \(self.offset) (line \(self.line), column \(self.column))" }
 }

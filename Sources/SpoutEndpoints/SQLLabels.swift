@@ -7,7 +7,8 @@ import SpoutCore
 /// `expr AS "label"` or `expr label` has that label; an item that is a bare or qualified column
 /// (`title`, `t.title`) has the column's name; any other item (an expression without a label,
 /// `*`, `t.*`) has a label only the database knows, and makes the result incomplete.
-/// Comments, string literals, quoted identifiers and dollar quotes are skipped; only the first
+/// The SQL is read as ``SpoutCore/SQLLexer``'s tokens, so comments, strings, quoted
+/// identifiers and dollar quotes hide no select list and no comma; only the first
 /// select list at parenthesis depth 0 counts (for `WITH`, the main query's; for `UNION`, the
 /// first branch's, which names the columns).
 enum SQLLabels {
@@ -131,76 +132,24 @@ enum SQLLabels {
         return index
     }
 
-    /// Splits SQL into words, quoted identifiers and punctuation; literals, parameters and
-    /// numbers become ``Token/other``; comments and spaces are dropped. Strings, quoted
-    /// identifiers, comments and dollar quotes are found by ``SQLLexer/quotedRun(in:at:)``,
-    /// the scanner the SQL parser uses; an unterminated one ends the tokens (the parser
-    /// reports it).
+    /// ``SpoutCore/SQLLexer``'s tokens of `sql` as the label rules see them: words, quoted
+    /// identifiers (their names) and punctuation (`::` is one); strings, dollar quotes,
+    /// numbers and parameters become ``Token/other``; comments and whitespace are dropped.
+    /// Text the lexer cannot read ends the tokens (the SQL parser reports it).
     static func tokens(of sql: String) -> [Token] {
-        let bytes = Array(sql.utf8)
+        var lexer = SQLLexer(sql)
+        let bytes = lexer.bytes
         var tokens: [Token] = []
-        var index = 0
-        func isWordByte(_ byte: UInt8) -> Bool {
-            (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x30 && byte <= 0x39)
-                || byte == 0x5F || byte == 0x24 || byte >= 0x80
-        }
-        while index < bytes.count {
-            let run: (run: SQLLexer.QuotedRun, end: Int)?
-            do {
-                run = try SQLLexer.quotedRun(in: bytes, at: index)
-            } catch {
-                return tokens
-            }
-            if let run {
-                switch run.run {
-                case .identifier(let name): tokens.append(.quoted(name))
-                case .string, .dollarQuoted: tokens.append(.other)
-                case .comment: break
-                }
-                index = run.end
-                continue
-            }
-            let byte = bytes[index]
-            switch byte {
-            case 0x20, 0x09, 0x0A, 0x0D:
-                index += 1
-            case UInt8(ascii: "`"):
-                // SQLite also quotes identifiers MySQL's way.
-                var name: [UInt8] = []
-                index += 1
-                while index < bytes.count {
-                    if bytes[index] == UInt8(ascii: "`") {
-                        if index + 1 < bytes.count && bytes[index + 1] == UInt8(ascii: "`") {
-                            name.append(UInt8(ascii: "`"))
-                            index += 2
-                            continue
-                        }
-                        break
-                    }
-                    name.append(bytes[index])
-                    index += 1
-                }
-                index += 1
-                tokens.append(.quoted(String(decoding: name, as: UTF8.self)))
-            case UInt8(ascii: ":") where index + 1 < bytes.count && bytes[index + 1] == UInt8(ascii: ":"):
-                tokens.append(.punctuation("::"))
-                index += 2
-            case UInt8(ascii: ":") where index + 1 < bytes.count && isWordByte(bytes[index + 1]):
-                index += 1
-                while index < bytes.count && isWordByte(bytes[index]) { index += 1 }
+        while let token = try? lexer.next() {
+            switch token.kind {
+            case .word, .quotedIdentifier:
+                if let name = token.identifier(in: bytes) { tokens.append(token.kind == .word ? .word(name) : .quoted(name)) }
+            case .string, .dollarQuotedString, .number, .parameter:
                 tokens.append(.other)
-            case UInt8(ascii: "0")...UInt8(ascii: "9"):
-                while index < bytes.count && (isWordByte(bytes[index]) || bytes[index] == UInt8(ascii: ".")) { index += 1 }
-                tokens.append(.other)
-            default:
-                if isWordByte(byte) {
-                    let start = index
-                    while index < bytes.count && isWordByte(bytes[index]) { index += 1 }
-                    tokens.append(.word(String(decoding: bytes[start..<index], as: UTF8.self)))
-                } else {
-                    tokens.append(.punctuation(String(UnicodeScalar(byte))))
-                    index += 1
-                }
+            case .cast, .openParenthesis, .closeParenthesis, .punctuation:
+                tokens.append(.punctuation(token.text(in: bytes)))
+            case .comment, .whitespace:
+                break
             }
         }
         return tokens
