@@ -149,6 +149,11 @@ public final class Database: Sendable {
         self.readPool.waiterCount + (self.readPool === self.writePool ? 0 : self.writePool.waiterCount)
     }
 
+    /// A database nobody holds any more lets its threads end (``close()`` does too).
+    deinit {
+        self.threads.shutdown()
+    }
+
     /// Closes idle connections now and leased ones as they are released; work already queued
     /// on the database's threads still runs, new work is refused.
     public func close() {

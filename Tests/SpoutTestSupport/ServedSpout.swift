@@ -53,7 +53,7 @@ public final class ServedSpout {
         let data = self.directory.appendingPathComponent("data")
         try files.createDirectory(at: data, withIntermediateDirectories: true)
         let executable = self.directory.appendingPathComponent("spout")
-        try files.copyItem(atPath: try ChildProcess.spoutExecutable(), toPath: executable.path)
+        try Self.stage(try ChildProcess.spoutExecutable(), at: executable.path)
         for folder in ["config", "sql"] {
             try files.copyItem(at: root.appendingPathComponent(folder), to: self.directory.appendingPathComponent(folder))
         }
@@ -114,6 +114,26 @@ public final class ServedSpout {
         self.port = port
         // Keep draining the log so the child never blocks on a full pipe.
         handle.readabilityHandler = { handle in _ = handle.availableData }
+    }
+
+    /// Copies the executable at `source` to `target` (mode 0755) through a descriptor opened
+    /// close-on-exec. `FileManager.copyItem` writes through one that is not: a child another
+    /// test spawns meanwhile inherits it and keeps the copy open for writing, and executing the
+    /// copy then fails with ETXTBSY ("Text file busy") for as long as that child lives.
+    static func stage(_ source: String, at target: String) throws {
+        struct StagingFailed: Error, CustomStringConvertible { var description: String }
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: source))
+        let descriptor = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
+        guard descriptor >= 0 else { throw StagingFailed(description: "cannot create \(target): errno \(errno)") }
+        defer { close(descriptor) }
+        try bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                guard written > 0 else { throw StagingFailed(description: "cannot write \(target): errno \(errno)") }
+                offset += written
+            }
+        }
     }
 
     /// The uid the server process runs as, read from `/proc/PID/status` (`Uid:` real, effective…).
