@@ -129,7 +129,7 @@ public final class ServedSpout {
         try bytes.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {
-                let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
                 guard written > 0 else { throw StagingFailed(description: "cannot write \(target): errno \(errno)") }
                 offset += written
             }
