@@ -152,10 +152,11 @@ extension PostgresConnection {
         return try self.fetchedRows(result)
     }
 
-    /// Drops a `FETCH` sent ahead whose rows are no longer wanted: cancels it if it still runs
-    /// and reads what was already sent.
-    func abandonFetch() {
-        self.cleanUp(self.stateMachine.fetchAbandoned())
+    /// Drops a `FETCH` sent ahead whose rows are no longer wanted. With `keepingTransaction`
+    /// (the cursor is closed, the caller goes on in its transaction) reads it to its end;
+    /// otherwise cancels it if it still runs and reads what was already sent.
+    func abandonFetch(keepingTransaction: Bool) {
+        self.cleanUp(self.stateMachine.fetchAbandoned(keepingTransaction: keepingTransaction))
     }
 
     /// Closes a server-side cursor, if its transaction is still open and usable (otherwise the

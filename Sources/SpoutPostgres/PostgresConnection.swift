@@ -529,7 +529,7 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
             self.activeCopy?.abandon()
             self.abandonCopy()
         case .abandonFetch:
-            self.abandonFetch()
+            self.abandonFetch(keepingTransaction: false)
         case .endTransaction:
             break
         }

@@ -307,7 +307,7 @@ struct PostgresConnectionStateMachine: Sendable, Equatable {
     }
 
     /// A `FETCH` was sent ahead: the connection waits for it until ``fetchReceived()`` or
-    /// ``fetchAbandoned()``.
+    /// ``fetchAbandoned(keepingTransaction:)``.
     mutating func fetchSent() -> StatementAction {
         self.enter(.fetching)
     }
@@ -321,12 +321,15 @@ struct PostgresConnectionStateMachine: Sendable, Equatable {
         return .run
     }
 
-    /// The rows of the `FETCH` sent ahead are no longer wanted: it is cancelled if still
-    /// running. Report the transaction status after draining with ``resultRead(_:)``.
-    mutating func fetchAbandoned() -> CleanupAction {
+    /// The rows of the `FETCH` sent ahead are no longer wanted. When the caller goes on in the
+    /// transaction (`keepingTransaction`: the cursor was closed), the `FETCH`, at most one
+    /// batch, is read to its end: cancelling it would fail the transaction if it still ran.
+    /// Otherwise (the connection is being reset, the transaction ends anyway) it is cancelled if
+    /// still running. Report the transaction status after draining with ``resultRead(_:)``.
+    mutating func fetchAbandoned(keepingTransaction: Bool) -> CleanupAction {
         guard self.state == .fetching else { return .nothing }
         self.state = .idle
-        return .drain(cancelIfRunning: true)
+        return .drain(cancelIfRunning: !keepingTransaction)
     }
 
     /// Whether `CLOSE` of a server cursor declared in the transaction of `epoch` is to be sent,

@@ -116,20 +116,22 @@ struct PostgresConnectionStateMachineTests {
 
     /// The events that leave a busy state for idle, with the clean-up they ask for.
     enum Exit: CaseIterable, CustomStringConvertible {
-        case streamEnded, streamClosedEarly, copyEnded, copyAbandoned, fetchAbandoned
+        case streamEnded, streamClosedEarly, copyEnded, copyAbandoned, cursorClosedWithAFetchAhead, fetchAbandonedByReset
 
         var source: State {
             switch self {
             case .streamEnded, .streamClosedEarly: .streaming
             case .copyEnded, .copyAbandoned: .copying
-            case .fetchAbandoned: .fetching
+            case .cursorClosedWithAFetchAhead, .fetchAbandonedByReset: .fetching
             }
         }
 
         var cleanUp: Machine.CleanupAction {
             switch self {
-            case .streamEnded, .copyEnded: .drain(cancelIfRunning: false)
-            case .streamClosedEarly, .fetchAbandoned: .drain(cancelIfRunning: true)
+            // Closing the server cursor keeps the transaction: the FETCH is read, not cancelled
+            // (a cancel would fail the transaction).
+            case .streamEnded, .copyEnded, .cursorClosedWithAFetchAhead: .drain(cancelIfRunning: false)
+            case .streamClosedEarly, .fetchAbandonedByReset: .drain(cancelIfRunning: true)
             case .copyAbandoned: .failCopy
             }
         }
@@ -140,7 +142,8 @@ struct PostgresConnectionStateMachineTests {
             case .streamClosedEarly: machine.streamEnded(cancelling: true)
             case .copyEnded: machine.copyEnded(abandoning: false)
             case .copyAbandoned: machine.copyEnded(abandoning: true)
-            case .fetchAbandoned: machine.fetchAbandoned()
+            case .cursorClosedWithAFetchAhead: machine.fetchAbandoned(keepingTransaction: true)
+            case .fetchAbandonedByReset: machine.fetchAbandoned(keepingTransaction: false)
             }
         }
 
@@ -150,7 +153,8 @@ struct PostgresConnectionStateMachineTests {
             case .streamClosedEarly: "streamEnded(cancelling: true)"
             case .copyEnded: "copyEnded(abandoning: false)"
             case .copyAbandoned: "copyEnded(abandoning: true)"
-            case .fetchAbandoned: "fetchAbandoned()"
+            case .cursorClosedWithAFetchAhead: "fetchAbandoned(keepingTransaction: true)"
+            case .fetchAbandonedByReset: "fetchAbandoned(keepingTransaction: false)"
             }
         }
     }
