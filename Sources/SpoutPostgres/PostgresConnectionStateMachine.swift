@@ -12,6 +12,16 @@ import SpoutCore
 /// transaction (``transaction``), the transactions seen to end (``transactionEpoch``), and the
 /// settings in effect (``statementTimeout``, ``sessionReadOnly``).
 ///
+/// | State | Entered by | Left by |
+/// | --- | --- | --- |
+/// | ``State/idle`` | the start, and each end event below | the events that enter a busy state |
+/// | ``State/streaming`` | ``streamOpened()`` | ``streamEnded(cancelling:)`` |
+/// | ``State/copying`` | ``copyStarted()`` | ``copyEnded(abandoning:)`` |
+/// | ``State/eventDriven`` | ``eventDrivenStarted()`` | ``eventDrivenEnded()`` |
+/// | ``State/fetching`` | ``fetchSent()`` | ``fetchReceived()``, ``fetchAbandoned(keepingTransaction:)`` |
+/// | ``State/broken`` | ``connectionFailed()``, from any state but closed | ``closed()`` |
+/// | ``State/closed`` | ``closed()``, from any state | — |
+///
 /// Rules the machine keeps:
 /// - A statement, a stream, a bulk insert, a `FETCH` sent ahead or an event-driven run starts
 ///   only from ``State/idle``. In a busy state it is rejected with
