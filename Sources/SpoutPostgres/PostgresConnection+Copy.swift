@@ -21,7 +21,7 @@ extension PostgresConnection {
             self.noteTransactionState()
             throw error
         }
-        self.activity = .copying
+        try self.enterBusyState(self.stateMachine.copyStarted())
         let inserter = PostgresBulkInserter(connection: self, columnCount: columns.count)
         self.activeCopy = inserter
         return inserter
@@ -29,9 +29,8 @@ extension PostgresConnection {
 
     /// Sends a chunk of COPY data.
     func putCopyData(_ bytes: [UInt8]) throws {
-        guard self.activity == .copying, let handle = self.handle else {
-            throw DatabaseError(.other, message: "the bulk insert is no longer active")
-        }
+        try self.obey(self.stateMachine.copyDataRequested())
+        let handle = try self.openHandle()
         let sent = bytes.withUnsafeBytes { buffer in
             PQputCopyData(handle, buffer.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(buffer.count))
         }
@@ -44,9 +43,8 @@ extension PostgresConnection {
 
     /// Ends the COPY and returns the number of rows the server stored.
     func endCopy() throws -> Int {
-        guard self.activity == .copying, let handle = self.handle else {
-            throw DatabaseError(.other, message: "the bulk insert is no longer active")
-        }
+        try self.obey(self.stateMachine.copyDataRequested())
+        let handle = try self.openHandle()
         guard PQputCopyEnd(handle, nil) == 1 else {
             let error = self.makeError(nil)
             self.abandonCopy()
@@ -61,10 +59,8 @@ extension PostgresConnection {
             failure = self.makeError(result)
         }
         PQclear(result)
-        self.drainResults(handle)
-        self.activity = .idle
         self.activeCopy = nil
-        self.noteTransactionState()
+        self.cleanUp(self.stateMachine.copyEnded(abandoning: false))
         if let failure {
             throw failure
         }
@@ -74,10 +70,9 @@ extension PostgresConnection {
     /// Ends an unfinished COPY with an error, so nothing of it is stored and the connection is
     /// idle again (an open transaction is then failed).
     func abandonCopy() {
-        guard self.activity == .copying, let handle = self.handle else { return }
-        self.drainResults(handle, pending: PGRES_COPY_IN)
-        self.activity = .idle
+        let action = self.stateMachine.copyEnded(abandoning: true)
+        guard action != .nothing else { return }
         self.activeCopy = nil
-        self.noteTransactionState()
+        self.cleanUp(action)
     }
 }

@@ -14,13 +14,7 @@ extension PostgresConnection: EventDrivenConnection {
         #else
         // Without session state every statement needs its transaction's settings first: the
         // thread-pool path does that round trip.
-        guard self.keepsSessionState, let handle = self.handle, !self.isBroken, self.activity == .idle,
-            self.sessionReadOnly == readOnly,
-            milliseconds == nil || milliseconds.map({ max(0, $0) }) == self.statementTimeout
-        else {
-            return false
-        }
-        return PQtransactionStatus(handle) == PQTRANS_IDLE
+        return self.stateMachine.canRunEventDriven(readOnly: readOnly, statementTimeout: milliseconds, status: self.transactionStatus)
         #endif
     }
 
@@ -36,12 +30,14 @@ extension PostgresConnection: EventDrivenConnection {
         let handle: OpaquePointer
         do {
             handle = try self.idleHandle()
+            #if os(Linux)
+            try self.obey(self.stateMachine.eventDrivenStarted())
+            #endif
         } catch {
             completion(.failure(error))
             return
         }
         #if os(Linux)
-        self.activity = .eventDriven
         self.statistics.recordEventDrivenRun()
         let run = PostgresEventDrivenRun(connection: self, handle: handle, first: first, next: next, completion: completion)
         if let events = run.start() {
@@ -113,7 +109,7 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
     /// over (then call ``complete()``).
     func start() -> SocketInterest? {
         guard !self.batch.statements.isEmpty else {
-            self.connection.activity = .idle
+            self.connection.stateMachine.eventDrivenEnded()
             self.outcome = .success([])
             return nil
         }
@@ -198,7 +194,6 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
         guard let outcome = self.outcome else {
             // The reactor could not watch the socket: what was sent cannot be read back.
             self.connection.markBroken()
-            self.connection.activity = .idle
             self.completion(.failure(DatabaseError(.connectionLost, message: "the connection's socket cannot be watched")))
             return
         }
@@ -222,7 +217,7 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
             // A sync point keeps a failing tentative statement from rolling the others back;
             // a read-only session has nothing to roll back, and is spared the extra send
             // (libpq flushes at each sync point).
-            if self.connection.sessionReadOnly != true {
+            if self.connection.stateMachine.sessionReadOnly != true {
                 guard self.sync() else { return false }
             }
             guard self.queue(self.batch.tentative, tentative: true, pending: &pending) else { return false }
@@ -248,11 +243,10 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
             var name: String?
             if !self.connection.keepsSessionState {
                 name = nil
-            } else if let prepared = self.connection.preparedStatements[text] ?? pending[text] {
+            } else if let prepared = self.connection.statementNames.prepared[text] ?? pending[text] {
                 name = prepared
             } else {
-                self.connection.preparedStatementCount += 1
-                let newName = "spout_\(self.connection.preparedStatementCount)"
+                let newName = self.connection.statementNames.reservePreparedName()
                 pending[text] = newName
                 guard PQsendPrepare(self.handle, newName, text, 0, nil) == 1 else { return self.sendFailed() }
                 self.commands.append(.prepare(name: newName, text: text, tentative: tentative))
@@ -337,7 +331,7 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
         let tentative = self.currentIsTentative
         switch (self.commands[self.current], status) {
         case (.prepare(let name, let text, _), PGRES_COMMAND_OK):
-            self.connection.preparedStatements[text] = name
+            self.connection.statementNames.prepared(text, as: name)
         case (.query, PGRES_TUPLES_OK), (.query, PGRES_SINGLE_TUPLE), (.query, PGRES_COMMAND_OK):
             if !self.hasFailed(tentative: tentative) {
                 PostgresConnection.decode(result, into: &self.collected, rowLimit: tentative ? nil : self.batch.rowLimit)
@@ -393,7 +387,7 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
         if PQexitPipelineMode(self.handle) != 1 || PQsetnonblocking(self.handle, 0) != 0 {
             self.connection.markBroken()
         }
-        self.connection.activity = .idle
+        self.connection.stateMachine.eventDrivenEnded()
         self.connection.noteTransactionState()
         if let failure = self.failure {
             self.outcome = .failure(failure)
@@ -407,7 +401,6 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
     private func connectionFailed() {
         let error = self.connection.makeError(nil)
         self.connection.markBroken()
-        self.connection.activity = .idle
         let lost = error.code == .connectionLost ? error : DatabaseError(.connectionLost, message: error.message)
         if let failure = self.failure as? DatabaseError, failure.code == .connectionLost {
             self.outcome = .failure(failure)

@@ -14,7 +14,7 @@ extension PostgresConnection {
         let handle = try self.idleHandle()
         guard !statements.isEmpty else { return [] }
         try self.openImplicitTransactionIfNeeded()
-        self.activity = .eventDriven
+        try self.obey(self.stateMachine.eventDrivenStarted())
         let run = PostgresEventDrivenRun(
             connection: self, handle: handle, first: StatementBatch(statements), next: { _ in StatementBatch([]) },
             completion: { _ in })

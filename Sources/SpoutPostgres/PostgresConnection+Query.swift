@@ -26,7 +26,7 @@ extension PostgresConnection {
             self.drainResults(handle)
             throw error
         }
-        self.activity = .streaming
+        try self.enterBusyState(self.stateMachine.streamOpened())
         _ = PQsetSingleRowMode(handle)
         let first = PQgetResult(handle)
         let status = first.map { PQresultStatus($0) } ?? PGRES_FATAL_ERROR
@@ -52,7 +52,7 @@ extension PostgresConnection {
 
     /// The next result of the running single-row query, or nil when there is none.
     func nextStreamResult() -> OpaquePointer? {
-        guard self.activity == .streaming, let handle = self.handle else { return nil }
+        guard self.stateMachine.isStreaming, let handle = self.handle else { return nil }
         return PQgetResult(handle)
     }
 
@@ -60,28 +60,10 @@ extension PostgresConnection {
     /// With `cancelling`, a statement still running on the server is cancelled first (only
     /// when the rest has not already arrived).
     func endStream(cancelling: Bool) {
-        guard self.activity == .streaming, let handle = self.handle else { return }
-        if cancelling && !self.drainWithoutBlocking(handle) {
-            self.cancelForCleanup()
-        }
-        self.drainResults(handle)
-        self.activity = .idle
+        let action = self.stateMachine.streamEnded(cancelling: cancelling)
+        guard action != .nothing else { return }
         self.activeStream = nil
-        self.noteTransactionState()
-    }
-
-    /// Discards the results libpq can deliver without waiting; true when none are left.
-    private func drainWithoutBlocking(_ handle: OpaquePointer) -> Bool {
-        guard PQconsumeInput(handle) == 1 else { return false }
-        while PQisBusy(handle) == 0 {
-            guard let result = PQgetResult(handle) else { return true }
-            let status = PQresultStatus(result)
-            PQclear(result)
-            if status == PGRES_COPY_IN || status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH {
-                return false
-            }
-        }
-        return false
+        self.cleanUp(action)
     }
 
     // MARK: Server-side cursors
@@ -99,8 +81,7 @@ extension PostgresConnection {
                 message: "an interleaved query needs an open transaction: call begin(readOnly:) first"
             )
         }
-        self.serverCursorCount += 1
-        let name = "spout_c\(self.serverCursorCount)"
+        let name = self.statementNames.nextCursorName()
         self.statistics.recordStatement()
         self.statementStarting()
         // DECLARE cannot reuse a prepared statement (its cursor name changes every time), so
@@ -117,7 +98,7 @@ extension PostgresConnection {
             throw self.makeError(result)
         }
         let cursor = PostgresServerCursor(
-            connection: self, name: name, batchSize: batchSize, prefetch: prefetch, epoch: self.transactionEpoch)
+            connection: self, name: name, batchSize: batchSize, prefetch: prefetch, epoch: self.stateMachine.transactionEpoch)
         try cursor.fetchFirstBatch()
         return cursor
     }
@@ -131,10 +112,8 @@ extension PostgresConnection {
 
     /// The connection for a statement on cursor `name`, once its transaction is known to last.
     private func cursorHandle(_ name: String, epoch: Int) throws -> OpaquePointer {
-        let handle = try self.idleHandle()
-        guard epoch == self.transactionEpoch else {
-            throw DatabaseError(.other, message: "the transaction of cursor \(name) has ended")
-        }
+        try self.obey(self.stateMachine.cursorStatementRequested(name: name, epoch: epoch))
+        let handle = try self.openHandle()
         self.statementStarting()
         return handle
     }
@@ -158,41 +137,34 @@ extension PostgresConnection {
         guard PQsendQuery(handle, "FETCH \(count) FROM \(name)") == 1 else {
             throw self.makeError(nil)
         }
-        self.activity = .fetching
+        try self.enterBusyState(self.stateMachine.fetchSent())
     }
 
     /// The result of the `FETCH` sent by ``sendFetch(from:count:epoch:)`` (owned by the
     /// caller), waiting for it if needed.
     /// - Throws: when the FETCH failed (statement timeout, cancel, lost connection).
     func receiveFetch() throws -> OpaquePointer {
-        guard self.activity == .fetching, let handle = self.handle else {
-            throw DatabaseError(.unsupported, message: "no FETCH was sent ahead")
-        }
+        try self.obey(self.stateMachine.fetchReceived())
+        let handle = try self.openHandle()
         let result = PQgetResult(handle)
         // A single statement has one result, then none.
         while let extra = PQgetResult(handle) { PQclear(extra) }
-        self.activity = .idle
         return try self.fetchedRows(result)
     }
 
-    /// Drops a `FETCH` sent ahead whose rows are no longer wanted: cancels it if it still runs
-    /// and reads what was already sent.
-    func abandonFetch() {
-        guard self.activity == .fetching, let handle = self.handle else { return }
-        if !self.drainWithoutBlocking(handle) {
-            self.cancelForCleanup()
-        }
-        self.drainResults(handle)
-        self.activity = .idle
-        self.noteTransactionState()
+    /// Drops a `FETCH` sent ahead whose rows are no longer wanted. With `keepingTransaction`
+    /// (the cursor is closed, the caller goes on in its transaction) reads it to its end;
+    /// otherwise cancels it if it still runs and reads what was already sent.
+    func abandonFetch(keepingTransaction: Bool) {
+        self.cleanUp(self.stateMachine.fetchAbandoned(keepingTransaction: keepingTransaction))
     }
 
     /// Closes a server-side cursor, if its transaction is still open and usable (otherwise the
     /// cursor is already gone, or goes with the transaction). Errors are ignored.
     func closeServerCursor(_ name: String, epoch: Int) {
-        guard let handle = self.handle, self.activity == .idle, !self.isBroken, epoch == self.transactionEpoch,
-            PQtransactionStatus(handle) == PQTRANS_INTRANS
-        else { return }
+        guard let handle = self.handle, self.stateMachine.cursorCanBeClosed(epoch: epoch, status: self.transactionStatus) else {
+            return
+        }
         self.statementStarting()
         PQclear(PQexec(handle, "CLOSE \(name)"))
         self.noteTransactionState()

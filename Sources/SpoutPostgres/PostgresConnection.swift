@@ -40,26 +40,18 @@ import Glibc
 /// - ``SpoutCore/QueryStatistics/recordStatement()`` is called once per ``query(_:_:options:)``,
 ///   ``execute(_:_:)``, ``executeScript(_:)`` and ``bulkInsert(into:columns:)``; never for
 ///   FETCH, CLOSE, BEGIN, COMMIT, ROLLBACK or SET.
+/// - The legal states (idle, streaming, copying, event-driven, fetching ahead, broken, closed),
+///   the transaction tracked from each result, the settings in effect, and which call is
+///   rejected in which state, with which error, are ``PostgresConnectionStateMachine``'s: the
+///   connection asks it before each piece of I/O, tells it what happened after, and obeys its
+///   answer. A broken connection takes no statement (``SpoutCore/DatabaseError/Code/connectionLost``)
+///   until the pool closes it.
 // @unchecked Sendable: the connection is confined to one thread at a time by the pool (see
 // `DatabaseConnection`), so its mutable state is never touched concurrently. `cancel()` is the
 // only cross-thread entry point; it reads only `cancelState`, which is guarded by a `Mutex`, and
 // takes a reference to the `PostgresCancelHandle` under that lock, so the `PGcancel` it uses is
 // freed only after its last user is done, however `close()` races with it.
 public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
-    /// What the connection is in the middle of, between calls.
-    enum Activity {
-        case idle
-        /// A single-row-mode query has results left to read.
-        case streaming
-        /// A `COPY FROM STDIN` is open.
-        case copying
-        /// The reactor thread is running statements on it (`runEventDriven`).
-        case eventDriven
-        /// A server cursor's next `FETCH` was sent ahead (``QueryOptions/prefetch``); its result
-        /// has not been read yet.
-        case fetching
-    }
-
     /// The state `cancel()` may touch from another thread.
     struct CancelState: Sendable {
         /// libpq's cancel handle; nil once the connection is closed.
@@ -78,33 +70,21 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     let statistics: QueryStatistics
     private let cancelState: Mutex<CancelState>
 
-    var activity: Activity = .idle
+    /// What the connection is doing, the transaction it is in and the settings in effect.
+    var stateMachine: PostgresConnectionStateMachine
+    /// The names of the prepared statements and server cursors.
+    var statementNames = PostgresStatementNames()
+    /// The cursor of the single-row query in progress: ``reset()`` closes it, so that it never
+    /// reads the results of a later statement.
     weak var activeStream: PostgresSingleRowCursor?
+    /// The inserter of the `COPY` in progress: ``reset()`` abandons it.
     weak var activeCopy: PostgresBulkInserter?
 
     /// Whether state may outlive a transaction (named prepared statements, session settings);
     /// false behind a transaction pooler.
-    let keepsSessionState: Bool
-    /// Without session state: whether the open transaction was opened by a statement run
-    /// outside one (and not by ``begin(readOnly:)``).
-    private var inImplicitTransaction = false
-
+    var keepsSessionState: Bool { self.stateMachine.keepsSessionState }
     /// `sql.text` → prepared statement name.
-    var preparedStatements: [String: String] = [:]
-    var preparedStatementCount = 0
-    var serverCursorCount = 0
-
-    private var broken = false
-    /// Whether the last statement left a transaction open.
-    private var wasInTransaction = false
-    /// Changes whenever an open transaction is seen to end; server cursors belong to one value.
-    private(set) var transactionEpoch = 0
-    /// The `statement_timeout` in effect in milliseconds (0: none), or nil when unknown.
-    private(set) var statementTimeout: Int? = 0
-    /// The `default_transaction_read_only` in effect, or nil when unknown.
-    private(set) var sessionReadOnly: Bool?
-    /// Whether a setting was SET inside the open transaction (a rollback undoes it).
-    private var settingsChangedInTransaction = false
+    var preparedStatements: [String: String] { self.statementNames.prepared }
 
     /// The statements run once on every new connection.
     static let sessionSetup = PostgresConnection.pooledSessionSetup + "; " + PostgresConnection.unpooledSettings.map { "SET \($0)" }.joined(separator: "; ")
@@ -145,7 +125,7 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         }
         self.handle = connection
         self.statistics = statistics
-        self.keepsSessionState = keepsSessionState
+        self.stateMachine = PostgresConnectionStateMachine(keepsSessionState: keepsSessionState)
         self.cancelState = Mutex(CancelState(handle: PostgresCancelHandle(cancel)))
     }
 
@@ -156,12 +136,12 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     // MARK: State
 
     public var isBroken: Bool {
-        self.broken || self.handle == nil
+        self.stateMachine.isBroken
     }
 
     public func isAlive() -> Bool {
-        guard let handle = self.handle, !self.broken else { return false }
-        guard self.activity == .idle else { return true }
+        guard let handle = self.handle, !self.stateMachine.isBroken else { return false }
+        guard self.stateMachine.state == .idle else { return true }
         // Readable while idle: the server sent something unasked. A server that terminates the
         // session sends its FATAL message, then closes; PQconsumeInput reads the message
         // without blocking, and reading again meets the end of file (it then returns 0). A
@@ -170,7 +150,7 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
             var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
             guard poll(&descriptor, 1, 0) > 0 else { return true }
             if PQconsumeInput(handle) == 0 || PQstatus(handle) == CONNECTION_BAD {
-                self.broken = true
+                self.markBroken()
                 return false
             }
         }
@@ -178,39 +158,56 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     }
 
     public var isInTransaction: Bool {
-        guard let handle = self.handle else { return false }
+        self.stateMachine.isInTransaction(self.transactionStatus)
+    }
+
+    /// libpq's transaction status (``PostgresConnectionStateMachine/TransactionStatus/unknown``
+    /// once closed).
+    var transactionStatus: PostgresConnectionStateMachine.TransactionStatus {
+        guard let handle = self.handle else { return .unknown }
         switch PQtransactionStatus(handle) {
-        case PQTRANS_INTRANS, PQTRANS_INERROR: return true
-        case PQTRANS_ACTIVE: return self.wasInTransaction
-        default: return false
+        case PQTRANS_IDLE: return .idle
+        case PQTRANS_ACTIVE: return .active
+        case PQTRANS_INTRANS: return .inTransaction
+        case PQTRANS_INERROR: return .failed
+        default: return .unknown
         }
     }
 
     /// The connection, when it can take a new statement now.
-    /// - Throws: ``SpoutCore/DatabaseError/Code/connectionLost`` when closed,
-    ///   ``SpoutCore/DatabaseError/Code/unsupported`` while a cursor or bulk insert holds it.
+    /// - Throws: the state machine's rejection (``PostgresConnectionStateMachine/statementRequested()``):
+    ///   ``SpoutCore/DatabaseError/Code/unsupported`` while a cursor, a bulk insert or an
+    ///   event-driven run holds it, ``SpoutCore/DatabaseError/Code/connectionLost`` once broken
+    ///   or closed.
     func idleHandle() throws -> OpaquePointer {
+        try self.obey(self.stateMachine.statementRequested())
+        return try self.openHandle()
+    }
+
+    /// The libpq connection, unless closed.
+    func openHandle() throws -> OpaquePointer {
         guard let handle = self.handle else {
             throw DatabaseError(.connectionLost, message: "the connection is closed")
         }
-        switch self.activity {
-        case .idle:
-            return handle
-        case .streaming:
-            throw DatabaseError(
-                .unsupported,
-                message: "the connection is busy streaming a query in single-row mode; close that cursor first "
-                    + "or run it with QueryOptions(interleaved: true)"
-            )
-        case .copying:
-            throw DatabaseError(.unsupported, message: "the connection is busy with a bulk insert; finish it first")
-        case .eventDriven:
-            throw DatabaseError(.unsupported, message: "the connection is busy running statements event-driven; wait for their completion")
-        case .fetching:
-            throw DatabaseError(
-                .unsupported,
-                message: "the connection is busy reading ahead a cursor opened with QueryOptions(prefetch: true); close it first")
+        return handle
+    }
+
+    /// Obeys the state machine's answer to an event that comes before any I/O: throws its
+    /// rejection.
+    func obey(_ action: PostgresConnectionStateMachine.StatementAction) throws {
+        if case .fail(let error) = action {
+            throw error
         }
+    }
+
+    /// Obeys the state machine's answer to entering a busy state after the I/O that started it
+    /// succeeded. A rejection means the state changed since it was checked at the start of the
+    /// same call (a bug): libpq is then in a state the machine does not know, so the connection
+    /// is given up.
+    func enterBusyState(_ action: PostgresConnectionStateMachine.StatementAction) throws {
+        guard case .fail(let error) = action else { return }
+        self.markBroken()
+        throw error
     }
 
     /// Marks the start of a statement that `cancel()` may target.
@@ -218,23 +215,10 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         self.cancelState.withLock { $0.requested = false }
     }
 
-    /// Records how the last statement left the transaction: ends the server cursors' epoch and
-    /// forgets the settings SET inside a transaction that has now ended.
+    /// Tells the state machine the transaction status the last result left (see
+    /// ``PostgresConnectionStateMachine/resultRead(_:)``).
     func noteTransactionState() {
-        guard let handle = self.handle else { return }
-        let status = PQtransactionStatus(handle)
-        guard status != PQTRANS_ACTIVE else { return }
-        let inTransaction = status == PQTRANS_INTRANS || status == PQTRANS_INERROR
-        if self.wasInTransaction && !inTransaction {
-            self.transactionEpoch &+= 1
-            self.inImplicitTransaction = false
-            if self.settingsChangedInTransaction {
-                self.statementTimeout = nil
-                self.sessionReadOnly = nil
-            }
-            self.settingsChangedInTransaction = false
-        }
-        self.wasInTransaction = inTransaction
+        self.stateMachine.resultRead(self.transactionStatus)
     }
 
     /// The error for a failed statement: `result`'s SQLSTATE and message, or libpq's connection
@@ -260,7 +244,7 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
             code = .other
         }
         if connectionIsBad || code == .connectionLost {
-            self.broken = true
+            self.markBroken()
             code = .connectionLost
         }
         return DatabaseError(code, message: message, sqlState: sqlState)
@@ -269,7 +253,7 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     /// Gives the connection up after a protocol state it cannot recover from; the pool then
     /// discards it.
     func markBroken() {
-        self.broken = true
+        self.stateMachine.connectionFailed()
     }
 
     // MARK: Statements
@@ -278,10 +262,10 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     /// session state (the statement is then sent unnamed, see ``send(_:prepared:_:handle:)``).
     func preparedStatementName(for text: String, handle: OpaquePointer) throws -> String? {
         guard self.keepsSessionState else { return nil }
-        if let name = self.preparedStatements[text] {
+        if let name = self.statementNames.prepared[text] {
             return name
         }
-        let name = "spout_\(self.preparedStatementCount + 1)"
+        let name = self.statementNames.reservePreparedName()
         let result = PQprepare(handle, name, text, 0, nil)
         defer { PQclear(result) }
         guard let result, PQresultStatus(result) == PGRES_COMMAND_OK else {
@@ -289,8 +273,7 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
             self.noteTransactionState()
             throw error
         }
-        self.preparedStatementCount += 1
-        self.preparedStatements[text] = name
+        self.statementNames.prepared(text, as: name)
         return name
     }
 
@@ -386,7 +369,7 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
             switch status {
             case PGRES_COPY_IN:
                 guard PQputCopyEnd(handle, "spout: COPY abandoned") == 1 else {
-                    self.broken = true
+                    self.markBroken()
                     return
                 }
             case PGRES_COPY_OUT:
@@ -396,7 +379,7 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
                     buffer = nil
                 }
             case PGRES_COPY_BOTH:
-                self.broken = true
+                self.markBroken()
                 return
             default:
                 break
@@ -406,8 +389,40 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
             PQclear(result)
         }
         if PQstatus(handle) == CONNECTION_BAD {
-            self.broken = true
+            self.markBroken()
         }
+    }
+
+    /// Discards the results libpq can deliver without waiting; true when none are left.
+    private func drainWithoutBlocking(_ handle: OpaquePointer) -> Bool {
+        guard PQconsumeInput(handle) == 1 else { return false }
+        while PQisBusy(handle) == 0 {
+            guard let result = PQgetResult(handle) else { return true }
+            let status = PQresultStatus(result)
+            PQclear(result)
+            if status == PGRES_COPY_IN || status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH {
+                return false
+            }
+        }
+        return false
+    }
+
+    /// Obeys the state machine's clean-up after it left a busy state, then tells it the
+    /// transaction status that leaves.
+    func cleanUp(_ action: PostgresConnectionStateMachine.CleanupAction) {
+        guard let handle = self.handle else { return }
+        switch action {
+        case .nothing:
+            return
+        case .drain(let cancelIfRunning):
+            if cancelIfRunning && !self.drainWithoutBlocking(handle) {
+                self.cancelForCleanup()
+            }
+            self.drainResults(handle)
+        case .failCopy:
+            self.drainResults(handle, pending: PGRES_COPY_IN)
+        }
+        self.noteTransactionState()
     }
 
     // MARK: Transactions and settings
@@ -416,23 +431,27 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     /// default may be read-only (``setReadOnly(_:)``). Without session state the settings
     /// follow in the same round trip (`SET LOCAL`), after committing an implicit transaction.
     public func begin(readOnly: Bool) throws {
-        let begin = readOnly ? "BEGIN READ ONLY" : "BEGIN READ WRITE"
-        guard !self.keepsSessionState else {
-            try self.runCommand(begin)
-            return
+        switch self.stateMachine.beginRequested(readOnly: readOnly, status: self.transactionStatus) {
+        case .begin(let readOnly):
+            try self.runCommand(Self.begin(readOnly: readOnly))
+        case .beginWithSettings(let readOnly, let commitFirst, let statementTimeout):
+            try self.runCommand(
+                (commitFirst ? "COMMIT; " : "") + Self.begin(readOnly: readOnly) + "; SET LOCAL statement_timeout = \(statementTimeout); "
+                    + Self.transactionSettings)
         }
-        let commitFirst = self.inImplicitTransaction && self.isInTransaction ? "COMMIT; " : ""
-        try self.runCommand(
-            commitFirst + begin + "; SET LOCAL statement_timeout = \(self.statementTimeout ?? 0); " + Self.transactionSettings)
-        self.inImplicitTransaction = false
+        self.stateMachine.transactionBegun(implicit: false)
+    }
+
+    private static func begin(readOnly: Bool) -> String {
+        readOnly ? "BEGIN READ ONLY" : "BEGIN READ WRITE"
     }
 
     /// Without session state, outside a transaction: opens one with the lease's read-only
     /// setting and timeout, for the statement about to run (see the type's contract).
     func openImplicitTransactionIfNeeded() throws {
-        guard !self.keepsSessionState, let handle = self.handle, PQtransactionStatus(handle) == PQTRANS_IDLE else { return }
-        try self.begin(readOnly: self.sessionReadOnly ?? false)
-        self.inImplicitTransaction = true
+        guard self.stateMachine.needsImplicitTransaction(self.transactionStatus) else { return }
+        try self.begin(readOnly: self.stateMachine.sessionReadOnly ?? false)
+        self.stateMachine.transactionBegun(implicit: true)
     }
 
     /// Commits. Throws ``SpoutCore/DatabaseError/Code/other`` when PostgreSQL rolled the
@@ -453,34 +472,27 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     /// in the open one).
     public func setStatementTimeout(milliseconds: Int?) throws {
         let value = max(0, milliseconds ?? 0)
-        guard value != self.statementTimeout else { return }
-        guard self.keepsSessionState else {
-            if self.isInTransaction { try self.runCommand("SET LOCAL statement_timeout = \(value)") }
-            self.statementTimeout = value
+        switch self.stateMachine.statementTimeoutRequested(milliseconds, status: self.transactionStatus) {
+        case .nothing:
             return
+        case .set:
+            try self.runCommand("SET statement_timeout = \(value)")
+        case .setLocal:
+            try self.runCommand("SET LOCAL statement_timeout = \(value)")
         }
-        self.statementTimeout = nil
-        try self.runCommand("SET statement_timeout = \(value)")
-        self.statementTimeout = value
-        if self.wasInTransaction {
-            self.settingsChangedInTransaction = true
-        }
+        self.stateMachine.statementTimeoutSet(value)
     }
 
     /// Sets `default_transaction_read_only` only when it differs from the value in effect.
     /// Without session state only remembers it: transactions are opened with it.
     public func setReadOnly(_ readOnly: Bool) throws {
-        guard readOnly != self.sessionReadOnly else { return }
-        guard self.keepsSessionState else {
-            self.sessionReadOnly = readOnly
+        switch self.stateMachine.readOnlyRequested(readOnly) {
+        case .nothing:
             return
+        case .set, .setLocal:
+            try self.runCommand("SET default_transaction_read_only = \(readOnly ? "on" : "off")")
         }
-        self.sessionReadOnly = nil
-        try self.runCommand("SET default_transaction_read_only = \(readOnly ? "on" : "off")")
-        self.sessionReadOnly = readOnly
-        if self.wasInTransaction {
-            self.settingsChangedInTransaction = true
-        }
+        self.stateMachine.readOnlySet(readOnly)
     }
 
     // MARK: Cancel, reset, close
@@ -504,43 +516,45 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     }
 
     public func reset() -> Bool {
-        guard let handle = self.handle, !self.broken else { return false }
-        switch self.activity {
-        case .streaming:
+        guard let handle = self.handle else { return false }
+        switch self.stateMachine.resetRequested() {
+        case .refuse:
+            // Broken, closed, or (event-driven) only the reactor may touch it until the run
+            // completes: never reused.
+            return false
+        case .closeStream:
             self.activeStream?.close()
             self.endStream(cancelling: true)
-        case .copying:
+        case .abandonCopy:
             self.activeCopy?.abandon()
             self.abandonCopy()
-        case .eventDriven:
-            // Only the reactor may touch it until the run completes: never reused.
-            return false
-        case .fetching:
-            self.abandonFetch()
-        case .idle:
+        case .abandonFetch:
+            self.abandonFetch(keepingTransaction: false)
+        case .endTransaction:
             break
         }
-        guard !self.broken, PQstatus(handle) == CONNECTION_OK else {
-            self.broken = true
+        guard !self.stateMachine.isBroken, PQstatus(handle) == CONNECTION_OK else {
+            self.markBroken()
             return false
         }
         var succeeded = true
-        let status = PQtransactionStatus(handle)
-        if self.inImplicitTransaction && status == PQTRANS_INTRANS {
+        switch self.stateMachine.transactionEndForReset(self.transactionStatus) {
+        case .commit:
             // The statements of a lease without session state ran in it as if in autocommit.
             do { try self.commit() } catch { succeeded = false }
-        } else if status != PQTRANS_IDLE {
+        case .rollback:
             do { try self.rollback() } catch { succeeded = false }
+        case .nothing:
+            break
         }
         self.cancelState.withLock { $0.requested = false }
-        return succeeded && !self.broken
+        return succeeded && !self.stateMachine.isBroken
     }
 
     public func close() {
         guard let handle = self.handle else { return }
         self.handle = nil
-        self.broken = true
-        self.activity = .idle
+        self.stateMachine.closed()
         // The cancel handle is freed when its last user (a cancel being sent) lets it go.
         self.cancelState.withLock { $0.handle = nil }
         PQfinish(handle)

@@ -13,7 +13,9 @@ import SpoutCore
 ///
 /// The cursor lives in the transaction it was declared in. ``close()`` (also when the rows run
 /// out, or when the cursor is dropped) sends `CLOSE` only while that transaction is still open
-/// and not failed; after the transaction has ended, ``next()`` throws.
+/// and not failed; after the transaction has ended, ``next()`` throws. A `FETCH` sent ahead is
+/// read to its end by ``close()``, not cancelled, so the transaction goes on (a commit after a
+/// limit stopped reading succeeds); ``PostgresConnection/reset()`` cancels it instead.
 final class PostgresServerCursor: RowCursor {
     private(set) var columns: [Column] = []
     private var decoders: [PostgresColumnDecoder] = []
@@ -130,7 +132,7 @@ final class PostgresServerCursor: RowCursor {
         self.batch = nil
         if self.nextBatchSent {
             self.nextBatchSent = false
-            self.connection.abandonFetch()
+            self.connection.abandonFetch(keepingTransaction: true)
         }
         self.connection.closeServerCursor(self.name, epoch: self.epoch)
     }

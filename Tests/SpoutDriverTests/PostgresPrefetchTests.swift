@@ -50,6 +50,22 @@ struct PostgresPrefetchTests {
         #expect(try connection.scalar("SELECT 'usable'") == .text("usable"))
         withExtendedLifetime(open) {}
     }
+
+    /// Closing the cursor while its `FETCH` ahead still runs (each of its rows sleeps) reads
+    /// that `FETCH` to its end instead of cancelling it: a cancel would fail the transaction.
+    @Test(.enabled(if: PostgresTestEnvironment.isEnabled))
+    func closingWhileTheFetchAheadStillRunsKeepsTheTransaction() throws {
+        let connection = try PostgresTestEnvironment.connect()
+        defer { connection.close() }
+        try connection.begin(readOnly: true)
+        let parsed = try ParsedSQL("SELECT g FROM generate_series(1, 1000) g WHERE pg_sleep(0.01) IS NOT NULL", dialect: .postgres)
+        let cursor = try connection.query(parsed, [], options: QueryOptions(interleaved: true, batchSize: 10, prefetch: true))
+        #expect(try cursor.next())
+        cursor.close()
+        #expect(connection.isInTransaction)
+        #expect(try connection.scalar("SELECT 41 + 1") == .integer(42))
+        try connection.commit()
+    }
 }
 
 /// Batches sized by bytes: after the first `FETCH`, wide rows come in batches of about
