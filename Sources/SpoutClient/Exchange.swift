@@ -37,7 +37,7 @@ extension SpoutClient {
         var headers = self.configuration.headers
         headers.append((name: "Accept", value: accept))
         guard let cache = self.cache, let policy = self.configuration.cache else {
-            let response = try await self.transport.perform(TransportRequest(method: "GET", url: url, headers: headers))
+            let response = try await self.performGET(TransportRequest(method: "GET", url: url, headers: headers))
             guard (200..<300).contains(response.status) else {
                 throw SpoutClientError.server(await ErrorBodyDecoder.error(from: response))
             }
@@ -50,7 +50,7 @@ extension SpoutClient {
         let allowsStale = policy.staleIfUnavailable
         let response: TransportResponse
         do {
-            response = try await self.transport.perform(TransportRequest(method: "GET", url: url, headers: headers))
+            response = try await self.performGET(TransportRequest(method: "GET", url: url, headers: headers))
         } catch let error as SpoutClientError {
             // Unreachable or silent: no answer at all.
             switch error {
@@ -83,6 +83,22 @@ extension SpoutClient {
         }
         hit?.body.close()
         throw SpoutClientError.server(await ErrorBodyDecoder.error(from: response))
+    }
+
+    /// A GET through the transport, sent again after a pause while no response arrived at all
+    /// and the retry policy allows (``SpoutRetryPolicy``). Once `perform` returned, the
+    /// response is the caller's: nothing after it is retried.
+    func performGET(_ request: TransportRequest) async throws -> TransportResponse {
+        let policy = self.configuration.retry
+        var attempt = 1
+        while true {
+            do {
+                return try await self.transport.perform(request)
+            } catch SpoutClientError.connectionFailed where attempt < policy.maximumAttempts {
+                attempt += 1
+                try await Task.sleep(for: policy.backoff(before: attempt))
+            }
+        }
     }
 
     /// An exchange answered from a stored copy, with the headers that were stored with it.

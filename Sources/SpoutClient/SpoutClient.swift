@@ -12,7 +12,7 @@ import Foundation
 ///
 /// Thread-safe; one client serves any number of concurrent calls.
 public final class SpoutClient: Sendable {
-    /// The server, `http://host:port` (a path prefix is kept).
+    /// The server, `https://host:port` or `http://host:port` (a path prefix is kept).
     public let baseURL: URL
     public let configuration: SpoutClientConfiguration
     let transport: any SpoutTransport
@@ -21,10 +21,11 @@ public final class SpoutClient: Sendable {
     /// - Parameters:
     ///   - baseURL: the server; paths are appended to it.
     ///   - configuration: date format, row format, headers, cache.
-    ///   - transport: how requests travel; NIO by default (``NIOHTTPTransport``).
+    ///   - transport: how requests travel; ``defaultTransport()`` unless given (for TLS
+    ///     settings, pass an ``NIOHTTPTransport`` made with them).
     public init(
         baseURL: URL, configuration: SpoutClientConfiguration = SpoutClientConfiguration(),
-        transport: any SpoutTransport = NIOHTTPTransport()
+        transport: any SpoutTransport = SpoutClient.defaultTransport()
     ) {
         self.baseURL = baseURL
         self.configuration = configuration
@@ -88,6 +89,17 @@ public final class SpoutClient: Sendable {
         return SpoutReply(
             status: response.status, headers: response.headers, body: try await Self.readWhole(exchange),
             dateFormat: self.configuration.dateFormat)
+    }
+
+    /// The platform's transport: ``URLSessionTransport`` on Apple platforms (the system's
+    /// networking, TLS and proxy settings), ``NIOHTTPTransport`` elsewhere; each call makes a
+    /// new one, with its own connection pool.
+    public static func defaultTransport() -> any SpoutTransport {
+        #if canImport(Darwin)
+        URLSessionTransport()
+        #else
+        NIOHTTPTransport()
+        #endif
     }
 
     /// Reads an exchange's whole body (a single object or a write's answer), storing it in the

@@ -9,6 +9,8 @@ public struct SpoutClientConfiguration: Sendable {
     public var headers: [(name: String, value: String)]
     /// The on-disk response cache; nil (the default) caches nothing.
     public var cache: SpoutCacheConfiguration?
+    /// When a GET that got no response is sent again (3 attempts by default).
+    public var retry: SpoutRetryPolicy
 
     /// The body format asked for by ``SpoutClient/rows(_:path:query:allPages:)``.
     public enum RowFormat: Sendable {
@@ -27,8 +29,10 @@ public struct SpoutClientConfiguration: Sendable {
 
     public init(
         dateFormat: SpoutDateFormat = .epochMilliseconds, rowFormat: RowFormat = .jsonArray,
-        headers: [(name: String, value: String)] = [], cache: SpoutCacheConfiguration? = nil
+        headers: [(name: String, value: String)] = [], cache: SpoutCacheConfiguration? = nil,
+        retry: SpoutRetryPolicy = SpoutRetryPolicy()
     ) {
+        self.retry = retry
         self.dateFormat = dateFormat
         self.rowFormat = rowFormat
         self.headers = headers

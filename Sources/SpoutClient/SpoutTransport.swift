@@ -5,18 +5,24 @@ import Foundation
 ///
 /// The client needs nothing more of a transport, so another one (an Apple `URLSession`
 /// transport using `bytes(for:)`, say) fits behind this protocol without touching the
-/// decoding, paging or caching. The default is ``NIOHTTPTransport``, on every platform.
+/// decoding, paging or caching. The default is ``URLSessionTransport`` on Apple platforms and
+/// ``NIOHTTPTransport`` elsewhere (``SpoutClient/defaultTransport()``).
 ///
 /// Contract:
 /// - ``perform(_:)`` returns once the response head has arrived (any status), or throws
-///   ``SpoutClientError/connectionFailed(_:)`` when no response head was received.
+///   ``SpoutClientError/connectionFailed(_:)`` when no response head was received (the client
+///   retries GETs on it), or ``SpoutClientError/certificateRejected(_:)`` when TLS refused the
+///   server.
+/// - The body's bytes are decoded (no `Content-Encoding` left to undo): the client splits rows
+///   and caches exactly what ``ResponseBodyReader/nextChunk()`` returns.
 /// - The body is read only when asked: a consumer that does not call
 ///   ``ResponseBodyReader/nextChunk()`` stops the transport from reading the socket.
 public protocol SpoutTransport: Sendable {
     func perform(_ request: TransportRequest) async throws -> TransportResponse
 }
 
-/// One request as the client built it: an absolute `http` URL, headers, an optional body.
+/// One request as the client built it: an absolute `http` or `https` URL, headers, an
+/// optional body.
 public struct TransportRequest: Sendable {
     public var method: String
     public var url: URL

@@ -25,11 +25,22 @@ final class LiveSpout: @unchecked Sendable {
     static func start(
         extraFiles: [String: String] = [:], environment: [String: String] = [:], extraArguments: [String] = []
     ) async throws -> LiveSpout {
-        try await OwnThread.run {
-            LiveSpout(
-                served: try ServedSpout(
-                    root: TestFixtures.repositoryRoot, extraArguments: extraArguments,
-                    environment: ["SPOUT_JWT_SECRET": Self.tokenSecret].merging(environment) { $1 }, extraFiles: extraFiles))
+        var attempt = 1
+        while true {
+            do {
+                return try await OwnThread.run {
+                    LiveSpout(
+                        served: try ServedSpout(
+                            root: TestFixtures.repositoryRoot, extraArguments: extraArguments,
+                            environment: ["SPOUT_JWT_SECRET": Self.tokenSecret].merging(environment) { $1 }, extraFiles: extraFiles))
+                }
+            } catch where attempt < 5 && String(describing: error).contains("Text file busy") {
+                // ETXTBSY: another test's child was forked while this server's copy of `spout`
+                // was still open for writing, and holds that descriptor until it execs. The
+                // copy is fine; a moment later it can be executed.
+                attempt += 1
+                try await Task.sleep(for: .milliseconds(200))
+            }
         }
     }
 
