@@ -80,15 +80,25 @@ final class TLSHandshakeHandler: ChannelInboundHandler, RemovableChannelHandler 
         }
     }
 
-    /// A handshake failure as the client reports it: a certificate BoringSSL refused is
-    /// ``SpoutClientError/certificateRejected(_:)``; anything else (a server that does not
-    /// speak TLS, no common cipher) is ``SpoutClientError/connectionFailed(_:)``.
+    /// A handshake failure as the client reports it: a certificate BoringSSL refused (chain,
+    /// dates: `CERTIFICATE_VERIFY_FAILED`) or that names another host than the URL's (NIOSSL's
+    /// own check) is ``SpoutClientError/certificateRejected(_:)``; anything else (a server that
+    /// does not speak TLS, no common cipher) is ``SpoutClientError/connectionFailed(_:)``.
     static func classify(_ error: any Error, host: String) -> SpoutClientError {
         if let error = error as? SpoutClientError { return error }
         let text = String(describing: error)
-        if case NIOSSLError.handshakeFailed = error, text.contains("CERTIFICATE_VERIFY_FAILED") || text.contains("CERTIFICATE") {
-            return .certificateRejected("\(host): \(text)")
+        if let error = error as? NIOSSLExtraError,
+            error == .failedToValidateHostname || error == .serverHostnameImpossibleToMatch
+        {
+            return .certificateRejected("\(host): the certificate is not for this host: \(text)")
         }
-        return .connectionFailed("\(host): TLS handshake failed: \(text)")
+        switch error as? NIOSSLError {
+        case .noCertificateToValidate, .unableToValidateCertificate:
+            return .certificateRejected("\(host): \(text)")
+        case .handshakeFailed where text.contains("CERTIFICATE_VERIFY_FAILED"):
+            return .certificateRejected("\(host): \(text)")
+        default:
+            return .connectionFailed("\(host): TLS handshake failed: \(text)")
+        }
     }
 }

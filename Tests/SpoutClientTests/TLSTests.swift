@@ -5,7 +5,7 @@ import Testing
 
 /// SpoutClient over TLS: a real `spout serve` behind a real nginx that terminates TLS with
 /// certificates of a throwaway CA (``TestCertificates``). Listener 0 presents a valid server
-/// certificate, listener 1 an expired one with the same key.
+/// certificate, listener 1 an expired one with the same key, listener 2 one for another host.
 @Suite(.serialized, .enabled(if: ThrowawayNginx.isAvailable)) struct TLSTests {
     struct Pet: Decodable, Equatable {
         var name: String
@@ -19,7 +19,9 @@ import Testing
         let pki = try await TestCertificates.make()
         defer { pki.remove() }
         try await LiveSpout.with(extraFiles: extraFiles) { server in
-            let certificates = [(pki.serverCertificate, pki.serverKey), (pki.expiredCertificate, pki.serverKey)]
+            let certificates = [
+                (pki.serverCertificate, pki.serverKey), (pki.expiredCertificate, pki.serverKey), (pki.otherHostCertificate, pki.serverKey),
+            ]
             try await ThrowawayNginx.with(in: server, certificates: certificates.map { (certificate: $0.0, key: $0.1) }) { nginx in
                 try await body(server, nginx, pki)
             }
@@ -70,12 +72,16 @@ import Testing
         }
     }
 
-    @Test func anExpiredCertificateIsRejected() async throws {
+    @Test func anExpiredCertificateOrOneForAnotherHostIsRejected() async throws {
         try await Self.withTLS { _, nginx, pki in
             let tls = SpoutTLSConfiguration(additionalTrustRootsPEM: [try pki.pem(pki.caCertificate)])
             await Self.expectRejected("an expired certificate") {
                 _ = try await Self.client(nginx, listener: 1, tls: tls).object(Pet.self, path: "/pets/Fluffy")
             }
+            await Self.expectRejected("a certificate for another host") {
+                _ = try await Self.client(nginx, listener: 2, tls: tls).object(Pet.self, path: "/pets/Fluffy")
+            }
+            #expect(try nginx.accessLog().isEmpty, "a request reached nginx through an untrusted connection")
             // The same CA and key on the valid certificate: trusted.
             #expect(try await Self.client(nginx, listener: 0, tls: tls).object(Pet.self, path: "/pets/Fluffy").name == "Fluffy")
         }

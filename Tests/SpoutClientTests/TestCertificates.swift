@@ -3,7 +3,8 @@ import SpoutTestSupport
 
 /// A throwaway PKI made with the openssl CLI in a temporary directory: a CA, a server
 /// certificate it signed for `127.0.0.1` and `localhost` (valid for two days), an expired one
-/// with the same key, and a second, unrelated CA.
+/// with the same key, one for another host (`spout.invalid` only) with the same key, and a
+/// second, unrelated CA.
 ///
 /// Contract: ``remove()`` deletes the directory; call it in a `defer` right after ``make()``.
 struct TestCertificates: Sendable {
@@ -16,6 +17,7 @@ struct TestCertificates: Sendable {
     var serverKey: String { self.directory + "/server.key" }
     var expiredCertificate: String { self.directory + "/expired.pem" }
     var otherCACertificate: String { self.directory + "/other-ca.pem" }
+    var otherHostCertificate: String { self.directory + "/other-host.pem" }
 
     /// The PEM text of a file of this PKI.
     func pem(_ path: String) throws -> String {
@@ -38,6 +40,12 @@ struct TestCertificates: Sendable {
                 "x509", "-req", "-in", "\(directory)/server.csr", "-CA", pki.caCertificate, "-CAkey", "\(directory)/ca.key",
                 "-set_serial", "2", "-days", "2", "-extfile", "\(directory)/server.ext", "-out", pki.serverCertificate,
             ])
+            try "subjectAltName=DNS:spout.invalid\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n".write(
+                toFile: "\(directory)/other-host.ext", atomically: true, encoding: .utf8)
+            try await self.openssl([
+                "x509", "-req", "-in", "\(directory)/server.csr", "-CA", pki.caCertificate, "-CAkey", "\(directory)/ca.key",
+                "-set_serial", "3", "-days", "2", "-extfile", "\(directory)/other-host.ext", "-out", pki.otherHostCertificate,
+            ])
             // `openssl ca` is the CLI's way to choose both dates (OpenSSL 3.0): a certificate
             // that expired in 2020, for the same key.
             let caConfig = """
@@ -55,7 +63,7 @@ struct TestCertificates: Sendable {
                 """
             try caConfig.write(toFile: "\(directory)/ca.cnf", atomically: true, encoding: .utf8)
             try "".write(toFile: "\(directory)/index.txt", atomically: true, encoding: .utf8)
-            try "03\n".write(toFile: "\(directory)/serial", atomically: true, encoding: .utf8)
+            try "04\n".write(toFile: "\(directory)/serial", atomically: true, encoding: .utf8)
             try await self.openssl([
                 "ca", "-batch", "-config", "\(directory)/ca.cnf", "-cert", pki.caCertificate, "-keyfile", "\(directory)/ca.key",
                 "-in", "\(directory)/server.csr", "-out", pki.expiredCertificate, "-startdate", "20200101000000Z",
