@@ -64,6 +64,9 @@ extension SpoutClient {
         }
 
         if response.status == 304 {
+            // A 304 has no body: reading its end (at once) returns the connection to the pool
+            // for the next call, where close() would leave it to a later check.
+            _ = try? await response.body.nextChunk()
             response.body.close()
             guard let hit else { throw SpoutClientError.unexpectedNotModified }
             return self.answer(from: hit, cache: cache, url: url, source: .revalidated)

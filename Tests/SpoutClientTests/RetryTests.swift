@@ -1,5 +1,5 @@
 import Foundation
-import SpoutClient
+@testable import SpoutClient
 import Synchronization
 import Testing
 
@@ -79,5 +79,15 @@ import Testing
         }
         #expect(server.requests.count == 1)
         await server.stop()
+    }
+}
+
+/// The pauses between attempts.
+@Suite struct RetryPolicyTests {
+    @Test func backoffDoublesUpToItsBound() {
+        let policy = SpoutRetryPolicy(maximumAttempts: 6, initialBackoff: .milliseconds(100), maximumBackoff: .milliseconds(500))
+        #expect((2...6).map { policy.backoff(before: $0) } == [.milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(500), .milliseconds(500)])
+        #expect(SpoutRetryPolicy(maximumAttempts: 0).maximumAttempts == 1)
+        #expect(SpoutRetryPolicy.never.maximumAttempts == 1)
     }
 }
