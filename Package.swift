@@ -54,6 +54,9 @@ let package = Package(
         // of CPU (user+sys), on the shared 2-core machine (load average about 8): about 2.5 min
         // on 2 idle cores.
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        // HTTPFields and HTTPRequest.Method in SpoutClient's API instead of its own header and
+        // method types (#28); already resolved through swift-nio-extras, a few small files.
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
         .systemLibrary(
@@ -127,6 +130,7 @@ let package = Package(
                 .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         .executableTarget(name: "spout-client-example", dependencies: ["SpoutClient"]),
@@ -170,6 +174,7 @@ let package = Package(
             name: "SpoutClientTests",
             dependencies: [
                 "SpoutClient", "SpoutTestSupport",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]

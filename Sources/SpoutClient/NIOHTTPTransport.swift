@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import NIOCore
 import NIOHTTP1
 import NIOHTTPCompression
@@ -72,7 +73,7 @@ public struct NIOHTTPTransport: SpoutTransport {
 
     public func perform(_ request: TransportRequest) async throws -> TransportResponse {
         let origin = try Self.origin(of: request.url)
-        let reusesIdle = request.method == "GET" || request.method == "HEAD"
+        let reusesIdle = request.method == .get || request.method == .head
         let connection: ConnectionPool.Connection
         if reusesIdle, let idle = self.pool.take(origin) {
             connection = idle
@@ -105,7 +106,7 @@ public struct NIOHTTPTransport: SpoutTransport {
             try Task.checkCancellation()
             throw error
         }
-        let headers = SpoutHeaders(responseHead.headers.map { (name: $0.name, value: $0.value) })
+        let headers = HTTPFields(responseHead.headers)
         return TransportResponse(
             status: Int(responseHead.status.code), headers: headers, body: NIOResponseBody(connection: connection, pool: self.pool))
     }
@@ -196,13 +197,13 @@ public struct NIOHTTPTransport: SpoutTransport {
         let defaultPort = origin.isSecure ? 443 : 80
         let host = origin.host.contains(":") ? "[\(origin.host)]" : origin.host
         headers.add(name: "Host", value: origin.port == defaultPort ? host : "\(host):\(origin.port)")
-        for field in request.headers { headers.add(name: field.name, value: field.value) }
+        for field in request.headers { headers.add(name: field.name.rawName, value: field.value) }
         if !headers.contains(name: "Accept-Encoding") {
             // gzip preferred (q=1) over deflate (0.9): NIO's compressor, Spout's, takes deflate
             // when both weigh the same, and gzip is the unambiguous one (RFC 9110, 8.4.1.2).
             headers.add(name: "Accept-Encoding", value: decompresses ? "gzip, deflate;q=0.9" : "identity")
         }
         if let body = request.body { headers.replaceOrAdd(name: "Content-Length", value: String(body.count)) }
-        return HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.method), uri: target, headers: headers)
+        return HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.method.rawValue), uri: target, headers: headers)
     }
 }

@@ -1,3 +1,4 @@
+import HTTPTypes
 import NIOCore
 import Synchronization
 
@@ -11,10 +12,10 @@ import Synchronization
 final class NIOResponseBody: ResponseBodyReader {
     private let connection: ConnectionPool.Connection
     private let pool: ConnectionPool
-    private let receivedTrailers = Mutex(SpoutHeaders())
+    private let receivedTrailers = Mutex(HTTPFields())
     private let released = Atomic<Bool>(false)
 
-    var trailers: SpoutHeaders { self.receivedTrailers.withLock { $0 } }
+    var trailers: HTTPFields { self.receivedTrailers.withLock { $0 } }
 
     init(connection: ConnectionPool.Connection, pool: ConnectionPool) {
         self.connection = connection
@@ -29,13 +30,13 @@ final class NIOResponseBody: ResponseBodyReader {
         let handler = self.connection.handler
         let channel = self.connection.channel
         let buffers: [ByteBuffer]?
-        let trailers: SpoutHeaders
+        let trailers: HTTPFields
         let reusable: Bool
         do {
             (buffers, trailers, reusable) = try await withTaskCancellationHandler {
                 try await channel.eventLoop.flatSubmit {
                     handler.value.demand().map { buffers in
-                        guard buffers == nil else { return (buffers, SpoutHeaders(), false) }
+                        guard buffers == nil else { return (buffers, HTTPFields(), false) }
                         return (nil, handler.value.trailers, handler.value.isReusable)
                     }
                 }.get()

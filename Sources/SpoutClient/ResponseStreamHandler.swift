@@ -1,3 +1,4 @@
+import HTTPTypes
 import NIOCore
 import NIOHTTP1
 import NIOHTTPCompression
@@ -38,7 +39,7 @@ final class ResponseStreamHandler: ChannelInboundHandler, RemovableChannelHandle
     private var chunks: [ByteBuffer] = []
     private var ended = false
     /// The trailer fields of a chunked body, once it ended (Spout's `Spout-Truncated`).
-    private(set) var trailers = SpoutHeaders()
+    private(set) var trailers = HTTPFields()
     private var failure: SpoutClientError?
     private var waiter: EventLoopPromise<[ByteBuffer]?>?
     /// Counts parkings, so an idle timer only closes the connection it was armed for.
@@ -72,7 +73,7 @@ final class ResponseStreamHandler: ChannelInboundHandler, RemovableChannelHandle
         self.keepAlive = false
         self.chunks.removeAll()
         self.ended = false
-        self.trailers = SpoutHeaders()
+        self.trailers = HTTPFields()
         self.failure = nil
         self.waiter = nil
         guard let context = self.context, context.channel.isActive else {
@@ -142,7 +143,7 @@ final class ResponseStreamHandler: ChannelInboundHandler, RemovableChannelHandle
             self.chunks.append(buffer)
         case .end(let trailers):
             self.ended = true
-            if let trailers { self.trailers = SpoutHeaders(trailers.map { ($0.name, $0.value) }) }
+            if let trailers { self.trailers = HTTPFields(trailers) }
             // The server said it closes (or HTTP/1.0): nothing else will come on it.
             if !self.keepAlive { context.close(promise: nil) }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 
 /// A client of a Spout server: rows decoded as they stream, single objects, writes, typed
 /// errors, `Link` paging and an optional on-disk cache (docs/client.md).
@@ -76,14 +77,14 @@ public final class SpoutClient: Sendable {
     /// 400 or more throws ``SpoutClientError/server(_:)``; otherwise the reply carries the
     /// status, the headers (`Location`) and the body (decode it with ``SpoutReply/decode(_:)``).
     public func send(
-        _ method: SpoutMethod, path: String, query: [URLQueryItem] = [], body: SpoutRequestBody? = nil
+        _ method: HTTPRequest.Method, path: String, query: [URLQueryItem] = [], body: SpoutRequestBody? = nil
     ) async throws -> SpoutReply {
         let url = try RequestTarget.url(base: self.baseURL, path: path, query: query)
         var headers = self.configuration.headers
-        headers.append((name: "Accept", value: "application/json"))
-        if let body { headers.append((name: "Content-Type", value: body.contentType)) }
+        headers[.accept] = "application/json"
+        if let body { headers[.contentType] = body.contentType }
         let response = try await self.transport.perform(
-            TransportRequest(method: method.rawValue, url: url, headers: headers, body: body?.bytes ?? (method == .delete ? nil : [])))
+            TransportRequest(method: method, url: url, headers: headers, body: body?.bytes ?? (method == .delete ? nil : [])))
         guard response.status < 400 else { throw SpoutClientError.server(await ErrorBodyDecoder.error(from: response)) }
         let exchange = Exchange(url: url, status: response.status, headers: response.headers, body: response.body, source: .network)
         return SpoutReply(

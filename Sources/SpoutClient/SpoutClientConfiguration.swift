@@ -1,3 +1,5 @@
+import HTTPTypes
+
 /// How a ``SpoutClient`` talks to its server.
 public struct SpoutClientConfiguration: Sendable {
     /// How the server writes dates: match its `dateFormat` (`SPOUT_DATE_FORMAT`).
@@ -5,8 +7,9 @@ public struct SpoutClientConfiguration: Sendable {
     /// The representation streamed rows are asked for (`Accept`); both are decoded as they
     /// arrive, and the response's `Content-Type` decides which splitter reads it.
     public var rowFormat: RowFormat
-    /// Headers sent with every request (an API key: `("X-API-Key", "…")`).
-    public var headers: [(name: String, value: String)]
+    /// Header fields sent with every request (an API key:
+    /// `[HTTPField.Name("X-API-Key")!: "…"]`, a token: `[.authorization: "Bearer …"]`).
+    public var headers: HTTPFields
     /// The on-disk response cache; nil (the default) caches nothing.
     public var cache: SpoutCacheConfiguration?
     /// When a GET that got no response is sent again (3 attempts by default).
@@ -29,7 +32,7 @@ public struct SpoutClientConfiguration: Sendable {
 
     public init(
         dateFormat: SpoutDateFormat = .epochMilliseconds, rowFormat: RowFormat = .jsonArray,
-        headers: [(name: String, value: String)] = [], cache: SpoutCacheConfiguration? = nil,
+        headers: HTTPFields = [:], cache: SpoutCacheConfiguration? = nil,
         retry: SpoutRetryPolicy = SpoutRetryPolicy()
     ) {
         self.retry = retry

@@ -3,6 +3,7 @@
 // what was and was not run).
 #if canImport(Darwin)
 import Foundation
+import HTTPTypes
 import Security
 
 /// The default ``SpoutTransport`` on Apple platforms: `URLSession`, so requests follow the
@@ -58,9 +59,9 @@ public final class URLSessionTransport: SpoutTransport {
     public func perform(_ request: TransportRequest) async throws -> TransportResponse {
         if let tlsProblem { throw tlsProblem }
         var urlRequest = URLRequest(url: request.url)
-        urlRequest.httpMethod = request.method
+        urlRequest.httpMethod = request.method.rawValue
         urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
-        for field in request.headers { urlRequest.addValue(field.value, forHTTPHeaderField: field.name) }
+        for field in request.headers { urlRequest.addValue(field.value, forHTTPHeaderField: field.name.rawName) }
         if let body = request.body { urlRequest.httpBody = Data(body) }
         let bytes: URLSession.AsyncBytes
         let response: URLResponse
@@ -74,12 +75,12 @@ public final class URLSessionTransport: SpoutTransport {
             bytes.task.cancel()
             throw SpoutClientError.connectionFailed("\(request.url.absoluteString): not an HTTP response")
         }
-        var fields: [(name: String, value: String)] = []
+        var fields = HTTPFields()
         for (name, value) in http.allHeaderFields {
-            guard let name = name as? String else { continue }
-            fields.append((name: name, value: "\(value)"))
+            guard let name = name as? String, let fieldName = HTTPField.Name(name) else { continue }
+            fields.append(HTTPField(name: fieldName, value: "\(value)"))
         }
-        return TransportResponse(status: http.statusCode, headers: SpoutHeaders(fields), body: URLSessionResponseBody(bytes))
+        return TransportResponse(status: http.statusCode, headers: fields, body: URLSessionResponseBody(bytes))
     }
 
     /// A `URLError` as the client reports it.

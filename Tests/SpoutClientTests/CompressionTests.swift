@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import SpoutClient
 import SpoutTestSupport
 import Testing
@@ -26,7 +27,7 @@ import Testing
                 hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
             }
         }
-        return (rows, hash, sequence.headers["Content-Encoding"])
+        return (rows, hash, sequence.headers[.contentEncoding])
     }
 
     /// The access log's line for the request of `target`, waiting a little for nginx to write

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import SpoutClient
 import SpoutTestSupport
 
@@ -49,13 +50,13 @@ final class LiveSpout: @unchecked Sendable {
 
     /// `Authorization: Bearer <token>` for subject `sub`, made by `spout token` (SpoutClient
     /// has no token provider yet: the header is configured).
-    static func authorization(sub: String) async throws -> (name: String, value: String) {
+    static func authorization(sub: String) async throws -> HTTPFields {
         let result = try await ChildProcess.run(
             executable: try ChildProcess.spoutExecutable(), arguments: ["token", "--sub", sub],
             environment: ["SPOUT_JWT_SECRET": Self.tokenSecret, "PATH": "/usr/bin:/bin"])
         struct TokenFailure: Error { var message: String }
         guard result.status == 0 else { throw TokenFailure(message: "spout token failed: \(result.standardError)") }
-        return ("Authorization", "Bearer " + result.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines))
+        return [.authorization: "Bearer " + result.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)]
     }
 
     /// Runs `body` with a started server and stops the server afterwards, also when `body`
