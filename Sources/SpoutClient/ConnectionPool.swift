@@ -5,8 +5,8 @@ import Synchronization
 /// port), at most ``maximumIdlePerOrigin`` of each.
 ///
 /// The pool only holds connections between exchanges: ``take(_:)`` hands one out for an
-/// exchange, and ``park(_:)`` takes it back once its body ended on a response that allows
-/// keep-alive. A connection that closes while parked (the server's idle timeout, the client's
+/// exchange, and ``parkReusable(_:)`` or ``release(_:)`` takes it back once its body ended on
+/// a response that allows keep-alive. A connection that closes while parked (the server's idle timeout, the client's
 /// own, a reset) leaves the pool by itself; a body given up before its end never comes back
 /// (its connection is closed, since unread bytes would be taken for the next response).
 /// Connections in use are not counted: concurrent calls beyond the bound open more, and those

@@ -180,7 +180,8 @@ public struct NIOHTTPTransport: SpoutTransport {
         guard scheme == "http" || scheme == "https", let host = url.host, !host.isEmpty else {
             throw SpoutClientError.invalidURL("\(url.absoluteString): only http:// and https:// URLs")
         }
-        let bareHost = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        // Host names are case-insensitive: one pool entry for `API.example.com` and `api.example.com`.
+        let bareHost = (host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host).lowercased()
         return ConnectionPool.Origin(scheme: scheme, host: bareHost, port: url.port ?? (scheme == "https" ? 443 : 80))
     }
 
