@@ -42,8 +42,8 @@ final class ResponseStreamHandler: ChannelInboundHandler, RemovableChannelHandle
     private(set) var trailers = HTTPFields()
     private var failure: SpoutClientError?
     private var waiter: EventLoopPromise<[ByteBuffer]?>?
-    /// Counts parkings, so an idle timer only closes the connection it was armed for.
-    private var parking = 0
+    /// While the connection waits in the pool: the close at the end of its idle time.
+    private var idleClose: Scheduled<Void>?
     private var isParked = false
 
     init(eventLoop: any EventLoop, readTimeout: TimeAmount?) {
@@ -69,6 +69,8 @@ final class ResponseStreamHandler: ChannelInboundHandler, RemovableChannelHandle
     /// future succeeds with the head or fails with the reason none came.
     func begin() -> EventLoopFuture<HTTPResponseHead> {
         self.isParked = false
+        self.idleClose?.cancel()
+        self.idleClose = nil
         self.receivedHead = false
         self.keepAlive = false
         self.chunks.removeAll()
@@ -92,13 +94,12 @@ final class ResponseStreamHandler: ChannelInboundHandler, RemovableChannelHandle
     func park(idleTimeout: TimeAmount) {
         guard let context = self.context else { return }
         self.isParked = true
-        self.parking += 1
-        let parking = self.parking
         context.read()
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        context.eventLoop.scheduleTask(in: idleTimeout) {
+        self.idleClose?.cancel()
+        self.idleClose = context.eventLoop.scheduleTask(in: idleTimeout) {
             let handler = loopBound.value
-            if handler.isParked && handler.parking == parking { handler.context?.close(promise: nil) }
+            if handler.isParked { handler.context?.close(promise: nil) }
         }
     }
 
