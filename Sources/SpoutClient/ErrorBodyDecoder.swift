@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 
 /// Turns an error response into a ``SpoutServerError``.
 enum ErrorBodyDecoder {
@@ -40,7 +41,7 @@ enum ErrorBodyDecoder {
             bytes += chunk
         }
         response.body.close()
-        return self.decode(status: response.status, body: bytes, requestID: response.headers["X-Request-Id"])
+        return self.decode(status: response.status, body: bytes, requestID: response.headers[.requestID])
     }
 
     /// Spout's JSON error fields, or the body's text as the message when it is not that JSON.

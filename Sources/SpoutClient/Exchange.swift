@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 
 /// A GET's response as the client uses it: from the network or from the cache, with the
 /// cache writer that copies it when it is to be stored.
@@ -6,13 +7,13 @@ struct Exchange: Sendable {
     /// The URL asked for (relative `Link` targets resolve against it).
     var url: URL
     var status: Int
-    var headers: SpoutHeaders
+    var headers: HTTPFields
     var body: any ResponseBodyReader
     var source: ResponseSource
     var cacheWriter: CacheWriter?
 
     init(
-        url: URL, status: Int, headers: SpoutHeaders, body: any ResponseBodyReader, source: ResponseSource,
+        url: URL, status: Int, headers: HTTPFields, body: any ResponseBodyReader, source: ResponseSource,
         cacheWriter: CacheWriter? = nil
     ) {
         self.url = url
@@ -35,9 +36,9 @@ extension SpoutClient {
     /// throws ``SpoutClientError/server(_:)``.
     func get(_ url: URL, accept: String) async throws -> Exchange {
         var headers = self.configuration.headers
-        headers.append((name: "Accept", value: accept))
+        headers[.accept] = accept
         guard let cache = self.cache, let policy = self.configuration.cache else {
-            let response = try await self.transport.perform(TransportRequest(method: "GET", url: url, headers: headers))
+            let response = try await self.performGET(TransportRequest(method: .get, url: url, headers: headers))
             guard (200..<300).contains(response.status) else {
                 throw SpoutClientError.server(await ErrorBodyDecoder.error(from: response))
             }
@@ -46,11 +47,11 @@ extension SpoutClient {
 
         let key = ResponseCache.key(url: url, accept: accept)
         let hit = await cache.lookup(key)
-        if let etag = hit?.entry.etag { headers.append((name: "If-None-Match", value: etag)) }
+        if let etag = hit?.entry.etag { headers[.ifNoneMatch] = etag }
         let allowsStale = policy.staleIfUnavailable
         let response: TransportResponse
         do {
-            response = try await self.transport.perform(TransportRequest(method: "GET", url: url, headers: headers))
+            response = try await self.performGET(TransportRequest(method: .get, url: url, headers: headers))
         } catch let error as SpoutClientError {
             // Unreachable or silent: no answer at all.
             switch error {
@@ -64,13 +65,16 @@ extension SpoutClient {
         }
 
         if response.status == 304 {
+            // A 304 has no body: reading its end (at once) returns the connection to the pool
+            // for the next call, where close() would leave it to a later check.
+            _ = try? await response.body.nextChunk()
             response.body.close()
             guard let hit else { throw SpoutClientError.unexpectedNotModified }
             return self.answer(from: hit, cache: cache, url: url, source: .revalidated)
         }
         if (200..<300).contains(response.status) {
             hit?.body.close()
-            let noStore = response.headers["Cache-Control"]?.lowercased().contains("no-store") ?? false
+            let noStore = response.headers[.cacheControl]?.lowercased().contains("no-store") ?? false
             let stores = response.status == 200 && !noStore
             let writer = stores ? cache.writer(key: key, headers: response.headers, maximumBytes: policy.maximumBytes) : nil
             return Exchange(
@@ -85,13 +89,29 @@ extension SpoutClient {
         throw SpoutClientError.server(await ErrorBodyDecoder.error(from: response))
     }
 
+    /// A GET through the transport, sent again after a pause while no response arrived at all
+    /// and the retry policy allows (``SpoutRetryPolicy``). Once `perform` returned, the
+    /// response is the caller's: nothing after it is retried.
+    func performGET(_ request: TransportRequest) async throws -> TransportResponse {
+        let policy = self.configuration.retry
+        var attempt = 1
+        while true {
+            do {
+                return try await self.transport.perform(request)
+            } catch SpoutClientError.connectionFailed where attempt < policy.maximumAttempts {
+                attempt += 1
+                try await Task.sleep(for: policy.backoff(before: attempt))
+            }
+        }
+    }
+
     /// An exchange answered from a stored copy, with the headers that were stored with it.
     private func answer(from hit: ResponseCache.Hit, cache: ResponseCache, url: URL, source: ResponseSource) -> Exchange {
         cache.markUsed(hit.entry.key)
-        var headers: [(name: String, value: String)] = []
-        if let contentType = hit.entry.contentType { headers.append((name: "Content-Type", value: contentType)) }
-        if let etag = hit.entry.etag { headers.append((name: "ETag", value: etag)) }
-        for link in hit.entry.links ?? [] { headers.append((name: "Link", value: link)) }
-        return Exchange(url: url, status: 200, headers: SpoutHeaders(headers), body: hit.body, source: source)
+        var headers = HTTPFields()
+        if let contentType = hit.entry.contentType { headers[.contentType] = contentType }
+        if let etag = hit.entry.etag { headers[.eTag] = etag }
+        for link in hit.entry.links ?? [] { headers.append(HTTPField(name: .webLink, value: link)) }
+        return Exchange(url: url, status: 200, headers: headers, body: hit.body, source: source)
     }
 }

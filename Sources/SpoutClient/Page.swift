@@ -1,3 +1,5 @@
+import HTTPTypes
+
 /// One page being read: its exchange and splitter. A class so that the iterator (a struct,
 /// copied freely) shares one; when the last reference goes before the body ended, the cache
 /// copy is dropped and the connection closed.
@@ -8,7 +10,7 @@ final class Page {
 
     init(_ exchange: Exchange) {
         self.exchange = exchange
-        let contentType = exchange.headers["Content-Type"]?.lowercased() ?? ""
+        let contentType = exchange.headers[.contentType]?.lowercased() ?? ""
         let isLines = contentType.contains("ndjson") || contentType.contains("jsonl") || contentType.contains("json-seq")
         self.splitter = JSONRowSplitter(format: isLines ? .lines : .array)
     }

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HTTPTypes
 import Synchronization
 
 /// The on-disk store behind ``SpoutCacheConfiguration``: one body file and one metadata file
@@ -93,9 +94,9 @@ final class ResponseCache: Sendable {
 
     /// A writer for a new body of `key`, stored under a bound of `maximumBytes`; nothing is
     /// visible to lookups until it commits.
-    func writer(key: String, headers: SpoutHeaders, maximumBytes: Int) -> CacheWriter {
+    func writer(key: String, headers: HTTPFields, maximumBytes: Int) -> CacheWriter {
         CacheWriter(
-            cache: self, key: key, etag: headers["ETag"], contentType: headers["Content-Type"], links: headers.values("Link"),
+            cache: self, key: key, etag: headers[.eTag], contentType: headers[.contentType], links: headers[values: .webLink],
             maximumBytes: maximumBytes)
     }
 

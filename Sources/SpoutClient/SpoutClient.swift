@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 
 /// A client of a Spout server: rows decoded as they stream, single objects, writes, typed
 /// errors, `Link` paging and an optional on-disk cache (docs/client.md).
@@ -12,7 +13,7 @@ import Foundation
 ///
 /// Thread-safe; one client serves any number of concurrent calls.
 public final class SpoutClient: Sendable {
-    /// The server, `http://host:port` (a path prefix is kept).
+    /// The server, `https://host:port` or `http://host:port` (a path prefix is kept).
     public let baseURL: URL
     public let configuration: SpoutClientConfiguration
     let transport: any SpoutTransport
@@ -21,10 +22,11 @@ public final class SpoutClient: Sendable {
     /// - Parameters:
     ///   - baseURL: the server; paths are appended to it.
     ///   - configuration: date format, row format, headers, cache.
-    ///   - transport: how requests travel; NIO by default (``NIOHTTPTransport``).
+    ///   - transport: how requests travel; ``defaultTransport()`` unless given (for TLS
+    ///     settings, pass an ``NIOHTTPTransport`` made with them).
     public init(
         baseURL: URL, configuration: SpoutClientConfiguration = SpoutClientConfiguration(),
-        transport: any SpoutTransport = NIOHTTPTransport()
+        transport: any SpoutTransport = SpoutClient.defaultTransport()
     ) {
         self.baseURL = baseURL
         self.configuration = configuration
@@ -75,19 +77,30 @@ public final class SpoutClient: Sendable {
     /// 400 or more throws ``SpoutClientError/server(_:)``; otherwise the reply carries the
     /// status, the headers (`Location`) and the body (decode it with ``SpoutReply/decode(_:)``).
     public func send(
-        _ method: SpoutMethod, path: String, query: [URLQueryItem] = [], body: SpoutRequestBody? = nil
+        _ method: HTTPRequest.Method, path: String, query: [URLQueryItem] = [], body: SpoutRequestBody? = nil
     ) async throws -> SpoutReply {
         let url = try RequestTarget.url(base: self.baseURL, path: path, query: query)
         var headers = self.configuration.headers
-        headers.append((name: "Accept", value: "application/json"))
-        if let body { headers.append((name: "Content-Type", value: body.contentType)) }
+        headers[.accept] = "application/json"
+        if let body { headers[.contentType] = body.contentType }
         let response = try await self.transport.perform(
-            TransportRequest(method: method.rawValue, url: url, headers: headers, body: body?.bytes ?? (method == .delete ? nil : [])))
+            TransportRequest(method: method, url: url, headers: headers, body: body?.bytes ?? (method == .delete ? nil : [])))
         guard response.status < 400 else { throw SpoutClientError.server(await ErrorBodyDecoder.error(from: response)) }
         let exchange = Exchange(url: url, status: response.status, headers: response.headers, body: response.body, source: .network)
         return SpoutReply(
             status: response.status, headers: response.headers, body: try await Self.readWhole(exchange),
             dateFormat: self.configuration.dateFormat)
+    }
+
+    /// The platform's transport: ``URLSessionTransport`` on Apple platforms (the system's
+    /// networking, TLS and proxy settings), ``NIOHTTPTransport`` elsewhere; each call makes a
+    /// new one, with its own connection pool.
+    public static func defaultTransport() -> any SpoutTransport {
+        #if canImport(Darwin)
+        URLSessionTransport()
+        #else
+        NIOHTTPTransport()
+        #endif
     }
 
     /// Reads an exchange's whole body (a single object or a write's answer), storing it in the

@@ -1,3 +1,5 @@
+import HTTPTypes
+
 /// How a ``SpoutClient`` talks to its server.
 public struct SpoutClientConfiguration: Sendable {
     /// How the server writes dates: match its `dateFormat` (`SPOUT_DATE_FORMAT`).
@@ -5,10 +7,13 @@ public struct SpoutClientConfiguration: Sendable {
     /// The representation streamed rows are asked for (`Accept`); both are decoded as they
     /// arrive, and the response's `Content-Type` decides which splitter reads it.
     public var rowFormat: RowFormat
-    /// Headers sent with every request (an API key: `("X-API-Key", "…")`).
-    public var headers: [(name: String, value: String)]
+    /// Header fields sent with every request (an API key:
+    /// `[HTTPField.Name("X-API-Key")!: "…"]`, a token: `[.authorization: "Bearer …"]`).
+    public var headers: HTTPFields
     /// The on-disk response cache; nil (the default) caches nothing.
     public var cache: SpoutCacheConfiguration?
+    /// When a GET that got no response is sent again (3 attempts by default).
+    public var retry: SpoutRetryPolicy
 
     /// The body format asked for by ``SpoutClient/rows(_:path:query:allPages:)``.
     public enum RowFormat: Sendable {
@@ -27,8 +32,10 @@ public struct SpoutClientConfiguration: Sendable {
 
     public init(
         dateFormat: SpoutDateFormat = .epochMilliseconds, rowFormat: RowFormat = .jsonArray,
-        headers: [(name: String, value: String)] = [], cache: SpoutCacheConfiguration? = nil
+        headers: HTTPFields = [:], cache: SpoutCacheConfiguration? = nil,
+        retry: SpoutRetryPolicy = SpoutRetryPolicy()
     ) {
+        self.retry = retry
         self.dateFormat = dateFormat
         self.rowFormat = rowFormat
         self.headers = headers

@@ -1,7 +1,6 @@
-/// The methods of ``SpoutClient/send(_:path:query:body:)``.
-public enum SpoutMethod: String, Sendable {
-    case post = "POST"
-    case put = "PUT"
-    case patch = "PATCH"
-    case delete = "DELETE"
-}
+import HTTPTypes
+
+/// The methods of ``SpoutClient/send(_:path:query:body:)`` are swift-http-types'
+/// `HTTPRequest.Method` (`.post`, `.put`, `.patch`, `.delete`).
+@available(*, deprecated, renamed: "HTTPRequest.Method")
+public typealias SpoutMethod = HTTPRequest.Method

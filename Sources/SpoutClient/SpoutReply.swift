@@ -1,14 +1,15 @@
 import Foundation
+import HTTPTypes
 
 /// The answer to a write: its status, headers and whole body (writes answer one row at most).
 public struct SpoutReply: Sendable {
     public var status: Int
-    public var headers: SpoutHeaders
+    public var headers: HTTPFields
     public var body: [UInt8]
     let dateFormat: SpoutDateFormat
 
     /// The `Location` header (`/pets/Rex` after a 201).
-    public var location: String? { self.headers["Location"] }
+    public var location: String? { self.headers[.location] }
 
     /// The body decoded as `type`, dates as the client is configured.
     public func decode<Value: Decodable>(_ type: Value.Type) throws -> Value {

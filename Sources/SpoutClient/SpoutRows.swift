@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 
 /// The rows of a streamed response, decoded one at a time as their bytes arrive; made by
 /// ``SpoutClient/rows(_:path:query:allPages:)``.
@@ -11,17 +12,15 @@ public struct SpoutRows<Row: Decodable>: AsyncSequence {
     /// Where the first page's body comes from: the network, a revalidated or a stale copy.
     public var source: ResponseSource { self.first.source }
     /// The first page's response headers.
-    public var headers: SpoutHeaders { self.first.headers }
+    public var headers: HTTPFields { self.first.headers }
 
     /// Whether the endpoint's `rowLimit` cut the result (Spout's `Spout-Truncated: true`: a
     /// header when the result was sent whole, a trailer after a streamed one): the rows read
     /// are the first of more. Read it after the rows; before the last one it may not be known
     /// yet. A paged endpoint reports more rows with `Link` instead (``SpoutClient/rows(_:path:query:allPages:)``).
     public var isCutByRowLimit: Bool {
-        (self.first.headers[Self.truncatedField] ?? self.first.body.trailers[Self.truncatedField]) == "true"
+        (self.first.headers[.spoutTruncated] ?? self.first.body.trailers[.spoutTruncated]) == "true"
     }
-
-    static var truncatedField: String { "Spout-Truncated" }
 
     let client: SpoutClient
     let first: Exchange
@@ -85,7 +84,7 @@ public struct SpoutRows<Row: Decodable>: AsyncSequence {
         /// The page the finished `page`'s `Link: <…>; rel="next"` points to, when asked to
         /// follow it.
         private func nextPage(after page: Page) async throws -> Page? {
-            guard self.allPages, let target = LinkHeader.target(of: "next", in: page.exchange.headers.values("Link")) else {
+            guard self.allPages, let target = LinkHeader.target(of: "next", in: page.exchange.headers[values: .webLink]) else {
                 return nil
             }
             let url = try RequestTarget.resolve(link: target, against: page.exchange.url)

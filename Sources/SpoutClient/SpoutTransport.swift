@@ -1,29 +1,36 @@
 import Foundation
+import HTTPTypes
 
 /// What carries one HTTP exchange for ``SpoutClient``: send a request, hand back the status
 /// and headers as soon as they arrive, and the body as chunks read on demand.
 ///
 /// The client needs nothing more of a transport, so another one (an Apple `URLSession`
 /// transport using `bytes(for:)`, say) fits behind this protocol without touching the
-/// decoding, paging or caching. The default is ``NIOHTTPTransport``, on every platform.
+/// decoding, paging or caching. The default is ``URLSessionTransport`` on Apple platforms and
+/// ``NIOHTTPTransport`` elsewhere (``SpoutClient/defaultTransport()``).
 ///
 /// Contract:
 /// - ``perform(_:)`` returns once the response head has arrived (any status), or throws
-///   ``SpoutClientError/connectionFailed(_:)`` when no response head was received.
+///   ``SpoutClientError/connectionFailed(_:)`` when no response head was received (the client
+///   retries GETs on it), or ``SpoutClientError/certificateRejected(_:)`` when TLS refused the
+///   server.
+/// - The body's bytes are decoded (no `Content-Encoding` left to undo): the client splits rows
+///   and caches exactly what ``ResponseBodyReader/nextChunk()`` returns.
 /// - The body is read only when asked: a consumer that does not call
 ///   ``ResponseBodyReader/nextChunk()`` stops the transport from reading the socket.
 public protocol SpoutTransport: Sendable {
     func perform(_ request: TransportRequest) async throws -> TransportResponse
 }
 
-/// One request as the client built it: an absolute `http` URL, headers, an optional body.
+/// One request as the client built it: an absolute `http` or `https` URL, headers, an
+/// optional body.
 public struct TransportRequest: Sendable {
-    public var method: String
+    public var method: HTTPRequest.Method
     public var url: URL
-    public var headers: [(name: String, value: String)]
+    public var headers: HTTPFields
     public var body: [UInt8]?
 
-    public init(method: String, url: URL, headers: [(name: String, value: String)] = [], body: [UInt8]? = nil) {
+    public init(method: HTTPRequest.Method, url: URL, headers: HTTPFields = [:], body: [UInt8]? = nil) {
         self.method = method
         self.url = url
         self.headers = headers
@@ -34,10 +41,10 @@ public struct TransportRequest: Sendable {
 /// A response head and its body, still to be read.
 public struct TransportResponse: Sendable {
     public var status: Int
-    public var headers: SpoutHeaders
+    public var headers: HTTPFields
     public var body: any ResponseBodyReader
 
-    public init(status: Int, headers: SpoutHeaders, body: any ResponseBodyReader) {
+    public init(status: Int, headers: HTTPFields, body: any ResponseBodyReader) {
         self.status = status
         self.headers = headers
         self.body = body
@@ -55,9 +62,9 @@ public protocol ResponseBodyReader: Sendable {
     func close()
     /// The trailer fields that followed a chunked body, once ``nextChunk()`` returned nil
     /// (empty before, and for a body without any).
-    var trailers: SpoutHeaders { get }
+    var trailers: HTTPFields { get }
 }
 
 extension ResponseBodyReader {
-    public var trailers: SpoutHeaders { SpoutHeaders() }
+    public var trailers: HTTPFields { HTTPFields() }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import SpoutTestSupport
 import Synchronization
 import Testing
@@ -68,7 +69,7 @@ import Testing
         let cache = SpoutCacheConfiguration(directory: directory, staleIfUnavailable: true)
         let cutting = SpoutClient(baseURL: base, configuration: SpoutClientConfiguration(cache: cache))
         let finishing = SpoutClient(
-            baseURL: base, configuration: SpoutClientConfiguration(headers: [(name: "X-Finish", value: "1")], cache: cache))
+            baseURL: base, configuration: SpoutClientConfiguration(headers: [HTTPField.Name("X-Finish")!: "1"], cache: cache))
 
         await #expect(throws: SpoutClientError.truncatedBody) {
             _ = try await Self.collect(try await cutting.rows(Item.self, path: "/items"))

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import SpoutClient
 import Testing
 
@@ -50,7 +51,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         try await LiveSpout.with { server in
             let client = server.client(SpoutClientConfiguration(cache: SpoutCacheConfiguration(directory: directory)))
-            let writer = server.client(SpoutClientConfiguration(headers: [try await LiveSpout.authorization(sub: "Diane")]))
+            let writer = server.client(SpoutClientConfiguration(headers: try await LiveSpout.authorization(sub: "Diane")))
             // GET /pets: a weak ETag from its versionSql.
             var pets: [Pet] = []
             let firstPets = try await client.rows(Pet.self, path: "/pets")
@@ -108,7 +109,7 @@ import Testing
             var count = 0
             for try await _ in salaries { count += 1 }
             #expect(count == 20_000)
-            #expect(salaries.headers["Trailer"] == "Spout-Truncated")
+            #expect(salaries.headers[.trailer] == "Spout-Truncated")
             #expect(salaries.isCutByRowLimit)
 
             let departments = try await client.rows(Department.self, path: "/limited/departments")

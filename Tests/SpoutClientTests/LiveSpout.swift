@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import SpoutClient
 import SpoutTestSupport
 
@@ -25,11 +26,22 @@ final class LiveSpout: @unchecked Sendable {
     static func start(
         extraFiles: [String: String] = [:], environment: [String: String] = [:], extraArguments: [String] = []
     ) async throws -> LiveSpout {
-        try await OwnThread.run {
-            LiveSpout(
-                served: try ServedSpout(
-                    root: TestFixtures.repositoryRoot, extraArguments: extraArguments,
-                    environment: ["SPOUT_JWT_SECRET": Self.tokenSecret].merging(environment) { $1 }, extraFiles: extraFiles))
+        var attempt = 1
+        while true {
+            do {
+                return try await OwnThread.run {
+                    LiveSpout(
+                        served: try ServedSpout(
+                            root: TestFixtures.repositoryRoot, extraArguments: extraArguments,
+                            environment: ["SPOUT_JWT_SECRET": Self.tokenSecret].merging(environment) { $1 }, extraFiles: extraFiles))
+                }
+            } catch where attempt < 5 && String(describing: error).contains("Text file busy") {
+                // ETXTBSY: another test's child was forked while this server's copy of `spout`
+                // was still open for writing, and holds that descriptor until it execs. The
+                // copy is fine; a moment later it can be executed.
+                attempt += 1
+                try await Task.sleep(for: .milliseconds(200))
+            }
         }
     }
 
@@ -38,13 +50,13 @@ final class LiveSpout: @unchecked Sendable {
 
     /// `Authorization: Bearer <token>` for subject `sub`, made by `spout token` (SpoutClient
     /// has no token provider yet: the header is configured).
-    static func authorization(sub: String) async throws -> (name: String, value: String) {
+    static func authorization(sub: String) async throws -> HTTPFields {
         let result = try await ChildProcess.run(
             executable: try ChildProcess.spoutExecutable(), arguments: ["token", "--sub", sub],
             environment: ["SPOUT_JWT_SECRET": Self.tokenSecret, "PATH": "/usr/bin:/bin"])
         struct TokenFailure: Error { var message: String }
         guard result.status == 0 else { throw TokenFailure(message: "spout token failed: \(result.standardError)") }
-        return ("Authorization", "Bearer " + result.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines))
+        return [.authorization: "Bearer " + result.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)]
     }
 
     /// Runs `body` with a started server and stops the server afterwards, also when `body`

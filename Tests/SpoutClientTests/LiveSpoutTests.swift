@@ -118,8 +118,8 @@ import Testing
     @Test func writesWithFormAndJSONBodies() async throws {
         try await LiveSpout.with { server in
             // Writes need a token: Diane creates the pet, gives it to Gwen, Gwen deletes it.
-            let client = server.client(SpoutClientConfiguration(headers: [try await LiveSpout.authorization(sub: "Diane")]))
-            let gwen = server.client(SpoutClientConfiguration(headers: [try await LiveSpout.authorization(sub: "Gwen")]))
+            let client = server.client(SpoutClientConfiguration(headers: try await LiveSpout.authorization(sub: "Diane")))
+            let gwen = server.client(SpoutClientConfiguration(headers: try await LiveSpout.authorization(sub: "Gwen")))
             let form: [URLQueryItem] = [
                 URLQueryItem(name: "name", value: "Rex & Co"),
                 URLQueryItem(name: "species", value: "dog"), URLQueryItem(name: "sex", value: "m"),
