@@ -32,8 +32,9 @@ public final class HTTPServer: Service {
     private let ownsGroup: Bool
     private let state = Mutex(ServerState())
     private let stopped = AsyncOneShotEvent()
-    /// Collects the accepted connections and quiesces them on shutdown.
-    private let quiescing: ServerQuiescingHelper
+    /// Collects the accepted connections and quiesces them on shutdown; dropped there, before
+    /// an owned event loop group shuts down (its deinit completes a promise on that group).
+    private let quiescing: NIOLockedValueBox<ServerQuiescingHelper?>
     private let connectionFailures: ConnectionFailureLog
     private let metrics: ServerMetrics?
     private let streams: StreamServices
@@ -82,7 +83,7 @@ public final class HTTPServer: Service {
             self.group = MultiThreadedEventLoopGroup(numberOfThreads: configuration.eventLoopThreads ?? System.coreCount)
             self.ownsGroup = true
         }
-        self.quiescing = ServerQuiescingHelper(group: self.group)
+        self.quiescing = NIOLockedValueBox(ServerQuiescingHelper(group: self.group))
         if configuration.maximumConnections > 0 {
             self.maximumConnections = configuration.maximumConnections
         } else {
@@ -112,7 +113,9 @@ public final class HTTPServer: Service {
         )
         let configuration = self.configuration
         let failures = self.connectionFailures
-        let quiescing = self.quiescing
+        guard let quiescing = self.quiescing.withLockedValue({ $0 }) else {
+            throw HTTPServerShutDown()
+        }
         // Socket options of accepted connections are set in `initialize`, where a failure is
         // logged, not here: NIO closes a connection whose child option fails and reports it
         // only past the end of the listening channel's pipeline, so nobody would hear of it.
@@ -186,7 +189,12 @@ public final class HTTPServer: Service {
         self.logger.info("shutting down", metadata: ["connections": .stringConvertible(connections)])
         // Closes the listening socket, sends every open connection `ChannelShouldQuiesceEvent`
         // (an idle one closes, a busy one after its response) and reports when all are closed.
-        await Self.quiesce(self.quiescing, on: self.group.next(), atMost: drainTimeout ?? self.configuration.drainTimeout)
+        if let helper = self.quiescing.withLockedValue({ helper in
+            defer { helper = nil }
+            return helper
+        }) {
+            await Self.quiesce(helper, on: self.group.next(), atMost: drainTimeout ?? self.configuration.drainTimeout)
+        }
         let remaining = self.state.withLock { Array($0.connections.values) }
         for connection in remaining {
             try? await connection.close()
@@ -305,6 +313,11 @@ public final class HTTPServer: Service {
             }
         }
     }
+}
+
+/// ``HTTPServer/start()`` after ``HTTPServer/shutdown(drainTimeout:)``.
+struct HTTPServerShutDown: Error, CustomStringConvertible {
+    var description: String { "the server has been shut down" }
 }
 
 /// A one-shot flag tasks can wait for without blocking a thread.
