@@ -4,7 +4,9 @@ extension Database {
     /// In order:
     /// 1. Leases a connection without blocking a thread: from an available read replica when
     ///    the work is read-only and `onReplica` (``ReadReplicas``), else from this database's
-    ///    pool (a stream's lease counts against the stream limit). Throws
+    ///    pool (``lease(readOnly:forStream:)``; a stream's lease counts against the stream
+    ///    limit). The caller sees no difference: the statements, their answers and the JSON
+    ///    bytes are the same, only as fresh as the replica. Throws
     ///    ``DatabaseError/Code/poolExhausted`` after the acquire timeout, and
     ///    ``DatabaseError/Code/cancelled`` when the task is cancelled while waiting. The
     ///    observer hears how long the wait took.
@@ -27,7 +29,7 @@ extension Database {
             lease = replicaLease
             onReplica = true
         } else {
-            lease = try await (work.readOnly ? self.readPool : self.writePool).lease(readOnly: work.readOnly, forStream: work.isStream)
+            lease = try await self.lease(readOnly: work.readOnly, forStream: work.isStream)
         }
         observer?.connectionAcquired(database: lease.databaseName, after: ContinuousClock.now - waitStarted)
         let session = DatabaseSession(lease: lease, work: work, onReplica: onReplica, configuration: self.configuration, observer: observer)

@@ -28,10 +28,10 @@ public final class Database: Sendable {
     /// ever a guess, checked against the columns that arrive. Endpoints have a fixed set of
     /// statements; the bound is for ad-hoc SQL.
     let resultColumns = BoundedCache<String, [Column]>(capacity: 1024)
-    let readPool: ConnectionPool
-    let writePool: ConnectionPool
+    private let readPool: ConnectionPool
+    private let writePool: ConnectionPool
     /// Replicas that may serve read-only work instead of this database (see
-    /// ``lease(readOnly:onReplica:)``); nil when there are none.
+    /// ``DatabaseWork/onReplica``); nil when there are none.
     public let replicas: ReadReplicas?
 
     /// A name for metrics and logs: `primary`, or a read replica's (`replica 1`).
@@ -89,17 +89,6 @@ public final class Database: Sendable {
     /// ``DatabaseConfiguration/streamConnectionLimit`` connections of the pool.
     public func lease(readOnly: Bool, forStream: Bool = false) async throws -> ConnectionLease {
         try await (readOnly ? self.readPool : self.writePool).lease(readOnly: readOnly, forStream: forStream)
-    }
-
-    /// Like ``lease(readOnly:)``, but read-only work with `onReplica` goes to an available
-    /// replica when there are any (``ReadReplicas/lease()``), and to this database otherwise.
-    /// The caller sees no difference: the statements, their answers and the JSON bytes are
-    /// the same, only as fresh as the replica.
-    public func lease(readOnly: Bool, onReplica: Bool, forStream: Bool = false) async throws -> ConnectionLease {
-        if readOnly && onReplica, let replicas = self.replicas, let lease = await replicas.lease(forStream: forStream) {
-            return lease
-        }
-        return try await self.lease(readOnly: readOnly, forStream: forStream)
     }
 
     /// Leases a connection, blocking the calling thread. For tools and tests.

@@ -130,9 +130,7 @@ struct RowResponder: Sendable {
         let configuration = session.configuration
         let (body, outcome) = try await session.run { connection in
             let body = CollectingSink()
-            let outcome = try rows.stream.run(
-                as: format, shape: rows.shape, to: body, on: connection, dateFormat: configuration.dateFormat,
-                attachmentBatchSize: configuration.attachmentBatchSize, fetchSize: configuration.fetchSize)
+            let outcome = try rows.run(as: format, to: body, on: connection, configuration: configuration)
             return (body.bytes, outcome)
         }
         return WholeBody(body: body, outcome: outcome, database: ContinuousClock.now - started, encode: nil)
@@ -243,9 +241,7 @@ struct RowResponder: Sendable {
         do {
             return .success(
                 try await session.run { connection in
-                    try rows.stream.run(
-                        as: format, shape: rows.shape, to: sink, on: connection, dateFormat: configuration.dateFormat,
-                        attachmentBatchSize: configuration.attachmentBatchSize, fetchSize: configuration.fetchSize)
+                    try rows.run(as: format, to: sink, on: connection, configuration: configuration)
                 })
         } catch {
             return .failure(error)
@@ -273,5 +269,18 @@ private final class ExchangeObserver: DatabaseObserver {
 
     func statementCancelled() {
         self.exchange.statementCancelled()
+    }
+}
+
+extension RowResult {
+    /// Runs the stream on `connection` (blocking) into `sink`, in the result's shape, with the
+    /// date format, attachment window and fetch size of `configuration` (the database's the
+    /// request was asked of, also when a replica answers).
+    fileprivate func run(
+        as format: OutputFormat, to sink: any ByteSink, on connection: any DatabaseConnection, configuration: DatabaseConfiguration
+    ) throws -> StreamOutcome {
+        try self.stream.run(
+            as: format, shape: self.shape, to: sink, on: connection, dateFormat: configuration.dateFormat,
+            attachmentBatchSize: configuration.attachmentBatchSize, fetchSize: configuration.fetchSize)
     }
 }

@@ -29,11 +29,7 @@ public enum CountedFailure: Sendable, Hashable {
 }
 
 extension HTTPError: HTTPResponseError {
-    public var responseBody: [UInt8] {
-        var object = JSONObjectWriter()
-        object.add("error", self.message)
-        return object.finished
-    }
+    public var responseBody: [UInt8] { ErrorResponse(status: self.status, message: self.message).body }
 }
 
 extension ArgumentError: HTTPResponseError {
