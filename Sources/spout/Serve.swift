@@ -142,7 +142,16 @@ struct Serve: AsyncParsableCommand {
         guard path != ":memory:", !FileManager.default.fileExists(atPath: path) else { return }
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                // Foundation's own text ("You don't have permission") names neither the folder
+                // nor a way out.
+                throw StartupError(
+                    description: "cannot create the folder \(directory) for the SQLite database \(path) (running as uid \(getuid())): "
+                        + "run spout from a directory this user can write, or give a database it can: "
+                        + "--database sqlite:/path/you/own/spout.sqlite (or SPOUT_DATABASE_URL)")
+            }
         }
         logger.notice("creating \(path) and seeding it with \(employees) generated employees and the pets")
         let database = try Drivers.open(url, configuration: DatabaseConfiguration(maximumConnections: 1))

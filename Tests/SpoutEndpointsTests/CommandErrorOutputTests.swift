@@ -35,6 +35,25 @@ import Testing
     }
 
     /// The README's first version of its own endpoint: no `paths`.
+    /// A SQLite database whose folder cannot be created (here: a file stands in its path, which
+    /// stops root too; for another user, a folder it may not write) names the folder and the way
+    /// out, not Foundation's "You don't have permission".
+    @Test func aDatabaseFolderThatCannotBeCreatedIsNamedWithTheWayOut() async throws {
+        let endpoint = "paths:\n  /one:\n    get:\n      sql: SELECT 1 AS one\n"
+        let directory = try Self.serviceDirectory(configuration: "", endpoints: ["one.yaml": endpoint])
+        defer { withExtendedLifetime(directory) {} }
+        try directory.write("not-a-folder", "")
+        let folder = (directory.path as NSString).appendingPathComponent("not-a-folder/data")
+        let result = try await Self.spout([
+            "serve", "--config", (directory.path as NSString).appendingPathComponent("spout.yaml"),
+            "--database", "sqlite:\(folder)/spout.sqlite",
+        ])
+        #expect(result.status == 1)
+        #expect(result.standardError.hasPrefix("Error: cannot create the folder \(folder) for the SQLite database \(folder)/spout.sqlite"))
+        #expect(result.standardError.contains("--database sqlite:/path/you/own/spout.sqlite (or SPOUT_DATABASE_URL)"))
+        #expect(!result.standardError.contains("permission."))
+    }
+
     @Test func anEndpointFileErrorPrintsTheProblemAlone() async throws {
         let endpoint = """
             /departments/{departmentNumber}/managers:
