@@ -11,7 +11,8 @@ import PackageDescription
 //   SpoutSQLite        the libsqlite3 driver
 //   SpoutDrivers       opens a Database for a URL (picks the driver)
 //   SpoutHTTP          HTTP/1.1 on SwiftNIO: routing, arguments, streamed responses, metrics
-//   SpoutEndpoints     endpoints declared in config/ with SQL in sql/, API docs
+//   SpoutEndpoints     endpoints declared in config/ with SQL in sql/, API docs, identity
+//                      (it fetches a JWKS URL through SpoutClient's transport)
 //   SpoutData          the test_db dump loader and the data generator
 //   spout              the executable: serve, load, generate
 //   SpoutClient        the Swift client library: rows decoded as they stream, paging, an
@@ -106,6 +107,9 @@ let package = Package(
             dependencies: [
                 "SpoutCore",
                 "SpoutHTTP",
+                // The keys of a JWKS URL are fetched with the client's transport (HTTPS through
+                // swift-nio-ssl, already built for SpoutClient): one HTTP client in the tree.
+                "SpoutClient",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -123,7 +123,9 @@ struct ConfigurationTests {
         #expect(table["server.limits.maxStreamsPerAddress"] == "SPOUT_LIMITS_MAX_STREAMS_PER_ADDRESS")
         #expect(table["database.streamReserve"] == "SPOUT_DATABASE_STREAM_RESERVE")
         #expect(table["database.applicationName"] == "SPOUT_DATABASE_APPLICATION_NAME")
-        #expect(table.count == 52)
+        #expect(table["identity.jwksUrl"] == "SPOUT_IDENTITY_JWKS_URL")
+        #expect(table["identity.apiKeys"] == "SPOUT_IDENTITY_API_KEYS")
+        #expect(table.count == 56)
         #expect(Set(table.values).count == table.count)
     }
 
