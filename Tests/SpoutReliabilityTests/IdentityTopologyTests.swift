@@ -63,13 +63,8 @@ struct IdentityTopologyTests {
     @Test("behind PgBouncer: RLS by the token's subject, roles from the allow-list, pets by owner, and no identity outlives its transaction",
           .enabled(if: ThrowawayPostgres.isAvailable && ThrowawayPgBouncer.isAvailable))
     func behindPgBouncer() async throws {
-        let cluster = try await onThread { try ThrowawayPostgres.create() }
+        let cluster = try await onThread { try Self.makeCluster() }
         defer { cluster.remove() }
-        try await onThread {
-            try cluster.psql("CREATE DATABASE employees")
-            try SampleData.seed(cluster.url(database: "employees"), employees: 20)
-            try cluster.psql(Self.setup, database: "employees")
-        }
         let bouncer = try await onThread { try ThrowawayPgBouncer.start(in: cluster, serverConnections: 3, users: [Self.login]) }
         defer { bouncer.remove() }
         let directory = try ServiceDirectory(
@@ -94,13 +89,8 @@ struct IdentityTopologyTests {
     @Test("on a streaming replica: the reads run there with the token's role and claims, and RLS decides what each caller sees",
           .enabled(if: ThrowawayPostgres.isAvailable))
     func onAReplica() async throws {
-        let primary = try await onThread { try ThrowawayPostgres.create() }
+        let primary = try await onThread { try Self.makeCluster() }
         defer { primary.remove() }
-        try await onThread {
-            try primary.psql("CREATE DATABASE employees")
-            try SampleData.seed(primary.url(database: "employees"), employees: 20)
-            try primary.psql(Self.setup, database: "employees")
-        }
         let replica = try await onThread { try primary.makeReplica() }
         defer { replica.remove() }
         try await onThread {
@@ -127,6 +117,20 @@ struct IdentityTopologyTests {
         }
         #expect(service.isRunning)
         await service.stop()
+    }
+
+    /// A cluster with the sample data and ``setup`` in database `employees`.
+    static func makeCluster() throws -> ThrowawayPostgres {
+        let cluster = try ThrowawayPostgres.create()
+        do {
+            try cluster.psql("CREATE DATABASE employees")
+            try SampleData.seed(cluster.url(database: "employees"), employees: 20)
+            try cluster.psql(Self.setup, database: "employees")
+        } catch {
+            cluster.remove()
+            throw error
+        }
+        return cluster
     }
 
     // MARK: Checks
