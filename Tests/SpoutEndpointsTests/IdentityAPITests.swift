@@ -1,4 +1,5 @@
 import Foundation
+import JWTKit
 import SpoutCore
 import SpoutData
 import SpoutEndpoints
@@ -104,19 +105,27 @@ struct IdentityAPITests {
         }
     }
 
-    @Test("bad tokens are 401 invalid_token, say why without the token, and run no SQL", arguments: PetsAPITests.backends)
+    @Test("forged, expired, wrong-aud, alg none, HS/RS-confused and truncated tokens are 401 invalid_token, say why without the token, and run no SQL", arguments: PetsAPITests.backends)
     func badTokens(_ backend: Backend) async throws {
         let fixtures = try Self.fixtures.get()
         let now = Int64(Date().timeIntervalSince1970)
         let good = try await Self.token("Diane")
         let parts = good.split(separator: ".").map(String.init)
+        // HS256 signed with the RSA public key, which an attacker knows (HS/RS confusion).
+        let confusedKeys = JWTKeyCollection()
+        await confusedKeys.add(hmac: HMACKey(from: fixtures.rsaBacking.publicKey.pemRepresentation), digestAlgorithm: .sha256)
+        let confused = try await confusedKeys.sign(TokenClaims(TokenFixtures.claims(sub: "Diane")), kid: JWKIdentifier(string: "rs"))
         let bad: [(String, String)] = [
             (TokenFixtures.raw(header: #"{"alg":"none"}"#, payload: #"{"sub":"Diane"}"#, signature: ""), "unsigned tokens (alg none) are not accepted"),
-            (parts[0] + "." + Data(#"{"sub":"Gwen"}"#.utf8).base64URL + "." + parts[2], "bad signature"),
-            (try await fixtures.sign(["sub": "Diane", "exp": .integer(now - 3600)]), "expired token"),
+            (parts[0] + "." + Data(#"{"sub":"Gwen","aud":"spout-tests"}"#.utf8).base64URL + "." + parts[2], "bad signature"),
+            (try await fixtures.sign(["sub": "Diane", "aud": "spout-tests", "exp": .integer(now - 3600)]), "expired token"),
+            (try await fixtures.sign(["sub": "Diane", "aud": "another-service"], algorithm: "ES256"), "wrong audience (aud)"),
+            (confused, "bad signature"),
             (parts[0] + "." + parts[1], "malformed token: a JWT is three base64url parts separated by dots"),
         ]
-        try await Self.withPets(backend) { service, database in
+        var identity = SpoutConfiguration.Identity()
+        identity.audience = "spout-tests"
+        try await Self.withPets(backend, verifier: try fixtures.verifier(identity)) { service, database in
             for (token, reason) in bad {
                 let statements = database.statistics.statementCount
                 let response = try await Self.send(service, "DELETE", "/pets/Bowser", token: token)
