@@ -84,14 +84,18 @@ public indirect enum ClaimValue: Sendable, Hashable, Codable, ExpressibleByStrin
 /// issuer and audience checks are ``TokenVerifier``'s (they need its settings), so
 /// ``verify(using:)`` checks nothing.
 public struct TokenClaims: JWTPayload, Sendable, Hashable {
-    public var claims: [String: ClaimValue]
+    public let claims: [String: ClaimValue]
+    /// The claims as a JSON object with sorted keys (what `request.jwt.claims` is set to),
+    /// written once: a remembered token's requests reuse it.
+    public let jsonText: String
 
     public init(_ claims: [String: ClaimValue]) {
         self.claims = claims
+        self.jsonText = ClaimValue.object(claims).jsonText
     }
 
     public init(from decoder: any Decoder) throws {
-        self.claims = try decoder.singleValueContainer().decode([String: ClaimValue].self)
+        self.init(try decoder.singleValueContainer().decode([String: ClaimValue].self))
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -110,7 +114,4 @@ public struct TokenClaims: JWTPayload, Sendable, Hashable {
         }
         return current
     }
-
-    /// The claims as a JSON object with sorted keys.
-    public var jsonText: String { ClaimValue.object(self.claims).jsonText }
 }

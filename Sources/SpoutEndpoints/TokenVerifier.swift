@@ -51,6 +51,8 @@ public final class TokenVerifier: Sendable {
 
     private struct VerifiedToken: Sendable {
         var claims: TokenClaims
+        /// The `kid` its header named.
+        var kid: String?
         /// ``JWKSKeySource/generation`` at verification; nil for an HMAC token.
         var generation: Int?
     }
@@ -100,6 +102,13 @@ public final class TokenVerifier: Sendable {
 
     /// The claims of `token` when it verifies; otherwise why not.
     public func verify(_ token: String, now: Date = Date()) async -> Result<TokenClaims, TokenRejection> {
+        // A remembered token skips its header and signature (both were checked, against the
+        // same settings); asking for its keys is what fetches the JWKS URL when due, and keys
+        // of another generation send it through the whole check again.
+        if let remembered = self.verified[token] {
+            let current = remembered.generation == nil ? true : await self.publicKeys.keys(for: remembered.kid).generation == remembered.generation
+            if current { return self.check(remembered.claims, now: now) }
+        }
         func reject(_ reason: String) -> Result<TokenClaims, TokenRejection> { .failure(TokenRejection(reason: reason)) }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty else {
@@ -115,8 +124,6 @@ public final class TokenVerifier: Sendable {
         }
         guard !parts[2].isEmpty else { return reject("malformed token: it has no signature") }
         let kidText: String? = if case .string(let text)? = header["kid"] { text } else { nil }
-        // The keys come first, also for a remembered token: asking for them is what fetches
-        // the JWKS URL again when the policy says so, and a new generation forgets the token.
         let collection: JWTKeyCollection
         var generation: Int?
         if Self.hmacAlgorithms[algorithm] != nil {
@@ -132,23 +139,25 @@ public final class TokenVerifier: Sendable {
             collection = keys.collection
             generation = keys.generation
         }
-        let claims: TokenClaims
-        if let remembered = self.verified[token], remembered.generation == generation {
-            claims = remembered.claims
-        } else {
-            guard let key = try? await collection.getKey(for: kidText.map { JWKIdentifier(string: $0) }, alg: algorithm) else {
-                return reject("no key to verify \(algorithm) tokens is configured")
-            }
-            guard key.name == algorithm else { return reject("the token's algorithm \(algorithm) is not its key's") }
-            do {
-                claims = try await collection.verify(token, as: TokenClaims.self)
-            } catch let error as JWTError where error.errorType == .signatureVerificationFailed {
-                return reject("bad signature")
-            } catch {
-                return reject("the token does not verify or its payload is not a JSON object")
-            }
-            self.verified.store(VerifiedToken(claims: claims, generation: generation), for: token)
+        guard let key = try? await collection.getKey(for: kidText.map { JWKIdentifier(string: $0) }, alg: algorithm) else {
+            return reject("no key to verify \(algorithm) tokens is configured")
         }
+        guard key.name == algorithm else { return reject("the token's algorithm \(algorithm) is not its key's") }
+        let claims: TokenClaims
+        do {
+            claims = try await collection.verify(token, as: TokenClaims.self)
+        } catch let error as JWTError where error.errorType == .signatureVerificationFailed {
+            return reject("bad signature")
+        } catch {
+            return reject("the token does not verify or its payload is not a JSON object")
+        }
+        self.verified.store(VerifiedToken(claims: claims, kid: kidText, generation: generation), for: token)
+        return self.check(claims, now: now)
+    }
+
+    /// `claims` when their times, issuer and audience pass; otherwise why not.
+    private func check(_ claims: TokenClaims, now: Date) -> Result<TokenClaims, TokenRejection> {
+        func reject(_ reason: String) -> Result<TokenClaims, TokenRejection> { .failure(TokenRejection(reason: reason)) }
         let seconds = now.timeIntervalSince1970
         if let expiry = claims.claims["exp"] {
             guard let value = expiry.seconds else { return reject("malformed token: exp is not a number") }
