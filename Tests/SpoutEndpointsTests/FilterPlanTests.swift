@@ -100,6 +100,23 @@ struct FilterPlanTests {
         }
     }
 
+    /// Names spread evenly, more of them than PostgreSQL's default statistics keep (as in
+    /// test_db and `spout generate`'s data): only the shipped schema's statistics target on the
+    /// name columns tells PostgreSQL that `Rare` is rare. Without it `Rare` is estimated at an
+    /// average name's 130 rows, and its page walks the primary key through the whole table.
+    @Test("a page of a rare name among evenly spread names uses the name's index", arguments: [SQLDialect.postgres, .sqlite])
+    func rareNameAmongEvenNames(dialect: SQLDialect) async throws {
+        try await Self.withEmployees(dialect) { database, endpoints in
+            try await onThread {
+                try database.withConnection(readOnly: false) {
+                    try $0.executeScript("UPDATE employees SET last_name = 'E' || (emp_no % 150) WHERE last_name <> 'Rare'; ANALYZE employees")
+                }
+            }
+            let plan = try await endpoints.explain(.get, "/employees?lastName=Rare&pageSize=5", database: database)
+            #expect(plan.contains { $0.contains("employees_last_name_idx") }, "\(plan.joined(separator: "\n"))")
+        }
+    }
+
     // MARK: Bytes
 
     /// Every combination of these filter values (nil: not sent).
