@@ -123,7 +123,8 @@ struct ConfigurationTests {
         #expect(table["server.limits.maxStreamsPerAddress"] == "SPOUT_LIMITS_MAX_STREAMS_PER_ADDRESS")
         #expect(table["database.streamReserve"] == "SPOUT_DATABASE_STREAM_RESERVE")
         #expect(table["database.applicationName"] == "SPOUT_DATABASE_APPLICATION_NAME")
-        #expect(table.count == 52)
+        #expect(table["maxDetailDepth"] == "SPOUT_MAX_DETAIL_DEPTH")
+        #expect(table.count == 53)
         #expect(Set(table.values).count == table.count)
     }
 
@@ -152,7 +153,7 @@ struct ConfigurationTests {
             ("database:\n  seed:\n    enabled: yes\n", 3, "'database.seed.enabled' must be true or false, not 'yes'"),
             ("dateFormat: unix\n", 1, "'dateFormat' must be epoch-ms or iso-8601, not 'unix'"),
             ("server: 8080\n", 1, "'server' must be a mapping (key: value lines)"),
-            ("databse:\n  url: x\n", 1, "unknown key 'databse' in the configuration (known keys: server, database, identity, dateFormat, endpoints, sqlDirectory, cursorSecret)"),
+            ("databse:\n  url: x\n", 1, "unknown key 'databse' in the configuration (known keys: server, database, identity, dateFormat, endpoints, sqlDirectory, maxDetailDepth, cursorSecret)"),
             ("server:\n  port: 1\n  port: 2\n", 3, "duplicate key 'port' in the same mapping"),
         ])
     func fileErrors(yaml: String, line: Int, message: String) throws {
