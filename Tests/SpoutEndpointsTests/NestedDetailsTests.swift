@@ -154,6 +154,9 @@ struct NestedDetailsTests {
             let deep = try await service.get("/departments/d005?details=managers&details=managers.titles")
             #expect(deep.header("etag") == nil, "streamed: no body digest")
             #expect(try Self.value(deep.text) != (try Self.value(flat.text)))
+            let documentation = try await service.get("/departments/d005?api")
+            #expect(documentation.text.contains("with an <code>ETag</code> (streamed, without it, when details of details are selected)"))
+            #expect(documentation.text.contains("<li><code>employees.salaries</code>: an array of <code>{salary, fromDate, toDate}</code>"))
         }
     }
 
