@@ -5,13 +5,15 @@ import PackageDescription
 //
 // One module per layer (see docs/ARCHITECTURE.md):
 //   CLibPQ, CSQLite3   system libraries (libpq-dev, libsqlite3-dev)
+//   CZlib, CZstd       system libraries (zlib1g-dev, libzstd-dev): gzip and zstd streams
 //   CEventPoll         Linux epoll and eventfd (glibc), for the PostgreSQL reactor thread
 //   SpoutCore          values, named-parameter SQL, row streams with attach(), encoders, pool
 //   SpoutPostgres      the libpq driver
 //   SpoutSQLite        the libsqlite3 driver
 //   SpoutDrivers       opens a Database for a URL (picks the driver)
 //   SpoutHTTP          HTTP/1.1 on SwiftNIO: routing, arguments, streamed responses, metrics
-//   SpoutEndpoints     endpoints declared in config/ with SQL in sql/, API docs
+//   SpoutEndpoints     endpoints declared in config/ with SQL in sql/, API docs, identity
+//                      (it fetches a JWKS URL through SpoutClient's transport)
 //   SpoutData          the test_db dump loader and the data generator
 //   spout              the executable: serve, load, generate
 //   SpoutClient        the Swift client library: rows decoded as they stream, paging, an
@@ -75,6 +77,9 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        // Compression of streamed bodies in their producer (gzip and zstd; issue #31).
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         .target(name: "SpoutCore"),
         // The reactor's epoll is Linux's; elsewhere the driver runs every statement on the
         // thread pool (see docs/ARCHITECTURE.md).
@@ -88,6 +93,8 @@ let package = Package(
             name: "SpoutHTTP",
             dependencies: [
                 "SpoutCore",
+                "CZlib",
+                "CZstd",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -106,6 +113,9 @@ let package = Package(
             dependencies: [
                 "SpoutCore",
                 "SpoutHTTP",
+                // The keys of a JWKS URL are fetched with the client's transport (HTTPS through
+                // swift-nio-ssl, already built for SpoutClient): one HTTP client in the tree.
+                "SpoutClient",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -35,23 +35,23 @@ extension SpoutClient {
     /// copy answers (``ResponseSource/stale(storedAt:)``). Any other status of 300 or more
     /// throws ``SpoutClientError/server(_:)``.
     func get(_ url: URL, accept: String) async throws -> Exchange {
-        var headers = self.configuration.headers
+        var headers = try await self.headers(renewingToken: false)
         headers[.accept] = accept
         guard let cache = self.cache, let policy = self.configuration.cache else {
-            let response = try await self.performGET(TransportRequest(method: .get, url: url, headers: headers))
+            let response = try await self.performAuthorized(TransportRequest(method: .get, url: url, headers: headers))
             guard (200..<300).contains(response.status) else {
                 throw SpoutClientError.server(await ErrorBodyDecoder.error(from: response))
             }
             return Exchange(url: url, status: response.status, headers: response.headers, body: response.body, source: .network)
         }
 
-        let key = ResponseCache.key(url: url, accept: accept)
+        let key = ResponseCache.key(url: url, accept: accept, identity: CacheIdentity.of(headers))
         let hit = await cache.lookup(key)
         if let etag = hit?.entry.etag { headers[.ifNoneMatch] = etag }
         let allowsStale = policy.staleIfUnavailable
         let response: TransportResponse
         do {
-            response = try await self.performGET(TransportRequest(method: .get, url: url, headers: headers))
+            response = try await self.performAuthorized(TransportRequest(method: .get, url: url, headers: headers))
         } catch let error as SpoutClientError {
             // Unreachable or silent: no answer at all.
             switch error {
@@ -87,6 +87,33 @@ extension SpoutClient {
         }
         hit?.body.close()
         throw SpoutClientError.server(await ErrorBodyDecoder.error(from: response))
+    }
+
+    /// The configured headers with the token provider's `Authorization`, if there is one.
+    func headers(renewingToken renew: Bool) async throws -> HTTPFields {
+        var headers = self.configuration.headers
+        if let provider = self.configuration.tokenProvider {
+            headers[.authorization] = "Bearer " + (try await provider.token(renew))
+        }
+        return headers
+    }
+
+    /// `request` through the transport (a GET through ``performGET(_:)``); a `401` while a
+    /// token provider is configured asks it for a renewed token and sends the request once
+    /// more with it (``SpoutTokenProvider``).
+    func performAuthorized(_ request: TransportRequest) async throws -> TransportResponse {
+        let send = { (request: TransportRequest) async throws -> TransportResponse in
+            request.method == .get ? try await self.performGET(request) : try await self.transport.perform(request)
+        }
+        let response = try await send(request)
+        guard response.status == 401, self.configuration.tokenProvider != nil else { return response }
+        // The refusal's body is small (a JSON error): read to its end so that the connection
+        // goes back to the pool for the second attempt.
+        while try await response.body.nextChunk() != nil {}
+        response.body.close()
+        var renewed = request
+        renewed.headers[.authorization] = try await self.headers(renewingToken: true)[.authorization]
+        return try await send(renewed)
     }
 
     /// A GET through the transport, sent again after a pause while no response arrived at all

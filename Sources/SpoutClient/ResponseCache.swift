@@ -60,9 +60,12 @@ final class ResponseCache: Sendable {
         }
     }
 
-    /// The key of a GET: its URL and what it accepts.
-    static func key(url: URL, accept: String) -> String {
-        "GET \(url.absoluteString) \(accept)"
+    /// The key of a GET: its URL, what it accepts and, when it carries credentials, whose it
+    /// is (``CacheIdentity``).
+    static func key(url: URL, accept: String, identity: String? = nil) -> String {
+        let key = "GET \(url.absoluteString) \(accept)"
+        guard let identity else { return key }
+        return key + " as " + identity
     }
 
     /// The stored body for `key`, opened for reading, or nil.

@@ -80,10 +80,10 @@ public final class SpoutClient: Sendable {
         _ method: HTTPRequest.Method, path: String, query: [URLQueryItem] = [], body: SpoutRequestBody? = nil
     ) async throws -> SpoutReply {
         let url = try RequestTarget.url(base: self.baseURL, path: path, query: query)
-        var headers = self.configuration.headers
+        var headers = try await self.headers(renewingToken: false)
         headers[.accept] = "application/json"
         if let body { headers[.contentType] = body.contentType }
-        let response = try await self.transport.perform(
+        let response = try await self.performAuthorized(
             TransportRequest(method: method, url: url, headers: headers, body: body?.bytes ?? (method == .delete ? nil : [])))
         guard response.status < 400 else { throw SpoutClientError.server(await ErrorBodyDecoder.error(from: response)) }
         let exchange = Exchange(url: url, status: response.status, headers: response.headers, body: response.body, source: .network)

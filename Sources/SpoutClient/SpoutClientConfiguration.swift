@@ -14,6 +14,9 @@ public struct SpoutClientConfiguration: Sendable {
     public var cache: SpoutCacheConfiguration?
     /// When a GET that got no response is sent again (3 attempts by default).
     public var retry: SpoutRetryPolicy
+    /// Where bearer tokens come from; nil sends only ``headers``. Its token replaces an
+    /// `Authorization` field of ``headers``.
+    public var tokenProvider: SpoutTokenProvider?
 
     /// The body format asked for by ``SpoutClient/rows(_:path:query:allPages:)``.
     public enum RowFormat: Sendable {
@@ -33,9 +36,10 @@ public struct SpoutClientConfiguration: Sendable {
     public init(
         dateFormat: SpoutDateFormat = .epochMilliseconds, rowFormat: RowFormat = .jsonArray,
         headers: HTTPFields = [:], cache: SpoutCacheConfiguration? = nil,
-        retry: SpoutRetryPolicy = SpoutRetryPolicy()
+        retry: SpoutRetryPolicy = SpoutRetryPolicy(), tokenProvider: SpoutTokenProvider? = nil
     ) {
         self.retry = retry
+        self.tokenProvider = tokenProvider
         self.dateFormat = dateFormat
         self.rowFormat = rowFormat
         self.headers = headers

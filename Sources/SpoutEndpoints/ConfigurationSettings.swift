@@ -16,6 +16,9 @@ extension SpoutConfiguration {
             /// A list of strings; `check` returns the problem with an entry, or nil. The file
             /// takes a YAML list (or one scalar), the variable a comma-separated list.
             case strings(WritableKeyPath<SpoutConfiguration, [String]>, check: (String) -> String?)
+            /// `identity.apiKeys`: a list of mappings in the file, `SUBJECT:ROLE:VARIABLE`
+            /// entries in the variable.
+            case apiKeys
         }
 
         /// The dotted key in the file: `database.poolSize`.
@@ -86,6 +89,10 @@ extension SpoutConfiguration {
             Setting(path: "database.seed.employees", kind: .integer(\.database.seed.employees, 0...100_000_000)),
             Setting(path: "identity.secretFromEnvironment", kind: .string(\.identity.secretFromEnvironment)),
             Setting(path: "identity.jwksFile", kind: .optionalString(\.identity.jwksFile)),
+            Setting(path: "identity.jwksUrl", kind: .optionalString(\.identity.jwksUrl)),
+            Setting(path: "identity.jwksRefreshSeconds", kind: .integer(\.identity.jwksRefreshSeconds, 1...86_400)),
+            Setting(path: "identity.jwksCooldownSeconds", kind: .integer(\.identity.jwksCooldownSeconds, 0...3_600)),
+            Setting(path: "identity.apiKeys", kind: .apiKeys),
             Setting(path: "identity.algorithms", kind: .strings(\.identity.algorithms, check: Self.algorithmProblem)),
             Setting(path: "identity.leewaySeconds", kind: .integer(\.identity.leewaySeconds, 0...3_600)),
             Setting(path: "identity.issuer", kind: .optionalString(\.identity.issuer)),
@@ -113,6 +120,17 @@ extension SpoutConfiguration {
     static func roleProblem(_ text: String) -> String? {
         if EndpointAuth.isVariableName(text) && text.utf8.count <= 63 { return nil }
         return "'\(text)' is not a role name Spout switches to (letters, digits and underscores, at most 63)"
+    }
+
+    /// Nil when `key` is an `identity.apiKeys` entry Spout can use: a subject, a role name
+    /// Spout switches to (or none), a variable name.
+    static func apiKeyProblem(_ key: Identity.APIKey) -> String? {
+        if key.subject.isEmpty { return "an API key needs a subject" }
+        if !key.role.isEmpty, let problem = self.roleProblem(key.role) { return problem }
+        if !EndpointAuth.isVariableName(key.keyFromEnvironment) {
+            return "'keyFromEnvironment' must name an environment variable (letters, digits and underscores), not '\(key.keyFromEnvironment)'"
+        }
+        return nil
     }
 
     /// Nil when `text` is `*` or an origin as browsers send it (`scheme://host[:port]`, no path).

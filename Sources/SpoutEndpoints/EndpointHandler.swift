@@ -65,7 +65,7 @@ struct EndpointHandler: Sendable {
         if endpoint.tokenPolicy != nil {
             // The response depends on who asks: never stored by a shared cache, and a private
             // cache keys it by the credentials.
-            caching = ["Vary": "Accept, Accept-Encoding, Authorization"]
+            caching = ["Vary": "Accept, Accept-Encoding, Authorization, X-API-Key"]
             caching.add("Cache-Control", endpoint.cache.map { "private, max-age=\($0.maxAge)" } ?? "private")
         } else if let cache = endpoint.cache {
             caching.add("Cache-Control", cache.headerValue)
@@ -102,7 +102,8 @@ struct EndpointHandler: Sendable {
         var request = request
         if let policy = self.endpoint.tokenPolicy {
             let known = try await RequestIdentity.authenticate(
-                authorization: request.headers["Authorization"], policy: policy, verifier: self.identity.verifier,
+                authorization: request.headers["Authorization"], apiKey: request.headers["X-API-Key"], policy: policy,
+                verifier: self.identity.verifier,
                 settings: self.identity.settings)
             known.bind(self.claimNames, into: &request.arguments)
             identity = known

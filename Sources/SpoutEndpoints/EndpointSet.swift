@@ -70,41 +70,6 @@ public struct EndpointSet: Sendable {
         return endpoints
     }
 
-    /// The verifier of `configuration`'s `identity` settings, with the secret from the
-    /// variable they name and the keys of their JWKS file; nil when neither is there.
-    /// - Throws: ``ConfigurationError`` for a secret shorter than 32 bytes or a JWKS file that
-    ///   cannot be read or decoded (never quoting the secret).
-    public static func tokenVerifier(
-        configuration: SpoutConfiguration, environment: [String: String]
-    ) throws(ConfigurationError) -> TokenVerifier? {
-        let identity = configuration.identity
-        let variable = identity.secretFromEnvironment
-        let secret = environment[variable].flatMap { $0.isEmpty ? nil : $0 }
-        if let secret, secret.utf8.count < 32 {
-            throw ConfigurationError(
-                file: "environment",
-                message: "\(variable) holds \(secret.utf8.count) bytes; an HMAC secret for tokens needs at least 32 (48 for HS384, 64 for HS512)")
-        }
-        var jwks: String?
-        if !identity.jwksFile.isEmpty {
-            let path = SpoutConfiguration.resolve(identity.jwksFile, against: configuration.baseDirectory)
-            do {
-                jwks = try String(contentsOfFile: path, encoding: .utf8)
-            } catch {
-                throw ConfigurationError(
-                    file: configuration.file ?? "configuration",
-                    message: "identity.jwksFile: cannot read \(path) (\(SpoutConfiguration.reason(error)))")
-            }
-        }
-        guard secret != nil || jwks != nil else { return nil }
-        do {
-            return try TokenVerifier(identity: identity, secret: secret, jwks: jwks)
-        } catch {
-            throw ConfigurationError(
-                file: configuration.file ?? "configuration", message: "identity.jwksFile: not a JWKS document (\(error))")
-        }
-    }
-
     /// Loads `files`; `sqlFile` paths are relative to `sqlDirectory`, `auth` sections read
     /// their keys from `environment`, details nest at most `maxDetailDepth` levels.
     /// - Throws: ``ConfigurationError`` for the first problem: unknown key or type, invalid

@@ -15,9 +15,9 @@ import SpoutHTTP
 /// `bearerAuth` (`Authorization: Bearer <key>`) and `apiKeyAuth` (`X-API-Key`) as
 /// alternatives, and the 401 and 403 responses; the schemes are declared under
 /// `components.securitySchemes` when at least one endpoint needs a key. Endpoints that take a
-/// verified token (`auth: {token: jwt}`) list the scheme `bearerJWT` (and an empty
-/// requirement too when they allow anonymous callers), with their 401 (`InvalidToken`) and
-/// 403 (`InsufficientRole`) responses.
+/// verified token (`auth: {token: jwt}`) list the scheme `bearerJWT`, `identityApiKey` when API
+/// keys carry identities (and an empty requirement too when they allow anonymous callers),
+/// with their 401 (`InvalidToken`) and 403 (`InsufficientRole`) responses.
 struct OpenAPIDocument {
     let endpoints: EndpointSet
 
@@ -72,7 +72,10 @@ struct OpenAPIDocument {
         ]
         if let summary = endpoint.summary { operation.set("description", .string(summary)) }
         if let policy = endpoint.tokenPolicy {
-            operation.set("security", policy.anonymous ? [[Self.jwtScheme: []], [:]] : [[Self.jwtScheme: []]])
+            var alternatives: [JSONValue] = [[Self.jwtScheme: []]]
+            if self.hasIdentityKeys { alternatives.append([Self.identityKeyScheme: []]) }
+            if policy.anonymous { alternatives.append([:]) }
+            operation.set("security", .array(alternatives))
         }
         if endpoint.requiresAPIKey {
             operation.set("security", [[Self.bearerScheme: []], [Self.apiKeyScheme: []]])
@@ -387,6 +390,14 @@ struct OpenAPIDocument {
                     "description": "A verified bearer token: Authorization: Bearer <JWT>; its claims reach the SQL",
                 ])
         }
+        if tokens && self.hasIdentityKeys {
+            schemes.set(
+                Self.identityKeyScheme,
+                [
+                    "type": "apiKey", "in": "header", "name": "X-API-Key",
+                    "description": "An API key that stands for a subject and role (identity.apiKeys); its claims reach the SQL",
+                ])
+        }
         if protected {
             schemes.set(
                 Self.bearerScheme,
@@ -403,4 +414,9 @@ struct OpenAPIDocument {
     static let apiKeyScheme = "apiKeyAuth"
     /// The name of the security scheme of endpoints that take a verified token.
     static let jwtScheme = "bearerJWT"
+    /// The name of the scheme of API keys that carry an identity, beside ``jwtScheme``.
+    static let identityKeyScheme = "identityApiKey"
+
+    /// Whether API keys carry identities (`identity.apiKeys`).
+    var hasIdentityKeys: Bool { (self.endpoints.tokenVerifier?.apiKeys.count ?? 0) > 0 }
 }

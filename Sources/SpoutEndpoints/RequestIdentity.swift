@@ -46,14 +46,21 @@ public struct RequestIdentity: Sendable, Hashable {
         return ["WWW-Authenticate": value]
     }
 
-    /// The identity of a request with `authorization` (its `Authorization` header) under
-    /// `policy`; throws 401 (no token where one is needed, or one that does not verify) or
-    /// 403 (a role the endpoint or the configuration does not allow).
+    /// The identity of a request with `authorization` and `apiKey` (its `Authorization` and
+    /// `X-API-Key` headers) under `policy`; throws 401 (no credential where one is needed, or
+    /// one that does not verify) or 403 (a role the endpoint or the configuration does not
+    /// allow).
+    ///
+    /// The credential is the bearer token, else the `X-API-Key` value. A bearer credential
+    /// shaped like a JWT (two dots), or any bearer credential when no API key carries an
+    /// identity, is verified as a token; any other credential must be one of the verifier's
+    /// ``IdentityKeys``.
     public static func authenticate(
-        authorization: String?, policy: TokenPolicy, verifier: TokenVerifier?, settings: SpoutConfiguration.Identity
+        authorization: String?, apiKey: String? = nil, policy: TokenPolicy, verifier: TokenVerifier?,
+        settings: SpoutConfiguration.Identity
     ) async throws -> RequestIdentity {
         let anonymousRole = settings.anonymousRole.isEmpty ? nil : settings.anonymousRole
-        guard let token = APIKeySet.credential(authorization: authorization, apiKey: nil) else {
+        guard let credential = APIKeySet.credential(authorization: authorization, apiKey: apiKey) else {
             guard policy.anonymous, policy.roles.isEmpty else {
                 throw HTTPError(
                     status: 401, message: "missing token: send Authorization: Bearer <JWT>", headers: self.challenge(error: nil))
@@ -66,11 +73,21 @@ public struct RequestIdentity: Sendable, Hashable {
                 headers: self.challenge(error: "invalid_token"))
         }
         let claims: TokenClaims
-        switch await verifier.verify(token) {
-        case .success(let verified): claims = verified
-        case .failure(let rejection):
+        let isBearer = APIKeySet.credential(authorization: authorization, apiKey: nil) == credential
+        let isToken = isBearer && (verifier.apiKeys.count == 0 || credential.utf8.count(where: { $0 == UInt8(ascii: ".") }) == 2)
+        if isToken {
+            switch await verifier.verify(credential) {
+            case .success(let verified): claims = verified
+            case .failure(let rejection):
+                throw HTTPError(
+                    status: 401, message: "invalid token: \(rejection.reason)", headers: self.challenge(error: "invalid_token"))
+            }
+        } else if let known = verifier.apiKeys.identity(of: credential) {
+            claims = known
+        } else {
             throw HTTPError(
-                status: 401, message: "invalid token: \(rejection.reason)", headers: self.challenge(error: "invalid_token"))
+                status: 401, message: "invalid credentials: neither a token nor a known API key",
+                headers: self.challenge(error: "invalid_token"))
         }
         var role: String?
         if case .string(let named)? = claims.claims[settings.roleClaim], !named.isEmpty { role = named }

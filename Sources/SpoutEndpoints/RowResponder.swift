@@ -200,7 +200,7 @@ struct RowResponder: Sendable {
         }
         switch answer {
         case .notModified(let headers):
-            self.exchange.sendNotModified(headers)
+            self.exchange.sendNotModified(headers, streamed: true)
         case .streamed(let sink, let result, let at):
             // Reading and encoding interleave on this path: one `db` figure covers both. The
             // connection is back in its pool by now.

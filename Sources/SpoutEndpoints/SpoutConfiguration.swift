@@ -141,6 +141,16 @@ public struct SpoutConfiguration: Sendable, Hashable {
         /// A JWKS file (relative to the configuration file) with the public keys of RS256,
         /// PS256, ES256, ES384 and EdDSA tokens; empty: none.
         public var jwksFile = ""
+        /// A JWKS URL (`https://…/.well-known/jwks.json`) whose keys join the file's, fetched
+        /// at start and again as ``JWKSRefreshPolicy`` says; empty: none.
+        public var jwksUrl = ""
+        /// Seconds the keys of ``jwksUrl`` are used before they are fetched again.
+        public var jwksRefreshSeconds = 300
+        /// The least seconds between two fetches of ``jwksUrl`` (a token with an unknown `kid`
+        /// fetches at once, but at most this often; so does a retry after a failed fetch).
+        public var jwksCooldownSeconds = 10
+        /// API keys that carry an identity (see ``IdentityKeys``).
+        public var apiKeys: [APIKey] = []
         /// The algorithms a token may use; `none` is never accepted.
         public var algorithms = TokenVerifier.supportedAlgorithms
         /// Seconds of clock skew allowed around `exp` and `nbf`.
@@ -161,6 +171,22 @@ public struct SpoutConfiguration: Sendable, Hashable {
         public var anonymousRole = ""
 
         public init() {}
+
+        /// An API key that stands for a subject (and role): `identity.apiKeys`.
+        public struct APIKey: Sendable, Hashable {
+            /// The `sub` claim of requests that present the key.
+            public var subject: String
+            /// The role claim; empty: none (the default role applies, as for a token).
+            public var role: String
+            /// The environment variable holding the key (the key is never in the file).
+            public var keyFromEnvironment: String
+
+            public init(subject: String, role: String = "", keyFromEnvironment: String) {
+                self.subject = subject
+                self.role = role
+                self.keyFromEnvironment = keyFromEnvironment
+            }
+        }
     }
 
     /// Values the executable passes from its command line; they win over file and environment.
@@ -296,6 +322,20 @@ public struct SpoutConfiguration: Sendable, Hashable {
                 list.append(text)
             }
             self[keyPath: keyPath] = list
+        case .apiKeys:
+            var keys: [Identity.APIKey] = []
+            for item in try value.sequence("'identity.apiKeys'") {
+                let fields = try item.mapping("an entry of 'identity.apiKeys'", allowed: ["subject", "role", "keyFromEnvironment"])
+                guard let subject = fields.value("subject"), let variable = fields.value("keyFromEnvironment") else {
+                    throw item.error("an entry of 'identity.apiKeys' needs 'subject' and 'keyFromEnvironment'")
+                }
+                let key = Identity.APIKey(
+                    subject: try subject.nonEmptyString("'subject'"), role: try fields.value("role")?.string("'role'") ?? "",
+                    keyFromEnvironment: try variable.nonEmptyString("'keyFromEnvironment'").trimmedBlanks)
+                if let problem = Self.apiKeyProblem(key) { throw item.error("'identity.apiKeys': \(problem)") }
+                keys.append(key)
+            }
+            self.identity.apiKeys = keys
         case .list:
             let items: [YAMLValue] = value.scalarText != nil ? [value] : try value.sequence("'endpoints'")
             var patterns: [String] = []
@@ -342,6 +382,19 @@ public struct SpoutConfiguration: Sendable, Hashable {
                     if let problem = check(item) { throw fail(problem) }
                 }
                 self[keyPath: keyPath] = items
+            case .apiKeys:
+                // SUBJECT:ROLE:VARIABLE, comma-separated (ROLE may be empty).
+                var keys: [Identity.APIKey] = []
+                for item in text.split(separator: ",").map({ $0.trimmedBlanks }).filter({ !$0.isEmpty }) {
+                    let fields = item.split(separator: ":", omittingEmptySubsequences: false).map { $0.trimmedBlanks }
+                    guard fields.count == 3, !fields[0].isEmpty else {
+                        throw fail("each entry is SUBJECT:ROLE:VARIABLE (ROLE may be empty), not '\(item)'")
+                    }
+                    let key = Identity.APIKey(subject: fields[0], role: fields[1], keyFromEnvironment: fields[2])
+                    if let problem = Self.apiKeyProblem(key) { throw fail(problem) }
+                    keys.append(key)
+                }
+                self.identity.apiKeys = keys
             case .list:
                 let patterns = text.split(separator: ",").map { $0.trimmedBlanks }.filter { !$0.isEmpty }
                 guard !patterns.isEmpty else { throw fail("must list at least one endpoint file") }

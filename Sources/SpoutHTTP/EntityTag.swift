@@ -7,8 +7,10 @@ import Crypto
 /// bytes changes it. A streamed response can only be tagged before it runs, from what an
 /// endpoint's `versionSql` returns: a **weak** tag, a digest of that value and the response's
 /// format. When the compressor encodes a body (gzip, deflate), ``HTTPServer`` appends
-/// ``codingSuffix`` to the tag, so the two representations never share a tag; comparisons
-/// ignore the suffix, as they ignore `W/` (RFC 9110's weak comparison for `If-None-Match`).
+/// ``codingSuffix`` to the tag, and a stream encoded by its producer gets `-zstd` or `-gzip`
+/// (``ResponseExchange/startStream(status:headers:)``), so two representations never share a
+/// tag; comparisons ignore the suffix, as they ignore `W/` (RFC 9110's weak comparison for
+/// `If-None-Match`).
 public struct EntityTag: Sendable, Hashable, CustomStringConvertible {
     /// The tag between its quotes.
     public var opaque: String
@@ -51,7 +53,7 @@ public struct EntityTag: Sendable, Hashable, CustomStringConvertible {
             if tag.hasPrefix("W/") { tag = tag.dropFirst(2) }
             guard tag.count >= 2, tag.hasPrefix("\""), tag.hasSuffix("\"") else { continue }
             var opaque = tag.dropFirst().dropLast()
-            if opaque.hasSuffix(Self.codingSuffix) { opaque = opaque.dropLast(Self.codingSuffix.count) }
+            if let suffix = Self.codingSuffixes.first(where: { opaque.hasSuffix($0) }) { opaque = opaque.dropLast(suffix.count) }
             if opaque == self.opaque { return true }
         }
         return false
@@ -60,9 +62,22 @@ public struct EntityTag: Sendable, Hashable, CustomStringConvertible {
     /// `value` with ``codingSuffix`` added inside its quotes (an `ETag` field of a response the
     /// compressor encodes); unchanged when it is not a quoted tag.
     static func markingCompressed(_ value: String) -> String {
-        guard value.hasSuffix("\""), !value.hasSuffix(Self.codingSuffix + "\"") else { return value }
-        return String(value.dropLast()) + Self.codingSuffix + "\""
+        self.marking(value, suffix: Self.codingSuffix)
     }
+
+    /// `value` marked as the tag of the `coding` representation (`"…-zstd"`, `"…-gzip"`).
+    static func marking(_ value: String, coding: ContentCoding) -> String {
+        self.marking(value, suffix: "-" + coding.rawValue)
+    }
+
+    private static func marking(_ value: String, suffix: String) -> String {
+        guard value.hasSuffix("\""), !Self.codingSuffixes.contains(where: { value.hasSuffix($0 + "\"") }) else { return value }
+        return String(value.dropLast()) + suffix + "\""
+    }
+
+    /// Every suffix a representation's tag may carry: NIO's compressor's and the streamed
+    /// codings'.
+    static let codingSuffixes = [Self.codingSuffix] + ContentCoding.allCases.map { "-" + $0.rawValue }
 
     /// The first 16 bytes of a digest in lower-case hexadecimal.
     private static func hex(_ digest: SHA256.Digest) -> String {

@@ -298,7 +298,8 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                     request: request, timingHeader: self.environment.configuration.timingHeader, logger: self.environment.logger,
                     handler: NIOLoopBound(self, eventLoop: context.eventLoop), hop: self.hop!, number: exchange.number,
                     allocator: context.channel.allocator, chunksInFlight: self.environment.configuration.chunksInFlight,
-                    metrics: self.environment.metrics, streams: self.environment.streams, clientAddress: clientAddress))
+                    metrics: self.environment.metrics, streams: self.environment.streams, clientAddress: clientAddress,
+                    compresses: self.environment.configuration.compression))
             exchange.task = Task(executorPreference: self.hop!.taskExecutor) {
                 await runner.run(route: route, request: request)
             }

@@ -40,6 +40,8 @@ public struct ResponseExchange: Sendable {
     let streams: StreamServices?
     /// The address the request's streams count under (``StreamAdmission/clientAddress(peer:forwardedFor:trustedProxies:)``).
     let clientAddress: String
+    /// Whether responses may be compressed (``ServerConfiguration/compression``).
+    let compresses: Bool
 
     /// The request's `Accept` field, as sent.
     public var acceptHeader: String? { self.request.headers["Accept"] }
@@ -58,9 +60,13 @@ public struct ResponseExchange: Sendable {
     /// Answers 304 Not Modified, keeping of `headers` only what a 304 repeats of the 200 it
     /// stands for (RFC 9110 §15.4.5: `ETag`, `Cache-Control`, `Vary`, `Expires`,
     /// `Content-Location`).
-    public func sendNotModified(_ headers: HeaderFields) {
-        let kept = HeaderFields(headers.filter { Self.notModifiedFields.contains($0.name.lowercased()) }.map { ($0.name, $0.value) })
-        self.onLoop { [number] in $0.sendResponse(number, status: 304, headers: kept, body: [], contentType: nil) }
+    ///
+    /// `streamed`: the 200 would be a stream (``startStream(status:headers:)``), whose `ETag`
+    /// carries the mark of the coding the request negotiates; the 304 repeats that tag.
+    public func sendNotModified(_ headers: HeaderFields, streamed: Bool = false) {
+        var kept = HeaderFields(headers.filter { Self.notModifiedFields.contains($0.name.lowercased()) }.map { ($0.name, $0.value) })
+        if streamed, let coding = self.streamCoding(headers) { Self.mark(&kept, coding: coding) }
+        self.onLoop { [number, kept] in $0.sendResponse(number, status: 304, headers: kept, body: [], contentType: nil) }
     }
 
     private static let notModifiedFields: Set<String> = ["etag", "cache-control", "vary", "expires", "content-location"]
@@ -71,18 +77,55 @@ public struct ResponseExchange: Sendable {
     /// (`status`, `headers`, chunked) is sent with the first chunk the sink writes; a body
     /// that ends before any chunk is sent whole instead (see ``finishStream(_:result:timing:trailers:)``).
     /// When the client goes away, the sink closes and runs its close handler.
+    ///
+    /// The body is compressed by the sink, on the producer's thread, with the best coding the
+    /// request accepts (``ContentCoding/negotiate(_:)``; not for HEAD): the head then says
+    /// `Content-Encoding`, `Vary` names `Accept-Encoding`, and an `ETag` is marked with the
+    /// coding, so each representation has its own tag.
     public func startStream(status: Int, headers: HeaderFields) -> StreamingResponseSink {
         let handler = self.handler
         let number = self.number
+        var headers = headers
+        var encoder: (any StreamEncoder)?
+        if let coding = self.streamCoding(headers) {
+            do {
+                encoder = try coding.makeEncoder()
+                headers.replaceOrAdd("Content-Encoding", coding.rawValue)
+                Self.mark(&headers, coding: coding)
+            } catch {
+                self.logger.warning(
+                    "cannot start \(coding.rawValue) compression; the stream goes uncompressed",
+                    metadata: ["request.id": "\(self.request.id)", "reason": "\(error)"])
+            }
+        }
         let sink = StreamingResponseSink(
             allocator: self.allocator, hop: self.hop, maximumChunksInFlight: self.chunksInFlight, spool: self.streams?.spool,
-            requestID: self.request.id
+            requestID: self.request.id, encoder: encoder
         ) { chunk, isFirst in
             handler.value.streamChunk(number, chunk, isFirst: isFirst)
         }
         self.metrics?.streamsInFlight.increment()
-        self.onLoop { [number] in $0.attachSink(number, sink: sink, status: status, headers: headers) }
+        self.onLoop { [number, headers] in $0.attachSink(number, sink: sink, status: status, headers: headers) }
         return sink
+    }
+
+    /// The coding a stream of this request with `headers` is sent in: none for HEAD, with
+    /// compression off, or when the producer encoded the body itself.
+    private func streamCoding(_ headers: HeaderFields) -> ContentCoding? {
+        guard self.compresses, self.request.method != .head, headers["Content-Encoding"] == nil else { return nil }
+        return ContentCoding.negotiate(self.request.headers["Accept-Encoding"])
+    }
+
+    /// Marks `headers` as those of the `coding` representation: its `ETag`, `Vary:
+    /// Accept-Encoding`, and the marker that keeps NIO's compressor off (the body, if any, is
+    /// encoded already).
+    private static func mark(_ headers: inout HeaderFields, coding: ContentCoding) {
+        if let tag = headers["ETag"] { headers.replaceOrAdd("ETag", EntityTag.marking(tag, coding: coding)) }
+        let vary = headers["Vary"] ?? ""
+        if !vary.lowercased().contains("accept-encoding") {
+            headers.replaceOrAdd("Vary", vary.isEmpty ? "Accept-Encoding" : vary + ", Accept-Encoding")
+        }
+        headers.replaceOrAdd(HTTPConnectionHandler.identityMarker, "1")
     }
 
     /// Ends the stream `sink` belongs to: with the rest of the body and `trailers` on success

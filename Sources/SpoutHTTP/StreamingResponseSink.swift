@@ -57,6 +57,9 @@ public final class StreamingResponseSink: ByteSink, @unchecked Sendable {
     private let deliverChunk: ChunkHandler
     private let spool: SpoolService?
     private let requestID: String
+    /// Compresses what the producer writes, on the producer's thread, before anything else
+    /// sees it (``ContentCoding``); nil for an identity body. Touched by the producer only.
+    private let encoder: (any StreamEncoder)?
 
     // Guarded by `lock`.
     private var isWritable = true
@@ -93,8 +96,9 @@ public final class StreamingResponseSink: ByteSink, @unchecked Sendable {
 
     init(
         allocator: ByteBufferAllocator, hop: LoopHop, maximumChunksInFlight: Int = 2, spool: SpoolService? = nil,
-        requestID: String = "-", deliverChunk: @escaping ChunkHandler
+        requestID: String = "-", encoder: (any StreamEncoder)? = nil, deliverChunk: @escaping ChunkHandler
     ) {
+        self.encoder = encoder
         self.allocator = allocator
         self.hop = hop
         self.maximumChunksInFlight = max(1, maximumChunksInFlight)
@@ -106,6 +110,8 @@ public final class StreamingResponseSink: ByteSink, @unchecked Sendable {
     // MARK: Producer side
 
     public func write(_ chunk: [UInt8]) throws {
+        guard !chunk.isEmpty else { return }
+        let chunk = try self.encoder?.encode(chunk) ?? chunk
         guard !chunk.isEmpty else { return }
         self.lock.lock()
         while true {
@@ -260,6 +266,7 @@ public final class StreamingResponseSink: ByteSink, @unchecked Sendable {
     }
 
     public func finish(_ last: [UInt8]) throws {
+        let last = try self.encoder?.finish(last) ?? last
         try self.withLock {
             if self.isClosed { throw ChannelClosed() }
             self.byteCount += last.count

@@ -70,8 +70,14 @@ struct Serve: AsyncParsableCommand {
 
         if endpoints.tokenVerifier == nil && endpoints.endpoints.contains(where: { $0.tokenPolicy != nil }) {
             logger.notice(
-                "no key verifies tokens: endpoints with 'auth: {token: jwt}' refuse every token (401); set \(settings.identity.secretFromEnvironment) or identity.jwksFile"
+                "no key verifies tokens: endpoints with 'auth: {token: jwt}' refuse every token (401); set \(settings.identity.secretFromEnvironment), identity.jwksFile, identity.jwksUrl or identity.apiKeys"
             )
+        }
+        if let verifier = endpoints.tokenVerifier, verifier.hasKeyURL {
+            // Fetched before the first request, so that it does not wait; a failure is logged
+            // and retried on use (every identity.jwksCooldownSeconds at most).
+            let count = await verifier.publicKeys.refreshNow()
+            logger.info("identity.jwksUrl: \(count) keys held", metadata: ["keys": "\(count)"])
         }
 
         let url = settings.database.url

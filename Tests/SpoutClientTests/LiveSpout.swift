@@ -48,15 +48,21 @@ final class LiveSpout: @unchecked Sendable {
     /// The secret the server verifies tokens with (the pets' writes need one).
     static let tokenSecret = "client-tests-secret-0123456789abcdef0123"
 
-    /// `Authorization: Bearer <token>` for subject `sub`, made by `spout token` (SpoutClient
-    /// has no token provider yet: the header is configured).
+    /// `Authorization: Bearer <token>` for subject `sub` (``token(sub:arguments:)``), for a
+    /// client configured with the header itself.
     static func authorization(sub: String) async throws -> HTTPFields {
+        [.authorization: "Bearer " + (try await Self.token(sub: sub))]
+    }
+
+    /// A token for subject `sub`, made by `spout token` with the server's secret (and its
+    /// further `arguments`, such as `--expires-in`).
+    static func token(sub: String, arguments: [String] = []) async throws -> String {
         let result = try await ChildProcess.run(
-            executable: try ChildProcess.spoutExecutable(), arguments: ["token", "--sub", sub],
+            executable: try ChildProcess.spoutExecutable(), arguments: ["token", "--sub", sub] + arguments,
             environment: ["SPOUT_JWT_SECRET": Self.tokenSecret, "PATH": "/usr/bin:/bin"])
         struct TokenFailure: Error { var message: String }
         guard result.status == 0 else { throw TokenFailure(message: "spout token failed: \(result.standardError)") }
-        return [.authorization: "Bearer " + result.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)]
+        return result.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Runs `body` with a started server and stops the server afterwards, also when `body`

@@ -84,6 +84,7 @@ import Testing
         case .dateFormat: return defaults.dateFormat.rawValue
         case .list: return "[" + defaults.endpoints.joined(separator: ", ") + "]"
         case .strings(let keyPath, _): return "[" + defaults[keyPath: keyPath].joined(separator: ", ") + "]"
+        case .apiKeys: return "[]"
         }
     }
 

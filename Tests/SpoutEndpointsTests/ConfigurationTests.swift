@@ -124,7 +124,9 @@ struct ConfigurationTests {
         #expect(table["database.streamReserve"] == "SPOUT_DATABASE_STREAM_RESERVE")
         #expect(table["database.applicationName"] == "SPOUT_DATABASE_APPLICATION_NAME")
         #expect(table["maxDetailDepth"] == "SPOUT_MAX_DETAIL_DEPTH")
-        #expect(table.count == 53)
+        #expect(table["identity.jwksUrl"] == "SPOUT_IDENTITY_JWKS_URL")
+        #expect(table["identity.apiKeys"] == "SPOUT_IDENTITY_API_KEYS")
+        #expect(table.count == 57)
         #expect(Set(table.values).count == table.count)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import JWTKit
 import SpoutCore
 import SpoutData
 import SpoutEndpoints
@@ -16,11 +17,11 @@ struct IdentityAPITests {
     /// `identity`.
     static func withService(
         _ endpoints: EndpointSet, database: Database, identity: SpoutConfiguration.Identity = .init(),
-        _ body: (TestService) async throws -> Void
+        verifier: TokenVerifier? = nil, _ body: (TestService) async throws -> Void
     ) async throws {
         var endpoints = endpoints
         endpoints.identity = identity
-        endpoints.tokenVerifier = try Self.fixtures.get().verifier(identity)
+        endpoints.tokenVerifier = try verifier ?? Self.fixtures.get().verifier(identity)
         let service = try await TestService.start(endpoints, database: database)
         do {
             try await body(service)
@@ -32,10 +33,12 @@ struct IdentityAPITests {
     }
 
     static func send(
-        _ service: TestService, _ method: String, _ path: String, token: String?, form: [(String, String)] = []
+        _ service: TestService, _ method: String, _ path: String, token: String?, apiKey: String? = nil,
+        form: [(String, String)] = []
     ) async throws -> HTTPTestResponse {
         var headers: [(String, String)] = [("Content-Type", "application/x-www-form-urlencoded")]
         if let token { headers.append(("Authorization", "Bearer \(token)")) }
+        if let apiKey { headers.append(("X-API-Key", apiKey)) }
         let body = form.map { "\(HTTPTestClient.formEncode($0.0))=\(HTTPTestClient.formEncode($0.1))" }.joined(separator: "&")
         return try await HTTPTestClient.send(port: service.port, method: method, path: path, headers: headers, body: Array(body.utf8))
     }
@@ -47,14 +50,16 @@ struct IdentityAPITests {
     // MARK: Pets
 
     /// The shipped endpoints on a pet table that Spout reaches as an ordinary role.
-    static func withPets(_ backend: Backend, _ body: (TestService, Database) async throws -> Void) async throws {
+    static func withPets(
+        _ backend: Backend, verifier: TokenVerifier? = nil, _ body: (TestService, Database) async throws -> Void
+    ) async throws {
         let store = try IdentityDatabase.make(backend) { connection in
             try PetsLoader(sqlDirectory: Repository.sqlDirectory).load(into: connection)
         }
         defer { store.drop() }
         let database = try store.open()
         defer { database.close() }
-        try await Self.withService(try Repository.shippedEndpoints(), database: database) { service in
+        try await Self.withService(try Repository.shippedEndpoints(), database: database, verifier: verifier) { service in
             try await body(service, database)
         }
     }
@@ -100,19 +105,27 @@ struct IdentityAPITests {
         }
     }
 
-    @Test("bad tokens are 401 invalid_token, say why without the token, and run no SQL", arguments: PetsAPITests.backends)
+    @Test("forged, expired, wrong-aud, alg none, HS/RS-confused and truncated tokens are 401 invalid_token, say why without the token, and run no SQL", arguments: PetsAPITests.backends)
     func badTokens(_ backend: Backend) async throws {
         let fixtures = try Self.fixtures.get()
         let now = Int64(Date().timeIntervalSince1970)
         let good = try await Self.token("Diane")
         let parts = good.split(separator: ".").map(String.init)
+        // HS256 signed with the RSA public key, which an attacker knows (HS/RS confusion).
+        let confusedKeys = JWTKeyCollection()
+        await confusedKeys.add(hmac: HMACKey(from: fixtures.rsaBacking.publicKey.pemRepresentation), digestAlgorithm: .sha256)
+        let confused = try await confusedKeys.sign(TokenClaims(TokenFixtures.claims(sub: "Diane")), kid: JWKIdentifier(string: "rs"))
         let bad: [(String, String)] = [
             (TokenFixtures.raw(header: #"{"alg":"none"}"#, payload: #"{"sub":"Diane"}"#, signature: ""), "unsigned tokens (alg none) are not accepted"),
-            (parts[0] + "." + Data(#"{"sub":"Gwen"}"#.utf8).base64URL + "." + parts[2], "bad signature"),
-            (try await fixtures.sign(["sub": "Diane", "exp": .integer(now - 3600)]), "expired token"),
+            (parts[0] + "." + Data(#"{"sub":"Gwen","aud":"spout-tests"}"#.utf8).base64URL + "." + parts[2], "bad signature"),
+            (try await fixtures.sign(["sub": "Diane", "aud": "spout-tests", "exp": .integer(now - 3600)]), "expired token"),
+            (try await fixtures.sign(["sub": "Diane", "aud": "another-service"], algorithm: "ES256"), "wrong audience (aud)"),
+            (confused, "bad signature"),
             (parts[0] + "." + parts[1], "malformed token: a JWT is three base64url parts separated by dots"),
         ]
-        try await Self.withPets(backend) { service, database in
+        var identity = SpoutConfiguration.Identity()
+        identity.audience = "spout-tests"
+        try await Self.withPets(backend, verifier: try fixtures.verifier(identity)) { service, database in
             for (token, reason) in bad {
                 let statements = database.statistics.statementCount
                 let response = try await Self.send(service, "DELETE", "/pets/Bowser", token: token)
@@ -124,6 +137,92 @@ struct IdentityAPITests {
             }
             #expect(try await service.get("/pets/Bowser").status == 200)
         }
+    }
+
+    // MARK: API keys as identities
+
+    @Test("an API key stands for its subject: it writes as that owner, by X-API-Key or as a bearer; an unknown key is 401", arguments: PetsAPITests.backends)
+    func apiKeyIdentities(_ backend: Backend) async throws {
+        var configuration = SpoutConfiguration()
+        configuration.identity.apiKeys = [
+            .init(subject: "Gwen", keyFromEnvironment: "TEST_KEY_GWEN"), .init(subject: "Benny", keyFromEnvironment: "TEST_KEY_BENNY"),
+        ]
+        let (gwen, benny) = ("gwen-key-0123456789", "benny-key-9876543210")
+        let verifier = try EndpointSet.tokenVerifier(
+            configuration: configuration,
+            environment: ["TEST_KEY_GWEN": gwen, "TEST_KEY_BENNY": benny, "SPOUT_JWT_SECRET": TokenFixtures.secret])
+        try await Self.withPets(backend, verifier: verifier) { service, database in
+            let before = try await PetsAPITests.table(database)
+            let created = try await Self.send(service, "POST", "/pets", token: nil, apiKey: gwen, form: [("name", "Keyed"), ("species", "cat")])
+            #expect(created.status == 201, "\(created.text)")
+            #expect(created.text == #"{"name":"Keyed","owner":"Gwen","species":"cat","sex":null,"birth":null,"death":null}"#)
+            #expect(created.header("vary") == "Accept, Accept-Encoding, Authorization, X-API-Key")
+
+            // Benny's key is Benny: Gwen's pet is not his to change or delete.
+            #expect(try await Self.send(service, "POST", "/pets/Keyed", token: benny, form: [("sex", "f")]).status == 404)
+            #expect(try await Self.send(service, "DELETE", "/pets/Keyed", token: nil, apiKey: benny).status == 404)
+
+            // A key that is no one's, as a bearer or X-API-Key: 401 before any SQL.
+            for (token, apiKey) in [("not-a-key", nil), (nil, "gwen-key-012345678"), (nil, gwen + " ")] as [(String?, String?)] {
+                let statements = database.statistics.statementCount
+                let refused = try await Self.send(service, "DELETE", "/pets/Keyed", token: token, apiKey: apiKey)
+                if apiKey == gwen + " " {
+                    // Blanks around a header value are not part of it: that is Gwen's key.
+                    #expect(refused.status == 204)
+                    continue
+                }
+                #expect(refused.status == 401)
+                #expect(refused.text == #"{"error":"invalid credentials: neither a token nor a known API key"}"#)
+                #expect(refused.header("www-authenticate") == #"Bearer realm="spout", error="invalid_token""#)
+                #expect(database.statistics.statementCount == statements)
+            }
+            // Tokens keep working beside the keys.
+            #expect(try await Self.send(service, "DELETE", "/pets/Keyed", token: try await Self.token("Gwen")).status == 404)
+            #expect(try await PetsAPITests.table(database) == before)
+        }
+    }
+
+    @Test("identity.apiKeys: parsed from the file and the variable; unusable entries stop the start without quoting a key")
+    func apiKeySettings() throws {
+        let file = try SpoutConfiguration.parse(
+            """
+            identity:
+              apiKeys:
+                - {subject: reports, role: reporter, keyFromEnvironment: KEY_REPORTS}
+                - subject: gwen
+                  keyFromEnvironment: KEY_GWEN
+            """, file: "spout.yaml")
+        #expect(file.identity.apiKeys == [
+            .init(subject: "reports", role: "reporter", keyFromEnvironment: "KEY_REPORTS"), .init(subject: "gwen", keyFromEnvironment: "KEY_GWEN"),
+        ])
+        var variable = SpoutConfiguration()
+        try variable.applyEnvironment(["SPOUT_IDENTITY_API_KEYS": "reports:reporter:KEY_REPORTS, gwen::KEY_GWEN"])
+        #expect(variable.identity.apiKeys == file.identity.apiKeys)
+        #expect(throws: ConfigurationError.self) { try variable.applyEnvironment(["SPOUT_IDENTITY_API_KEYS": "reports:KEY_REPORTS"]) }
+        #expect(throws: ConfigurationError.self) {
+            _ = try SpoutConfiguration.parse("identity:\n  apiKeys:\n    - {subject: x, role: 'no role', keyFromEnvironment: K}\n", file: "spout.yaml")
+        }
+
+        let secret = "s3cr3t-key-value"
+        let cases: [([String: String], String)] = [
+            ([:], "KEY_REPORTS, the API key of subject 'reports' (identity.apiKeys), is not set"),
+            (["KEY_REPORTS": " "], "KEY_REPORTS, the API key of subject 'reports' (identity.apiKeys), is empty"),
+            (["KEY_REPORTS": "a.b.c"], "holds a value shaped like a JWT"),
+            (["KEY_REPORTS": secret, "KEY_GWEN": secret], "KEY_GWEN, the API key of subject 'gwen' (identity.apiKeys), holds the key of another"),
+        ]
+        for (environment, message) in cases {
+            #expect {
+                _ = try EndpointSet.tokenVerifier(configuration: file, environment: environment)
+            } throws: { error in
+                let text = String(describing: error)
+                return text.contains(message) && !text.contains(secret)
+            }
+        }
+        let verifier = try #require(try EndpointSet.tokenVerifier(configuration: file, environment: ["KEY_REPORTS": "r-key", "KEY_GWEN": "g-key"]))
+        #expect(verifier.apiKeys.identity(of: "r-key")?.claims == ["sub": "reports", "role": "reporter"])
+        #expect(verifier.apiKeys.identity(of: "g-key")?.claims == ["sub": "gwen"])
+        #expect(verifier.apiKeys.identity(of: "r-ke") == nil)
+        #expect(!String(describing: verifier.apiKeys).contains("r-key") && !String(reflecting: verifier.apiKeys).contains("r-key"))
     }
 
     // MARK: Claims as parameters

@@ -131,8 +131,24 @@ struct OpenAPITests {
         #expect((paths["/pets"]?["get"] as? [String: Any])?["security"] == nil)
         let schemes = try #require((document["components"] as? [String: Any])?["securitySchemes"] as? [String: Any])
         #expect((schemes["bearerJWT"] as? [String: Any])?["bearerFormat"] as? String == "JWT")
+        #expect(schemes["identityApiKey"] == nil)
         let components = try #require(document["components"] as? [String: Any])
         let error = try #require((components["schemas"] as? [String: Any])?["Error"] as? [String: Any])
         #expect(error["required"] as? [String] == ["error"])
+    }
+
+    @Test("with API keys that carry identities, token-covered operations offer them as an alternative")
+    func identityKeysInTheDocument() throws {
+        var endpoints = try Repository.shippedEndpoints()
+        var configuration = SpoutConfiguration()
+        configuration.identity.apiKeys = [.init(subject: "reports", keyFromEnvironment: "K")]
+        endpoints.tokenVerifier = try EndpointSet.tokenVerifier(configuration: configuration, environment: ["K": "a-key"])
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(endpoints.openAPIDocument())) as? [String: Any])
+        let paths = try #require(document["paths"] as? [String: [String: Any]])
+        let delete = try #require(paths["/pets/{name}"]?["delete"] as? [String: Any])
+        #expect((delete["security"] as? [[String: [String]]]) == [["bearerJWT": []], ["identityApiKey": []]])
+        let schemes = try #require((document["components"] as? [String: Any])?["securitySchemes"] as? [String: Any])
+        let scheme = try #require(schemes["identityApiKey"] as? [String: Any])
+        #expect(scheme["in"] as? String == "header" && scheme["name"] as? String == "X-API-Key")
     }
 }

@@ -261,6 +261,18 @@ struct PagesAndCachesTests {
                 #expect(
                     try await get("/employees?pageSize=2", [("Accept-Encoding", "gzip"), ("If-None-Match", gzipped.header("etag")!)]).status
                         == 304)
+
+                // A versioned stream compressed by its producer: one tag per coding, each
+                // confirmed by a 304 (weak comparison ignores the mark).
+                let plainPets = try await get("/pets")
+                let plainTag = try #require(plainPets.header("etag"))
+                for coding in ["zstd", "gzip"] {
+                    let encoded = try await get("/pets", [("Accept-Encoding", coding)])
+                    #expect(encoded.header("content-encoding") == coding)
+                    #expect(encoded.header("etag") == String(plainTag.dropLast()) + "-\(coding)\"")
+                    let revalidated = try await get("/pets", [("Accept-Encoding", coding), ("If-None-Match", encoded.header("etag")!)])
+                    #expect(revalidated.status == 304 && revalidated.header("etag") == encoded.header("etag"))
+                }
             }
         }
     }

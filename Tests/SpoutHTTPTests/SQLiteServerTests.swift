@@ -231,6 +231,41 @@ struct SQLiteServerTests {
         }
     }
 
+    @Test("streams are compressed by their producer with the best coding the client accepts; bytes decode to the plain body")
+    func streamedCodings() async throws {
+        try await self.withServer { fixture in
+            let plain = try await TestHTTPClient.get(port: fixture.port, "/big?count=20000")
+            #expect(plain.header("Content-Encoding") == nil)
+            let cases: [(String, String?)] = [
+                ("zstd", "zstd"), ("gzip", "gzip"), ("gzip, zstd", "zstd"), ("gzip;q=1, zstd;q=0.5", "gzip"), ("x-gzip", "gzip"),
+                ("*", "zstd"), ("zstd;q=0, *;q=0.3", "gzip"), ("br", nil), ("identity", nil), ("gzip;q=0, zstd;q=0", nil),
+            ]
+            for (accept, coding) in cases {
+                let response = try await TestHTTPClient.get(port: fixture.port, "/big?count=20000", headers: [("Accept-Encoding", accept)])
+                #expect(response.status == 200 && response.isComplete, "\(accept)")
+                #expect(response.header("Content-Encoding") == coding, "\(accept)")
+                switch coding {
+                case "zstd"?: #expect(try unzstd(response.body) == plain.body, "\(accept)")
+                case "gzip"?: #expect(try gunzip(response.body) == plain.body, "\(accept)")
+                default: #expect(response.body == plain.body, "\(accept)")
+                }
+                if coding != nil {
+                    #expect(response.body.count < plain.body.count / 3, "\(accept): \(response.body.count) of \(plain.body.count)")
+                    #expect(response.header("Vary")?.contains("Accept-Encoding") == true)
+                }
+            }
+            // A stream that ends before its first chunk goes out whole, encoded all the same.
+            for (accept, decode) in [("zstd", unzstd), ("gzip", gunzip)] as [(String, ([UInt8]) throws -> [UInt8])] {
+                let small = try await TestHTTPClient.get(port: fixture.port, "/big?count=1", headers: [("Accept-Encoding", accept)])
+                #expect(small.header("Content-Encoding") == accept && small.header("Content-Length") != nil)
+                #expect(try decode(small.body) == Array(#"[{"id":1,"name":"employee-1"}]"#.utf8))
+            }
+            // HEAD says nothing of a coding it does not send.
+            let head = try await TestHTTPClient.get(port: fixture.port, "/big?count=20000", method: "HEAD", headers: [("Accept-Encoding", "zstd")])
+            #expect(head.status == 200 && head.header("Content-Encoding") == nil)
+        }
+    }
+
     @Test func keepAliveAndPipelining() async throws {
         try await self.withServer { fixture in
             let client = try await TestHTTPClient.connect(port: fixture.port)

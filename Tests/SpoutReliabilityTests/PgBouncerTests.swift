@@ -239,8 +239,8 @@ struct PgBouncerTests {
 }
 
 extension ThrowawayPostgres {
-    /// A URL for `database` on this cluster, straight over TCP.
-    func url(database: String) -> String {
-        "postgresql://spout@127.0.0.1:\(self.port)/\(database)"
+    /// A URL for `database` on this cluster, straight over TCP, as `user`.
+    func url(database: String, user: String = "spout") -> String {
+        "postgresql://\(user)@127.0.0.1:\(self.port)/\(database)"
     }
 }

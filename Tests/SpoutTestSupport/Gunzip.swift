@@ -1,23 +1,35 @@
 import Foundation
 
-/// gzip could not decompress the data.
+/// A real decompressor could not decompress the data.
 public struct GunzipFailure: Error, CustomStringConvertible {
-    public var description: String { "gzip -dc failed" }
+    public var tool: String = "gzip"
+    public var description: String { "\(self.tool) -dc failed" }
 }
 
 /// Decompresses gzip data with `/usr/bin/gzip -dc` (a real gzip, not the code under test).
 public func gunzip(_ data: [UInt8]) throws -> [UInt8] {
-    let file = FileManager.default.temporaryDirectory.appendingPathComponent("spout-gz-\(UUID().uuidString).gz")
+    try decompress(data, tool: "/usr/bin/gzip")
+}
+
+/// Decompresses zstd data with `/usr/bin/zstd -dc` (Debian's `zstd`, which `scripts/test`
+/// installs).
+public func unzstd(_ data: [UInt8]) throws -> [UInt8] {
+    try decompress(data, tool: "/usr/bin/zstd")
+}
+
+private func decompress(_ data: [UInt8], tool: String) throws -> [UInt8] {
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("spout-compressed-\(UUID().uuidString)")
     try Data(data).write(to: file)
     defer { try? FileManager.default.removeItem(at: file) }
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/gzip")
+    process.executableURL = URL(fileURLWithPath: tool)
     process.arguments = ["-dc", file.path]
     let output = Pipe()
     process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
     try process.run()
     let bytes = output.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    guard process.terminationStatus == 0 else { throw GunzipFailure() }
+    guard process.terminationStatus == 0 else { throw GunzipFailure(tool: tool) }
     return Array(bytes)
 }

@@ -7,11 +7,14 @@ import SpoutEndpoints
 enum TestTokens {
     static let secret = "reliability-tests-secret-0123456789abcdef"
 
-    /// `Authorization: Bearer <token>` for subject `sub`, valid for an hour.
-    static func authorization(sub: String) async throws -> (String, String) {
+    /// `Authorization: Bearer <token>` for subject `sub` (and `role`, when given), valid for an
+    /// hour.
+    static func authorization(sub: String, role: String? = nil) async throws -> (String, String) {
         let verifier = try TokenVerifier(identity: .init(), secret: Self.secret, jwks: nil)
         let now = Int64(Date().timeIntervalSince1970)
-        let token = try await verifier.signWithSecret(TokenClaims(["sub": .string(sub), "exp": .integer(now + 3600)]))
+        var claims: [String: ClaimValue] = ["sub": .string(sub), "exp": .integer(now + 3600)]
+        if let role { claims["role"] = .string(role) }
+        let token = try await verifier.signWithSecret(TokenClaims(claims))
         return ("Authorization", "Bearer \(token ?? "")")
     }
 }

@@ -32,8 +32,8 @@ final class ThrowawayPgBouncer: Sendable {
 
     /// Starts PgBouncer on a free loopback port in front of `cluster`, with at most
     /// `serverConnections` server connections per database and user, and waits until it accepts
-    /// connections.
-    static func start(in front: ThrowawayPostgres, serverConnections: Int) throws -> ThrowawayPgBouncer {
+    /// connections. It lets in the cluster's `spout` and the `users` given (trust: no password).
+    static func start(in front: ThrowawayPostgres, serverConnections: Int, users: [String] = []) throws -> ThrowawayPgBouncer {
         guard FileManager.default.isExecutableFile(atPath: self.executable) else {
             throw RawSocket.Failure(description: "PgBouncer not found at \(self.executable): apt-get install pgbouncer")
         }
@@ -58,7 +58,8 @@ final class ThrowawayPgBouncer: Sendable {
 
             """
         try configuration.write(toFile: directory + "/pgbouncer.ini", atomically: true, encoding: .utf8)
-        try "\"spout\" \"\"\n".write(toFile: directory + "/userlist.txt", atomically: true, encoding: .utf8)
+        let userlist = (["spout"] + users).map { "\"\($0)\" \"\"\n" }.joined()
+        try userlist.write(toFile: directory + "/userlist.txt", atomically: true, encoding: .utf8)
         var command = [self.executable, "-d", directory + "/pgbouncer.ini"]
         if getuid() == 0 {
             _ = try ChildProcess.run(executable: "/bin/chown", arguments: ["-R", "postgres", directory])
@@ -81,9 +82,9 @@ final class ThrowawayPgBouncer: Sendable {
         return bouncer
     }
 
-    /// A URL for `database` through PgBouncer.
-    func url(database: String) -> String {
-        "postgresql://spout@127.0.0.1:\(self.port)/\(database)"
+    /// A URL for `database` through PgBouncer, as `user`.
+    func url(database: String, user: String = "spout") -> String {
+        "postgresql://\(user)@127.0.0.1:\(self.port)/\(database)"
     }
 
     var log: String {

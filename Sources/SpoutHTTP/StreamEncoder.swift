@@ -1,0 +1,124 @@
+import CZlib
+import CZstd
+
+/// Compresses one streamed body as its producer writes it.
+///
+/// Contract: one producer thread calls ``encode(_:)`` for each chunk and ``finish(_:)`` once;
+/// each returns the compressed bytes that are complete so far. Every `encode` flushes, so what
+/// the client has received always decodes to everything written before it: compression never
+/// holds rows back (a row the database sent reaches the client as it does uncompressed).
+protocol StreamEncoder: AnyObject {
+    func encode(_ bytes: [UInt8]) throws -> [UInt8]
+    /// The last bytes and the coding's end (gzip's trailer, zstd's last block).
+    func finish(_ bytes: [UInt8]) throws -> [UInt8]
+}
+
+/// Why an encoder failed (a library error; the stream is then cut short).
+struct StreamEncoderFailure: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// gzip through zlib's `deflate`. Not `Sendable`: an encoder belongs to one stream's producer.
+final class GzipStreamEncoder: StreamEncoder {
+    /// zlib keeps a pointer back to the `z_stream` and checks it on every call: the stream
+    /// lives at one address for the encoder's life.
+    private let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
+    private var output = [UInt8](repeating: 0, count: 64 * 1024)
+
+    init(level: Int32) throws {
+        self.stream.initialize(to: z_stream())
+        let status = spout_deflate_init_gzip(self.stream, level, 8)
+        guard status == Z_OK else {
+            self.stream.deallocate()
+            throw StreamEncoderFailure(description: "deflateInit2 failed (\(status))")
+        }
+    }
+
+    deinit {
+        deflateEnd(self.stream)
+        self.stream.deallocate()
+    }
+
+    func encode(_ bytes: [UInt8]) throws -> [UInt8] {
+        try self.deflate(bytes, flush: Z_SYNC_FLUSH)
+    }
+
+    func finish(_ bytes: [UInt8]) throws -> [UInt8] {
+        try self.deflate(bytes, flush: Z_FINISH)
+    }
+
+    private func deflate(_ bytes: [UInt8], flush: Int32) throws -> [UInt8] {
+        var result: [UInt8] = []
+        var input = bytes
+        try input.withUnsafeMutableBufferPointer { input in
+            self.stream.pointee.next_in = input.baseAddress
+            self.stream.pointee.avail_in = UInt32(input.count)
+            while true {
+                let (status, produced, full) = self.output.withUnsafeMutableBufferPointer { output in
+                    self.stream.pointee.next_out = output.baseAddress
+                    self.stream.pointee.avail_out = UInt32(output.count)
+                    let status = CZlib.deflate(self.stream, flush)
+                    return (status, output.count - Int(self.stream.pointee.avail_out), self.stream.pointee.avail_out == 0)
+                }
+                guard status == Z_OK || status == Z_STREAM_END || status == Z_BUF_ERROR else {
+                    throw StreamEncoderFailure(description: "deflate failed (\(status))")
+                }
+                result.append(contentsOf: self.output[0..<produced])
+                // Done once zlib had room to spare (all input taken, flushed), or, finishing,
+                // once it says the stream ended.
+                if flush == Z_FINISH ? status == Z_STREAM_END : !full { break }
+            }
+        }
+        self.stream.pointee.next_in = nil
+        return result
+    }
+}
+
+/// zstd through libzstd's streaming API.
+final class ZstdStreamEncoder: StreamEncoder {
+    private let context: OpaquePointer
+    private var output = [UInt8](repeating: 0, count: ZSTD_CStreamOutSize())
+
+    init(level: Int32) throws {
+        guard let context = ZSTD_createCCtx() else { throw StreamEncoderFailure(description: "ZSTD_createCCtx failed") }
+        self.context = context
+        let status = ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, level)
+        guard ZSTD_isError(status) == 0 else {
+            ZSTD_freeCCtx(context)
+            throw StreamEncoderFailure(description: "zstd level \(level): \(String(cString: ZSTD_getErrorName(status)))")
+        }
+    }
+
+    deinit {
+        ZSTD_freeCCtx(self.context)
+    }
+
+    func encode(_ bytes: [UInt8]) throws -> [UInt8] {
+        try self.compress(bytes, directive: ZSTD_e_flush)
+    }
+
+    func finish(_ bytes: [UInt8]) throws -> [UInt8] {
+        try self.compress(bytes, directive: ZSTD_e_end)
+    }
+
+    private func compress(_ bytes: [UInt8], directive: ZSTD_EndDirective) throws -> [UInt8] {
+        var result: [UInt8] = []
+        try bytes.withUnsafeBytes { input in
+            var inBuffer = ZSTD_inBuffer(src: input.baseAddress, size: input.count, pos: 0)
+            while true {
+                let (remaining, produced) = self.output.withUnsafeMutableBytes { output in
+                    var outBuffer = ZSTD_outBuffer(dst: output.baseAddress, size: output.count, pos: 0)
+                    let remaining = ZSTD_compressStream2(self.context, &outBuffer, &inBuffer, directive)
+                    return (remaining, outBuffer.pos)
+                }
+                guard ZSTD_isError(remaining) == 0 else {
+                    throw StreamEncoderFailure(description: "zstd: \(String(cString: ZSTD_getErrorName(remaining)))")
+                }
+                result.append(contentsOf: self.output[0..<produced])
+                // With flush or end, zero left means all input is taken and flushed.
+                if remaining == 0 { break }
+            }
+        }
+        return result
+    }
+}
