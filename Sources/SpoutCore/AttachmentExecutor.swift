@@ -126,6 +126,54 @@ struct AttachmentExecutor {
         }
     }
 
+    /// Streams the rows of `attachment` for the single `parent` into `encoder`, as elements of
+    /// its array (``RowEncoder/element(_:layout:depth:first:)``): read through a cursor that lets
+    /// other statements run between its batches, in windows of ``batchSize`` rows, each
+    /// window's own attachments filled (one statement per window and attachment, or per row on
+    /// SQLite) before it is written. Memory holds one window and its descendants, however many
+    /// rows the attachment has.
+    /// - Returns: the number of rows written.
+    func stream(
+        _ attachment: RowStream.Attachment, parent: BufferedRow, parentColumns: [Column], inherited: [String: SQLValue],
+        depth: Int?, into encoder: inout RowEncoder
+    ) throws -> Int {
+        let connection = try self.requireConnection()
+        let statement = try Self.singleParentStatements(
+            [attachment], parent: parent, parentColumns: parentColumns, inherited: inherited, strategy: self.strategy)[0]
+        let arguments = Self.arguments(of: attachment, inherited: inherited)
+        let cursor = try connection.query(
+            statement.sql, statement.parameters, options: QueryOptions(interleaved: true, batchSize: self.batchSize))
+        defer { cursor.close() }
+        let columns = cursor.columns
+        let width = columns.count
+        let plan = ObjectPlan(labels: columns.map(\.label), attachmentKeys: attachment.stream.attachments.map(\.key))
+        var window: [BufferedRow] = []
+        window.reserveCapacity(self.batchSize)
+        var count = 0
+        var exhausted = false
+        while !exhausted {
+            window.removeAll(keepingCapacity: true)
+            while window.count < self.batchSize {
+                guard try cursor.next() else {
+                    exhausted = true
+                    break
+                }
+                window.append(BufferedRow(values: (0..<width).map(cursor.value(at:)), children: []))
+            }
+            if window.isEmpty { break }
+            var layout = AttachmentLayout(plan: plan, children: [])
+            if !attachment.stream.attachments.isEmpty {
+                layout.children = try self.fill(
+                    &window, parentColumns: columns, attachments: attachment.stream.attachments, inherited: arguments)
+            }
+            for row in window {
+                try encoder.element(row, layout: layout, depth: depth, first: count == 0)
+                count += 1
+            }
+        }
+        return count
+    }
+
     /// The arguments of `attachment`'s statement: its parent's, overridden by its own.
     private static func arguments(of attachment: RowStream.Attachment, inherited: [String: SQLValue]) -> [String: SQLValue] {
         let own = attachment.stream.arguments

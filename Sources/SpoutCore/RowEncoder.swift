@@ -179,8 +179,61 @@ struct RowEncoder: ~Copyable {
         self.out.append(UInt8(ascii: "}"))
     }
 
+    /// Writes a row whose attached arrays are streamed rather than held: its columns as
+    /// ``row(_:children:)`` writes them, then for each attachment the key and an array whose
+    /// elements `elements(&encoder, attachment, depth)` writes with ``element(_:layout:depth:first:)``
+    /// as it reads them, returning how many it wrote. JSON and JSON Lines only (CSV holds no
+    /// arrays). The bytes are those ``row(_:children:)`` writes for the same rows.
+    mutating func streamedRow(
+        _ values: some RowValues, elements: (inout RowEncoder, _ attachment: Int, _ depth: Int?) throws -> Int
+    ) throws {
+        defer { self.rowCount += 1 }
+        var depth: Int?
+        if case .json(let pretty) = self.format {
+            if self.shape == .array {
+                if self.rowCount > 0 { self.out.append(UInt8(ascii: ",")) }
+                if pretty { self.newline(depth: 1) }
+            }
+            if pretty { depth = self.shape == .array ? 1 : 0 }
+        }
+        try self.writeObject(self.plan, values, depth: depth) { encoder, index, depth in
+            try elements(&encoder, index, depth)
+        }
+        if self.format == .jsonLines { self.out.append(UInt8(ascii: "\n")) }
+        try self.out.flushIfFull()
+    }
+
+    /// Writes one element of a streamed attached array (``streamedRow(_:elements:)``): `row`
+    /// with its own attachments, laid out by `layout`; `depth` is the one `elements` was given.
+    mutating func element(_ row: BufferedRow, layout: AttachmentLayout, depth: Int?, first: Bool) throws {
+        self.writeElement(row, layout: layout, depth: depth, first: first)
+        try self.out.flushIfFull()
+    }
+
+    /// Writes `row` as an element of an attached array, after a comma unless it is the first.
+    private mutating func writeElement(_ row: BufferedRow, layout: AttachmentLayout, depth: Int?, first: Bool) {
+        if !first { self.out.append(UInt8(ascii: ",")) }
+        if let depth { self.newline(depth: depth + 2) }
+        let grandchildren = zip(layout.children, row.children).map { ($0, $1) }
+        self.writeObject(layout.plan, row, children: grandchildren, depth: depth.map { $0 + 2 })
+    }
+
     /// Writes one object; `depth` is nil for compact output, else the indentation level.
     private mutating func writeObject(_ plan: ObjectPlan, _ values: some RowValues, children: [(AttachmentLayout, [BufferedRow])], depth: Int?) {
+        self.writeObject(plan, values, depth: depth) { encoder, index, depth in
+            let (layout, rows) = children[index]
+            for (position, row) in rows.enumerated() {
+                encoder.writeElement(row, layout: layout, depth: depth, first: position == 0)
+            }
+            return rows.count
+        }
+    }
+
+    /// Writes one object whose attached arrays' elements `elements(&encoder, attachment, depth)`
+    /// writes (returning how many); `depth` is nil for compact output, else the indentation level.
+    private mutating func writeObject(
+        _ plan: ObjectPlan, _ values: some RowValues, depth: Int?, elements: (inout RowEncoder, Int, Int?) throws -> Int
+    ) rethrows {
         self.out.append(UInt8(ascii: "{"))
         for (position, member) in plan.members.enumerated() {
             if position > 0 { self.out.append(UInt8(ascii: ",")) }
@@ -200,15 +253,9 @@ struct RowEncoder: ~Copyable {
                 self.out.append(contentsOf: key)
                 self.out.append(UInt8(ascii: ":"))
                 if depth != nil { self.out.append(UInt8(ascii: " ")) }
-                let (layout, rows) = children[index]
                 self.out.append(UInt8(ascii: "["))
-                for (rowIndex, row) in rows.enumerated() {
-                    if rowIndex > 0 { self.out.append(UInt8(ascii: ",")) }
-                    if let depth { self.newline(depth: depth + 2) }
-                    let grandchildren = zip(layout.children, row.children).map { ($0, $1) }
-                    self.writeObject(layout.plan, row, children: grandchildren, depth: depth.map { $0 + 2 })
-                }
-                if let depth, !rows.isEmpty { self.newline(depth: depth + 1) }
+                let count = try elements(&self, index, depth)
+                if let depth, count > 0 { self.newline(depth: depth + 1) }
                 self.out.append(UInt8(ascii: "]"))
             }
         }

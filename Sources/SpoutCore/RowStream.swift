@@ -9,7 +9,12 @@
 /// and never held together; attached rows are fetched for a window of parent rows at a time
 /// (``DatabaseConfiguration/attachmentBatchSize``), with one child query per window on
 /// PostgreSQL (a `LATERAL` join against the window's keys, passed as arrays), and with one
-/// cached prepared statement per parent on SQLite (in process, no round trip).
+/// cached prepared statement per parent on SQLite (in process, no round trip). Each deeper
+/// level is fetched the same way, in windows of the rows of the level above: the statements
+/// grow with levels × windows, never with rows. An array holds one window of parents and
+/// everything below it; a single row (object) whose attachments have attachments streams
+/// each of its arrays instead, in windows of their own (``streamsAttachments(shape:)``), so
+/// memory holds one window of them and everything below it.
 public struct RowStream: Sendable {
     /// An attached child stream and the key its array appears under.
     public struct Attachment: Sendable {
@@ -145,11 +150,13 @@ public struct RowStream: Sendable {
     ) throws -> StreamOutcome {
         if format == .csv && !self.attachments.isEmpty { throw RowStreamError.attachmentsNotAllowedInCSV }
         let dateFormat = dateFormat ?? self.database?.configuration.dateFormat ?? .epochMilliseconds
-        let window = shape == .array ? (attachmentBatchSize ?? self.database?.configuration.attachmentBatchSize ?? 500) : 1
+        let window = attachmentBatchSize ?? self.database?.configuration.attachmentBatchSize ?? 500
         let executor = AttachmentExecutor(connection: connection, batchSize: window)
 
-        let options = self.queryOptions(shape: shape, window: window, fetchSize: fetchSize)
-        let ownsTransaction = options.interleaved && connection.interleavedQueriesNeedTransaction && !connection.isInTransaction
+        let options = self.queryOptions(shape: shape, window: shape == .array ? window : 1, fetchSize: fetchSize)
+        // A single row whose attachments stream reads them through cursors of their own.
+        let interleaves = options.interleaved || self.streamsAttachments(shape: shape)
+        let ownsTransaction = interleaves && connection.interleavedQueriesNeedTransaction && !connection.isInTransaction
         if ownsTransaction { try connection.begin(readOnly: true) }
         do {
             let parsed = try self.statement(for: connection.dialect)
@@ -166,6 +173,13 @@ public struct RowStream: Sendable {
             if ownsTransaction && connection.isInTransaction { try? connection.rollback() }
             throw error
         }
+    }
+
+    /// Whether a single row's attachments are streamed (``AttachmentExecutor/stream(_:parent:parentColumns:inherited:depth:into:)``)
+    /// rather than held: when any has attachments of its own (a department, its employees and
+    /// their salaries), as the rows below one parent are then as many as an array's.
+    func streamsAttachments(shape: ResultShape) -> Bool {
+        shape != .array && self.attachments.contains { !$0.stream.attachments.isEmpty }
     }
 
     /// How ``run(as:shape:to:on:dateFormat:attachmentBatchSize:fetchSize:)`` queries: an array
@@ -238,6 +252,19 @@ public struct RowStream: Sendable {
                 }
                 if window.isEmpty { break }
                 if shape != .array { cursor.close() }
+                if self.streamsAttachments(shape: shape) {
+                    // One parent, its attachments streamed in windows of their own.
+                    let parent = window[0]
+                    if !keyIndices.isEmpty { lastKey = keyIndices.map { parent.values[$0] } }
+                    encoder.begin()
+                    try encoder.streamedRow(parent) { encoder, index, depth in
+                        try executor.stream(
+                            self.attachments[index], parent: parent, parentColumns: cursor.columns, inherited: self.arguments,
+                            depth: depth, into: &encoder)
+                    }
+                    count += 1
+                    continue
+                }
                 let layouts = try executor.fill(&window, parentColumns: cursor.columns, attachments: self.attachments, inherited: self.arguments)
                 if let last = window.last, !keyIndices.isEmpty { lastKey = keyIndices.map { last.values[$0] } }
                 for row in window {

@@ -1,7 +1,7 @@
 import Foundation
 import SpoutCore
 
-/// Creates and fills the `pet` table of the MySQL menagerie example.
+/// Creates and fills the `pet` and `event` tables of the MySQL menagerie example.
 ///
 /// The table comes from `<sqlDirectory>/schema/<dialect>/pets.sql`; its rows from
 /// `<sqlDirectory>/seed/pets.sql` (the manual's 9 pets) or from a user's TSV file. Like
@@ -10,8 +10,9 @@ import SpoutCore
 public struct PetsLoader: Sendable {
     /// The table the loader fills.
     public static let tableName = "pet"
-    /// Every table the schema script creates: `pet` and the counter its writes advance.
-    public static let tableNames = [tableName, "pet_version"]
+    /// Every table the schema script creates: `pet`, the counter its writes advance, and the
+    /// pets' `event`s (dropped first on a replace: they reference `pet`).
+    public static let tableNames = [tableName, "pet_version", "event"]
 
     public let sqlDirectory: String
 
@@ -19,7 +20,8 @@ public struct PetsLoader: Sendable {
         self.sqlDirectory = sqlDirectory
     }
 
-    /// Creates `pet` and inserts the rows of `seed/pets.sql`; returns the number of rows.
+    /// Creates `pet` and `event` and inserts the rows of `seed/pets.sql`; returns the number of
+    /// pets.
     @discardableResult
     public func load(into connection: any DatabaseConnection, replace: Bool = false) throws -> Int {
         let scripts = SchemaScripts(sqlDirectory: self.sqlDirectory)
@@ -38,7 +40,8 @@ public struct PetsLoader: Sendable {
         }
     }
 
-    /// Creates `pet` and loads the rows of a tab-separated file; returns the number of rows.
+    /// Creates `pet` (and an empty `event`) and loads the rows of a tab-separated file; returns
+    /// the number of rows.
     ///
     /// The format is MySQL's `LOAD DATA` default, as in the manual's `pet.txt`: one row per
     /// line, fields separated by tabs, in the order name, owner, species, sex, birth, death;

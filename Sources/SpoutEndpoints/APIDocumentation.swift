@@ -103,16 +103,25 @@ struct APIDocumentation: Sendable {
         }
         html += "<p>Result: \(self.resultText(endpoint))</p>\n"
         if !endpoint.details.isEmpty {
-            html += "<p>Details (<code>\(Self.escape(endpoint.detailsParameter ?? "details"))</code>, any combination):</p>\n<ul>\n"
-            for detail in endpoint.details {
-                let labels = endpoint.detailLabels[detail.name] ?? []
-                html += "<li><code>\(Self.escape(detail.name))</code>: an array of <code>{\(Self.escape(labels.joined(separator: ", ")))}</code>"
-                if let summary = detail.summary { html += " — \(Self.escape(summary))" }
-                html += "</li>\n"
-            }
-            html += "</ul>\n"
+            html += "<p>Details (<code>\(Self.escape(endpoint.detailsParameter ?? "details"))</code>, any combination; "
+            html += "a dotted path selects a detail's own, with its parent):</p>\n"
+            html += self.detailList(endpoint.details, prefix: "")
         }
         return html
+    }
+
+    /// A list item per detail, by its path: the fields of its array's objects, its own details
+    /// nested below it.
+    private func detailList(_ details: [EndpointDetail], prefix: String) -> String {
+        var html = "<ul>\n"
+        for detail in details {
+            let path = prefix + detail.name
+            html += "<li><code>\(Self.escape(path))</code>: an array of <code>{\(Self.escape(detail.labels.joined(separator: ", ")))}</code>"
+            if let summary = detail.summary { html += " — \(Self.escape(summary))" }
+            if !detail.details.isEmpty { html += "\n" + self.detailList(detail.details, prefix: path + String(EndpointDetail.pathSeparator)) }
+            html += "</li>\n"
+        }
+        return html + "</ul>\n"
     }
 
     private func resultText(_ endpoint: Endpoint) -> String {
@@ -134,7 +143,9 @@ struct APIDocumentation: Sendable {
             }
             if let cache = endpoint.cache { text += "; <code>Cache-Control: \(cache.headerValue)</code>" }
             return text
-        case .object: return "one object \(object) with an <code>ETag</code>; 404 when there is none"
+        case .object:
+            let streams = EndpointDetail.depth(of: endpoint.details) > 1 ? " (streamed, without it, when details of details are selected)" : ""
+            return "one object \(object) with an <code>ETag</code>\(streams); 404 when there is none"
         case .scalar: return "one value with an <code>ETag</code>; 404 when there is none"
         case .none: return "204 No Content; 404 when nothing was changed"
         case .created:

@@ -104,6 +104,7 @@ extension SpoutConfiguration {
             Setting(path: "dateFormat", kind: .dateFormat),
             Setting(path: "endpoints", kind: .list),
             Setting(path: "sqlDirectory", kind: .string(\.sqlDirectory)),
+            Setting(path: "maxDetailDepth", kind: .integer(\.maxDetailDepth, 1...16)),
             Setting(path: "cursorSecret", kind: .optionalString(\.cursorSecret)),
         ]
     }

@@ -57,19 +57,45 @@ public struct EndpointSQL: Sendable, Hashable {
 }
 
 /// An array attached to every row when the request selects it through the endpoint's
-/// details parameter (`?details=titles`).
+/// details parameter (`?details=titles`). A detail may have details of its own, selected by
+/// their dotted path (`?details=employees&details=employees.titles`), to the depth the
+/// configuration allows (`maxDetailDepth`).
 public struct EndpointDetail: Sendable, Hashable {
-    /// The detail's name: the value that selects it and the key its array appears under.
+    /// The detail's name: the last part of the path that selects it and the key its array
+    /// appears under. Never holds a `.` (the path separator).
     public var name: String
-    /// The child query; its parameters bind from the parent row's column labels first, then
+    /// The child query; its parameters bind from its parent row's column labels first, then
     /// from the endpoint's arguments (see `RowStream.attach`).
     public var sql: EndpointSQL
     public var summary: String?
+    /// The column labels visible in the SQL's outermost select list (for documentation).
+    public var labels: [String]
+    /// The details of this detail's rows, in declaration order.
+    public var details: [EndpointDetail]
 
-    public init(name: String, sql: EndpointSQL, summary: String? = nil) {
+    public init(name: String, sql: EndpointSQL, summary: String? = nil, labels: [String] = [], details: [EndpointDetail] = []) {
         self.name = name
         self.sql = sql
         self.summary = summary
+        self.labels = labels
+        self.details = details
+    }
+
+    /// The separator of a detail path (`employees.titles`).
+    public static let pathSeparator: Character = "."
+
+    /// The paths that select `details` and their details, depth first in declaration order,
+    /// each prefixed with `prefix` (`employees`, `employees.titles`, ...).
+    public static func paths(of details: [EndpointDetail], prefix: String = "") -> [String] {
+        details.flatMap { detail in
+            let path = prefix + detail.name
+            return [path] + Self.paths(of: detail.details, prefix: path + String(Self.pathSeparator))
+        }
+    }
+
+    /// How many levels `details` nest (0 for none, 1 for details without details of their own).
+    public static func depth(of details: [EndpointDetail]) -> Int {
+        details.map { 1 + Self.depth(of: $0.details) }.max() ?? 0
     }
 }
 
@@ -82,7 +108,7 @@ public struct Endpoint: Sendable {
     public var sql: EndpointSQL
     /// Every parameter the request may carry: path keys, declared parameters and, when the
     /// endpoint has details, the details parameter (a list of strings limited to the details'
-    /// names).
+    /// paths, ``EndpointDetail/paths(of:prefix:)``).
     public var parameters: [Parameter]
     public var result: EndpointResult
     public var details: [EndpointDetail]
@@ -113,8 +139,6 @@ public struct Endpoint: Sendable {
     /// without a label.
     public var labels: [String]
     public var labelsComplete: Bool
-    /// The labels of each detail's select list, by detail name.
-    public var detailLabels: [String: [String]]
     /// The keys a request needs, from the endpoint file's `auth` section when it covers this
     /// endpoint's method; nil when the endpoint is open.
     public var apiKeys: APIKeySet? = nil

@@ -18,6 +18,8 @@ struct EndpointFileParser {
     let sqlDirectory: String
     /// The variables `auth` sections read their keys from.
     var environment: [String: String] = [:]
+    /// How many levels details may nest (`maxDetailDepth`): 1 allows details without details.
+    var maxDetailDepth = SpoutConfiguration.defaultMaxDetailDepth
 
     static let methods: [String: RequestMethod] = [
         "get": .get, "post": .post, "put": .put, "patch": .patch, "delete": .delete,
@@ -31,7 +33,7 @@ struct EndpointFileParser {
     static let pageKeys = ["key", "size", "maxSize"]
     static let cacheKeys = ["maxAge", "public"]
     static let parameterKeys = ["name", "type", "required", "default", "allowedValues", "description"]
-    static let detailKeys = ["name", "sql", "sqlFile", "description"]
+    static let detailKeys = ["name", "sql", "sqlFile", "description", "details"]
     static let typeNames = ["string", "integer", "number", "decimal", "boolean", "date", "datetime"]
 
     /// Reads and parses `file`.
@@ -215,20 +217,14 @@ struct EndpointFileParser {
             try self.checkParameters(
                 of: versionSQL, allowed: { _ in declared }, owner: "versionSql of \(title)", detail: nil, claimsAllowed: claimsAllowed)
         }
-        for detail in details {
-            try self.checkParameters(
-                of: detail.sql,
-                allowed: { dialect in declared.union(SQLLabels.labels(of: sql.text(for: dialect)).labels) },
-                owner: title, detail: detail.name, claimsAllowed: claimsAllowed)
-        }
+        try self.checkDetailParameters(
+            details, parentSQL: sql, declared: declared, owner: title, path: "", claimsAllowed: claimsAllowed)
 
-        var detailLabels: [String: [String]] = [:]
-        for detail in details { detailLabels[detail.name] = SQLLabels.labels(of: detail.sql.text(for: .postgres)).labels }
         var endpoint = Endpoint(
             method: method, path: path, summary: summary, sql: sql, parameters: parameters, result: result,
             details: details, detailsParameter: detailsParameter, timeout: timeout, rowLimit: rowLimit,
             readOnly: readOnly, location: location, tag: tag, file: value.file, line: key.line,
-            labels: labels.labels, labelsComplete: labels.complete, detailLabels: detailLabels)
+            labels: labels.labels, labelsComplete: labels.complete)
         endpoint.consistency = consistency
         endpoint.page = page
         endpoint.cache = cache
@@ -379,17 +375,7 @@ struct EndpointFileParser {
         guard result == .rows || result == .object else {
             throw list.error("details attach arrays to rows; result '\(result.rawValue)' has none")
         }
-        var details: [EndpointDetail] = []
-        for item in try list.sequence("'details'") {
-            let detail = try self.detail(item, endpoint: title)
-            if details.contains(where: { $0.name == detail.name }) {
-                throw item.error("detail '\(detail.name)' is declared twice")
-            }
-            if columns.contains(detail.name) {
-                throw item.error("detail '\(detail.name)' has the name of a column of \(title); rename one of them")
-            }
-            details.append(detail)
-        }
+        let details = try self.detailList(list, owner: title, columns: columns, depth: 1)
         let nameValue = fields.value("detailsParameter")
         let name = try nameValue?.nonEmptyString("'detailsParameter'") ?? "details"
         guard Self.isIdentifier(name) else {
@@ -401,8 +387,8 @@ struct EndpointFileParser {
         }
         parameters.append(
             Parameter(
-                name, .list(.string), allowedValues: details.map { .text($0.name) },
-                summary: "Arrays to attach to each row: " + details.map(\.name).joined(separator: ", ")))
+                name, .list(.string), allowedValues: EndpointDetail.paths(of: details).map { .text($0) },
+                summary: "Arrays to attach to each row: " + EndpointDetail.paths(of: details).joined(separator: ", ")))
         return (details, name)
     }
 
@@ -591,13 +577,62 @@ struct EndpointFileParser {
 
     // MARK: Details
 
-    private func detail(_ value: YAMLValue, endpoint: String) throws(ConfigurationError) -> EndpointDetail {
+    /// A `details` list at `depth` (1 for an endpoint's own): each detail once, never named
+    /// like one of its parent's `columns`, never deeper than ``maxDetailDepth``.
+    private func detailList(
+        _ list: YAMLValue, owner: String, columns: [String], depth: Int
+    ) throws(ConfigurationError) -> [EndpointDetail] {
+        guard depth <= self.maxDetailDepth else {
+            throw list.error(
+                "details nest \(depth) levels deep here; maxDetailDepth allows \(self.maxDetailDepth) (see docs/configuration.md)")
+        }
+        var details: [EndpointDetail] = []
+        for item in try list.sequence("'details'") {
+            let detail = try self.detail(item, owner: owner, depth: depth)
+            if details.contains(where: { $0.name == detail.name }) {
+                throw item.error("detail '\(detail.name)' is declared twice")
+            }
+            if columns.contains(detail.name) {
+                throw item.error("detail '\(detail.name)' has the name of a column of \(owner); rename one of them")
+            }
+            details.append(detail)
+        }
+        return details
+    }
+
+    private func detail(_ value: YAMLValue, owner: String, depth: Int) throws(ConfigurationError) -> EndpointDetail {
         let fields = try value.mapping("a detail", allowed: Self.detailKeys)
         guard let nameValue = fields.value("name") else { throw value.error("a detail needs a 'name'") }
         let name = try nameValue.nonEmptyString("a detail's 'name'")
-        let sql = try self.sql(in: fields, owner: value, what: "detail '\(name)' of \(endpoint)")
+        guard !name.contains(EndpointDetail.pathSeparator) else {
+            throw nameValue.error("a detail's 'name' cannot hold '.' (it separates the levels of a detail path)")
+        }
+        let sql = try self.sql(in: fields, owner: value, what: "detail '\(name)' of \(owner)")
         let summary = try fields.value("description")?.string("'description'")
-        return EndpointDetail(name: name, sql: sql, summary: summary)
+        let labels = SQLLabels.labels(of: sql.text(for: .postgres)).labels
+        var details: [EndpointDetail] = []
+        if let list = fields.value("details") {
+            details = try self.detailList(list, owner: "detail '\(name)' of \(owner)", columns: labels, depth: depth + 1)
+        }
+        return EndpointDetail(name: name, sql: sql, summary: summary, labels: labels, details: details)
+    }
+
+    /// Checks the parameters of `details` and of their details: each binds from its parent's
+    /// labels (`parentSQL`'s, on each dialect) or from the endpoint's `declared` parameters.
+    private func checkDetailParameters(
+        _ details: [EndpointDetail], parentSQL: EndpointSQL, declared: Set<String>, owner: String, path: String,
+        claimsAllowed: Bool
+    ) throws(ConfigurationError) {
+        for detail in details {
+            let detailPath = path + detail.name
+            try self.checkParameters(
+                of: detail.sql,
+                allowed: { dialect in declared.union(SQLLabels.labels(of: parentSQL.text(for: dialect)).labels) },
+                owner: owner, detail: detailPath, claimsAllowed: claimsAllowed)
+            try self.checkDetailParameters(
+                detail.details, parentSQL: detail.sql, declared: declared, owner: owner,
+                path: detailPath + String(EndpointDetail.pathSeparator), claimsAllowed: claimsAllowed)
+        }
     }
 
     // MARK: SQL

@@ -23,7 +23,7 @@ struct EndpointHandler: Sendable {
     /// and its pages' are reduced per request for the optional filters it gives (``FilteredSQL``).
     let sql: String
     let parsed: FilteredSQL?
-    let detailSQL: [(name: String, sql: String, parsed: ParsedSQL?)]
+    let details: DetailTree
     /// The SQL of the first and of the later pages, for a paged endpoint.
     let pages: (first: FilteredSQL, next: FilteredSQL)?
     /// The endpoint's `versionSql`, parsed.
@@ -51,10 +51,7 @@ struct EndpointHandler: Sendable {
         self.cursorKey = cursorKey
         self.sql = endpoint.sql.text(for: database.dialect)
         self.parsed = try? FilteredSQL(self.sql, dialect: database.dialect)
-        self.detailSQL = endpoint.details.map { detail in
-            let sql = detail.sql.text(for: database.dialect)
-            return (detail.name, sql, try? ParsedSQL(sql, dialect: database.dialect))
-        }
+        self.details = DetailTree(endpoint.details, dialect: database.dialect)
         // The endpoint file's checks made sure these parse and page on every dialect.
         if let page = endpoint.page, let keyset = try? KeysetQuery(self.sql, key: page.key),
             let first = try? FilteredSQL(keyset.first, dialect: database.dialect),
@@ -76,19 +73,21 @@ struct EndpointHandler: Sendable {
         self.cachingHeaders = caching
         self.version = endpoint.versionSQL.flatMap { try? ParsedSQL($0.text(for: database.dialect), dialect: database.dialect) }
         var names = Set(self.parsed?.written.parameterNames ?? [])
-        for detail in self.detailSQL { names.formUnion(detail.parsed?.parameterNames ?? []) }
+        names.formUnion(self.details.parameterNames)
         names.formUnion(self.version?.parameterNames ?? [])
         self.claimNames = names.filter { RequestIdentity.claimPath(of: $0) != nil }
     }
 
     /// The parameters the HTTP layer converts. For GET endpoints, required query parameters
-    /// are declared optional to it and checked here, so that `?api` works without them.
+    /// are declared optional to it and checked here, so that `?api` works without them. The
+    /// details parameter's paths are checked here too (``DetailTree/selection(_:parameter:)``),
+    /// so that a 400 lists the names allowed at the level of the mistake.
     var routeParameters: [Parameter] {
-        guard self.endpoint.method == .get else { return self.endpoint.parameters }
         let keys = self.endpoint.pathKeys
         return self.endpoint.parameters.map { parameter in
             var relaxed = parameter
-            if !keys.contains(parameter.name) { relaxed.isRequired = false }
+            if self.endpoint.method == .get && !keys.contains(parameter.name) { relaxed.isRequired = false }
+            if parameter.name == self.endpoint.detailsParameter { relaxed.allowedValues = nil }
             return relaxed
         }
     }
@@ -110,20 +109,23 @@ struct EndpointHandler: Sendable {
             identity = known
         }
         try self.checkRequired(request.arguments)
+        let selected = try self.selectedDetails(request)
         if let page = try self.pageRequest(request) {
-            return try self.page(page, request: request, session: identity?.session)
+            return try self.page(page, request: request, details: selected, session: identity?.session)
         }
-        let stream = try self.stream(arguments: request.arguments)
+        let stream = try self.stream(arguments: request.arguments, details: selected)
         if self.endpoint.readOnly, let shape = self.endpoint.result.shape, self.endpoint.result != .created {
             var rows = RowResult(
                 stream: stream, database: self.database, shape: shape, readOnly: true, statementTimeout: self.timeout,
                 onReplica: self.endpoint.consistency == .replica)
             rows.session = identity?.session
-            if shape != .array {
+            if shape != .array && !rows.streamsSingleRow {
                 rows.validator = .body
             } else if let version = self.version, identity == nil {
-                // A version counts every caller's rows alike: with an identity its tag could
-                // confirm another caller's body, so such responses go untagged.
+                // A stream (a single row with details of details streams too) can only be
+                // tagged by a version. A version counts every caller's rows alike: with an
+                // identity its tag could confirm another caller's body, so such responses go
+                // untagged.
                 rows.validator = .version(RowStream(version, request.arguments))
             }
             return Response(headers: self.cachingHeaders, body: .produced(rows))
@@ -184,7 +186,7 @@ struct EndpointHandler: Sendable {
 
     /// One page, read whole (at most `maxSize` rows) and sent with a strong `ETag` and, unless
     /// it is the last, a `Link` to the next page.
-    private func page(_ page: PageRequest, request: Request, session: RequestSession?) throws -> Response {
+    private func page(_ page: PageRequest, request: Request, details: Set<String>, session: RequestSession?) throws -> Response {
         guard let pages = self.pages, let key = self.endpoint.page?.key else { preconditionFailure("not a paged endpoint") }
         var arguments = request.arguments
         // One row more than the page: it tells whether there is a next page.
@@ -197,7 +199,7 @@ struct EndpointHandler: Sendable {
         stream.rowLimit = page.size
         stream.isLimitedBySQL = true
         stream.keyLabels = key
-        self.attachDetails(to: &stream, arguments: arguments)
+        self.details.attach(details, to: &stream)
         var rows = RowResult(
             stream: stream, database: self.database, shape: .array, readOnly: true, statementTimeout: self.timeout,
             onReplica: self.endpoint.consistency == .replica)
@@ -239,25 +241,25 @@ struct EndpointHandler: Sendable {
         }
     }
 
-    /// The endpoint's query with the selected details attached, in declaration order.
-    private func stream(arguments: [String: SQLValue]) throws -> RowStream {
+    /// The endpoint's query with the `details` selected attached, in declaration order.
+    private func stream(arguments: [String: SQLValue], details: Set<String>) throws -> RowStream {
         var stream = try self.parsed.map { self.database.query(try $0.statement(for: arguments), arguments) } ?? self.database.query(self.sql, arguments)
         stream.rowLimit = self.endpoint.rowLimit
-        self.attachDetails(to: &stream, arguments: arguments)
+        self.details.attach(details, to: &stream)
         return stream
     }
 
-    /// Attaches the details `arguments` select, in declaration order.
-    private func attachDetails(to stream: inout RowStream, arguments: [String: SQLValue]) {
-        if let parameter = self.endpoint.detailsParameter, case .array(let selected)? = arguments[parameter] {
-            for detail in self.detailSQL where selected.contains(.text(detail.name)) {
-                if let parsed = detail.parsed {
-                    stream.attach(detail.name, parsed)
-                } else {
-                    stream.attach(detail.name, detail.sql)
-                }
-            }
+    /// The detail paths the request selects, checked (``DetailTree/selection(_:parameter:)``).
+    /// A request for CSV that selects any is a 406 naming the first (CSV holds no arrays).
+    private func selectedDetails(_ request: Request) throws -> Set<String> {
+        guard let parameter = self.endpoint.detailsParameter else { return [] }
+        let selected = try self.details.selection(request.arguments[parameter], parameter: parameter)
+        if let first = selected.min(), self.endpoint.result.shape != nil,
+            ContentNegotiation.format(accept: request.headers["Accept"]) == .csv
+        {
+            throw DetailsInCSVError(parameter: parameter, detail: first)
         }
+        return selected
     }
 
     private enum Outcome: Sendable {

@@ -62,7 +62,8 @@ public struct EndpointSet: Sendable {
     ) throws(ConfigurationError) -> EndpointSet {
         var endpoints = try self.load(
             files: try configuration.endpointFiles(), sqlDirectory: configuration.resolvedSQLDirectory,
-            defaultStatementTimeout: configuration.defaultStatementTimeout, environment: environment)
+            defaultStatementTimeout: configuration.defaultStatementTimeout, maxDetailDepth: configuration.maxDetailDepth,
+            environment: environment)
         if !configuration.cursorSecret.isEmpty { endpoints.cursorKey = PageCursorKey(secret: configuration.cursorSecret) }
         endpoints.identity = configuration.identity
         endpoints.tokenVerifier = try Self.tokenVerifier(configuration: configuration, environment: environment)
@@ -70,15 +71,16 @@ public struct EndpointSet: Sendable {
     }
 
     /// Loads `files`; `sqlFile` paths are relative to `sqlDirectory`, `auth` sections read
-    /// their keys from `environment`.
+    /// their keys from `environment`, details nest at most `maxDetailDepth` levels.
     /// - Throws: ``ConfigurationError`` for the first problem: unknown key or type, invalid
     ///   value, missing SQL file, undeclared SQL parameter, invalid SQL, duplicate route, an
     ///   `auth` variable that is unset or empty.
     public static func load(
         files: [String], sqlDirectory: String, defaultStatementTimeout: Duration? = nil,
+        maxDetailDepth: Int = SpoutConfiguration.defaultMaxDetailDepth,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(ConfigurationError) -> EndpointSet {
-        let parser = EndpointFileParser(sqlDirectory: sqlDirectory, environment: environment)
+        let parser = EndpointFileParser(sqlDirectory: sqlDirectory, environment: environment, maxDetailDepth: maxDetailDepth)
         var endpoints: [Endpoint] = []
         var loadedFiles: [File] = []
         var routes: [String: Endpoint] = [:]

@@ -181,28 +181,35 @@ struct OpenAPIDocument {
         }
     }
 
-    /// An object with the labels the SQL shows (open to others when the list is incomplete).
+    /// An object with the labels the SQL shows (open to others when the list is incomplete),
+    /// and an array property for each detail, its items described the same way, to any depth.
     private func rowSchema(_ endpoint: Endpoint) -> JSONValue {
         var properties: [(String, JSONValue)] = endpoint.labels.map { ($0, [:]) }
-        for detail in endpoint.details {
-            let labels = endpoint.detailLabels[detail.name] ?? []
-            var description = "Present when \(endpoint.detailsParameter ?? "details") includes \(detail.name)."
-            if let summary = detail.summary { description = summary + " " + description }
-            properties.append(
-                (
-                    detail.name,
-                    [
-                        "type": "array", "description": .string(description),
-                        "items": ["type": "object", "properties": .object(labels.map { ($0, [:]) })],
-                    ]
-                ))
-        }
+        properties += self.detailProperties(endpoint.details, parameter: endpoint.detailsParameter ?? "details", prefix: "")
         var schema: JSONValue = ["type": "object"]
         if !properties.isEmpty { schema.set("properties", .object(properties)) }
         if endpoint.labelsComplete && !endpoint.labels.isEmpty {
             schema.set("required", .array(endpoint.labels.map { .string($0) }))
         }
         return schema
+    }
+
+    /// The array properties of `details`, whose paths start with `prefix`: each present when
+    /// the details `parameter` includes its path.
+    private func detailProperties(_ details: [EndpointDetail], parameter: String, prefix: String) -> [(String, JSONValue)] {
+        details.map { detail in
+            let path = prefix + detail.name
+            var description = "Present when \(parameter) includes \(path)."
+            if let summary = detail.summary { description = summary + " " + description }
+            let nested = self.detailProperties(detail.details, parameter: parameter, prefix: path + String(EndpointDetail.pathSeparator))
+            return (
+                detail.name,
+                [
+                    "type": "array", "description": .string(description),
+                    "items": ["type": "object", "properties": .object(detail.labels.map { ($0, [:]) } + nested)],
+                ]
+            )
+        }
     }
 
     private func responses(_ endpoint: Endpoint) -> JSONValue {
@@ -221,7 +228,10 @@ struct OpenAPIDocument {
                     ],
                 ])
         case .object:
-            responses.set("200", ["description": "The row", "content": ["application/json": ["schema": row]]])
+            // A row whose details have details streams: no body digest then.
+            let description = EndpointDetail.depth(of: endpoint.details) > 1
+                ? "The row; streamed, without an ETag, when details of details are selected" : "The row"
+            responses.set("200", ["description": .string(description), "content": ["application/json": ["schema": row]]])
         case .scalar:
             responses.set("200", ["description": "The value", "content": ["application/json": ["schema": [:]]]])
         case .created:

@@ -21,7 +21,8 @@ extension RowResult {
 /// 2. With a version validator, reads the version first: a match with `If-None-Match` is a
 ///    304 and the rows are not read. A version that cannot be read leaves the response
 ///    untagged (logged), unless its replica is gone (then the primary answers all of it).
-/// 3. A result sent whole (single rows, pages, body validators) is read into memory: by the
+/// 3. A result sent whole (single rows, unless their details have details of their own
+///    (``RowResult/streamsSingleRow``); pages; body validators) is read into memory: by the
 ///    driver's event-driven path when the connection offers one
 ///    (``SpoutCore/DatabaseSession/eventDrivenConnection()``), else on the database's
 ///    threads. Its strong `ETag`, `Link` to the next page and `Spout-Truncated` header are

@@ -33,12 +33,20 @@ public struct RowResult: ResponseProducer {
         case version(RowStream)
     }
 
-    /// Whether the rows are read whole before the head is sent: single-row shapes, pages, and
-    /// whatever carries a body digest.
+    /// Whether the rows are read whole before the head is sent: single-row shapes (unless they
+    /// stream, ``streamsSingleRow``), pages, and whatever carries a body digest.
     var isSentWhole: Bool {
-        if self.shape != .array || self.nextPage != nil { return true }
+        if (self.shape != .array && !self.streamsSingleRow) || self.nextPage != nil { return true }
         if case .body? = self.validator { return true }
         return false
+    }
+
+    /// Whether a single-row result streams like an array does: when its details have details
+    /// of their own (a department, its employees and their salaries), which may be far more
+    /// rows than a body read whole should hold. Such a row has no body digest (`ETag` only
+    /// from a `version`).
+    public var streamsSingleRow: Bool {
+        self.shape != .array && self.stream.attachments.contains { !$0.stream.attachments.isEmpty }
     }
 
     /// The database work the rows need (``SpoutCore/Database/withSession(_:observer:retryOnPrimary:_:)``):

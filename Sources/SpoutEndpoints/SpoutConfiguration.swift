@@ -211,6 +211,11 @@ public struct SpoutConfiguration: Sendable, Hashable {
     public var endpoints = ["endpoints/*.yaml"]
     /// The directory `sqlFile` paths are relative to, relative to ``baseDirectory``.
     public var sqlDirectory = "../sql"
+    /// How many levels an endpoint's details may nest (`maxDetailDepth`): 1 allows details
+    /// without details of their own; an endpoint file that nests deeper does not load.
+    public var maxDetailDepth = SpoutConfiguration.defaultMaxDetailDepth
+    /// The default of ``maxDetailDepth``.
+    public static let defaultMaxDetailDepth = 3
     /// The secret page cursors are sealed with (`cursorSecret`); empty: a random one per
     /// process (cursors then do not survive a restart or reach another instance).
     public var cursorSecret = ""

@@ -102,6 +102,71 @@ import Testing
         }
     }
 
+    /// A department with its employees and their titles and salaries (details of details).
+    struct Department: Decodable {
+        struct Member: Decodable {
+            var employeeNumber: Int
+            var titles: [Title]
+            var salaries: [Salary]
+        }
+
+        var departmentNumber: String
+        var name: String
+        var employees: [Member]
+    }
+
+    /// An owner with their pets and the pets' events.
+    struct Owner: Decodable {
+        struct OwnedPet: Decodable {
+            var name: String
+            var events: [Event]
+        }
+
+        struct Event: Decodable {
+            var date: Date
+            var type: String
+            var remark: String?
+        }
+
+        var owner: String
+        var pets: [OwnedPet]
+    }
+
+    @Test func threeLevelsDecodeIntoNestedDecodables() async throws {
+        try await LiveSpout.with { server in
+            let client = server.client()
+            let tree = ["employees", "employees.titles", "employees.salaries"].map { URLQueryItem(name: "details", value: $0) }
+            let department = try await client.object(Department.self, path: "/departments/d009", query: tree)
+            #expect(department.departmentNumber == "d009" && department.name == "Customer Service")
+            #expect(department.employees.count > 100)
+            #expect(department.employees.allSatisfy { !$0.titles.isEmpty && !$0.salaries.isEmpty })
+            let numbers = department.employees.map(\.employeeNumber)
+            #expect(numbers == numbers.sorted())
+            // A member's arrays are the employee's own.
+            let member = try #require(department.employees.last)
+            let own = try await client.object(
+                EmployeeWithDetails.self, path: "/employees/\(member.employeeNumber)",
+                query: [URLQueryItem(name: "details", value: "titles"), URLQueryItem(name: "details", value: "salaries")])
+            #expect(own.titles == member.titles)
+            #expect(own.salaries?.map(\.salary) == member.salaries.map(\.salary))
+
+            // Owners, their pets and the pets' events, decoded row by row as they stream.
+            let paths = [URLQueryItem(name: "details", value: "pets"), URLQueryItem(name: "details", value: "pets.events")]
+            for format in [SpoutClientConfiguration(), SpoutClientConfiguration(rowFormat: .jsonLines)] {
+                var owners: [Owner] = []
+                for try await owner in try await server.client(format).rows(Owner.self, path: "/owners", query: paths) {
+                    owners.append(owner)
+                }
+                #expect(owners.map(\.owner) == ["Benny", "Diane", "Gwen", "Harold"])
+                #expect(owners.flatMap(\.pets).count == 9)
+                #expect(owners.flatMap(\.pets).flatMap(\.events).count == 10)
+                let buffy = owners.flatMap(\.pets).first { $0.name == "Buffy" }
+                #expect(buffy?.events.map(\.type) == ["litter", "litter"])
+                #expect(buffy?.events.first?.date == Date(timeIntervalSince1970: 740_793_600))
+            }
+        }
+    }
+
     @Test func isoDatesWhenTheServerWritesThem() async throws {
         try await LiveSpout.with(environment: ["SPOUT_DATE_FORMAT": "iso-8601"]) { server in
             let greta = try await server.client(SpoutClientConfiguration(dateFormat: .iso8601))

@@ -308,6 +308,67 @@ import Testing
         var statements: Int
     }
 
+    /// A single row whose attachments have attachments streams each array in windows of its
+    /// own: the bytes of that row in an array, in every JSON format and window size, and on
+    /// PostgreSQL one statement per level and window.
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
+    func singleRowStreamsDeepAttachmentsInWindows() throws {
+        var outputs: [String] = []
+        try Self.withBothDatabases { database in
+            let stream = try Self.departments(in: database)
+            func written(_ format: OutputFormat, shape: ResultShape, window: Int) throws -> (text: String, statements: Int) {
+                let sink = CollectingSink()
+                let before = database.statistics.statementCount
+                try database.withConnection(readOnly: true) { connection in
+                    _ = try stream.write(as: format, shape: shape, to: sink, on: connection, attachmentBatchSize: window)
+                }
+                return (sink.text, database.statistics.statementCount - before)
+            }
+            let array = try written(.json(), shape: .array, window: 500).text
+            let pretty = try written(.json(pretty: true), shape: .object, window: 500).text
+            for window in [1, 2, 500] {
+                let object = try written(.json(), shape: .object, window: window)
+                #expect(array.hasPrefix("[" + object.text + ","), "window \(window)")
+                #expect(try written(.jsonLines, shape: .object, window: window).text == object.text + "\n")
+                #expect(try written(.json(pretty: true), shape: .object, window: window).text == pretty)
+                // d001 and its two employees: the department, the employees' cursor, then
+                // their titles: per window on PostgreSQL, per employee on SQLite.
+                let titles = database.dialect == .postgres ? (window == 1 ? 2 : 1) : 2
+                #expect(object.statements == 2 + titles, "\(database.dialect), window \(window)")
+            }
+            outputs.append(pretty)
+        }
+        #expect(outputs.count == 2 && outputs.first == outputs.last)
+        #expect(outputs.first == """
+            {
+              "departmentNumber": "d001",
+              "name": "Marketing",
+              "employees": [
+                {
+                  "employeeNumber": 10,
+                  "name": "Ann",
+                  "titles": [
+                    {
+                      "title": "Staff",
+                      "fromDate": 631152000000
+                    },
+                    {
+                      "title": "Senior Staff",
+                      "fromDate": 801964800000
+                    }
+                  ]
+                },
+                {
+                  "employeeNumber": 11,
+                  "name": "Bob",
+                  "titles": []
+                }
+              ]
+            }
+
+            """)
+    }
+
     @Test func sqliteAttachmentsUseOneCachedStatement() throws {
         let temporary = TestDatabases.makeSQLiteDatabase()
         defer { temporary.drop() }

@@ -123,9 +123,10 @@ struct ConfigurationTests {
         #expect(table["server.limits.maxStreamsPerAddress"] == "SPOUT_LIMITS_MAX_STREAMS_PER_ADDRESS")
         #expect(table["database.streamReserve"] == "SPOUT_DATABASE_STREAM_RESERVE")
         #expect(table["database.applicationName"] == "SPOUT_DATABASE_APPLICATION_NAME")
+        #expect(table["maxDetailDepth"] == "SPOUT_MAX_DETAIL_DEPTH")
         #expect(table["identity.jwksUrl"] == "SPOUT_IDENTITY_JWKS_URL")
         #expect(table["identity.apiKeys"] == "SPOUT_IDENTITY_API_KEYS")
-        #expect(table.count == 56)
+        #expect(table.count == 57)
         #expect(Set(table.values).count == table.count)
     }
 
@@ -154,7 +155,7 @@ struct ConfigurationTests {
             ("database:\n  seed:\n    enabled: yes\n", 3, "'database.seed.enabled' must be true or false, not 'yes'"),
             ("dateFormat: unix\n", 1, "'dateFormat' must be epoch-ms or iso-8601, not 'unix'"),
             ("server: 8080\n", 1, "'server' must be a mapping (key: value lines)"),
-            ("databse:\n  url: x\n", 1, "unknown key 'databse' in the configuration (known keys: server, database, identity, dateFormat, endpoints, sqlDirectory, cursorSecret)"),
+            ("databse:\n  url: x\n", 1, "unknown key 'databse' in the configuration (known keys: server, database, identity, dateFormat, endpoints, sqlDirectory, maxDetailDepth, cursorSecret)"),
             ("server:\n  port: 1\n  port: 2\n", 3, "duplicate key 'port' in the same mapping"),
         ])
     func fileErrors(yaml: String, line: Int, message: String) throws {

@@ -34,6 +34,14 @@ struct EmployeesAPITests {
         ("/departments/d005/employees", nil),
         ("/departments/d009/employees?details=titles&details=salaries", nil),
         ("/departments/d999/employees", nil),
+        ("/departments/d005", nil),
+        ("/departments/d005?details=managers&details=employees", nil),
+        ("/departments/d005?details=managers&details=managers.titles&details=employees&details=employees.titles&details=employees.salaries", nil),
+        ("/departments/d005?details=employees&details=employees.salaries", "application/x-ndjson"),
+        ("/departments/d010?details=employees&details=employees.titles", nil),
+        ("/departments/d999?details=employees&details=employees.titles", nil),
+        ("/departments/d005?details=employees.titles", nil),
+        ("/departments/d005?details=employees&details=employees.titles", "text/csv"),
         ("/departments/d010/employees?details=titles", nil),
         ("/employees?lastName=M%C3%BCller", nil),
         ("/employees?lastName=O%27Brien", "text/csv"),
@@ -44,6 +52,9 @@ struct EmployeesAPITests {
         ("/pets", nil),
         ("/pets?owner=Gwen", nil),
         ("/pets/Fluffy", nil),
+        ("/pets/Fluffy?details=events", nil),
+        ("/pets?details=events", "application/x-ndjson"),
+        ("/owners?details=pets&details=pets.events", nil),
         ("/pets/Nobody", nil),
         ("/openapi.json", nil),
         ("/employees?api", nil),
@@ -89,6 +100,9 @@ struct EmployeesAPITests {
         #expect(bodies["/employees/10004?details=departments "]?.status == 400)
         #expect(bodies["/employees?hiredAfter=soon "]?.status == 400)
         #expect(bodies["/departments/d999/employees "]?.text == "[]")
+        #expect(bodies["/departments/d999?details=employees&details=employees.titles "]?.status == 404)
+        #expect(bodies["/departments/d005?details=employees.titles "]?.status == 400)
+        #expect(bodies["/departments/d005?details=employees&details=employees.titles text/csv"]?.status == 406)
         #expect(bodies["/employees?api "]?.header("content-type") == "text/html; charset=utf-8")
         #expect(bodies["/departments/d005?api "]?.text.contains("<h2>/departments/{departmentNumber}/employees</h2>") == true)
 
@@ -131,6 +145,10 @@ struct EmployeesAPITests {
         #expect(bodies["/employees/10014/titles text/csv"]?.text == "title,fromDate,toDate\r\nTechnique Leader,\(day(2000, 1, 28)),\r\n")
         let d010 = try #require(try bodies["/departments/d010/employees?details=titles "]?.json() as? [[String: Any]])
         #expect(d010.map { $0["employeeNumber"] as? Int } == [10010])
+        // The department tree holds the members endpoint's rows, details and all.
+        let members = bodies["/departments/d010/employees?details=titles "]?.text ?? ""
+        #expect(bodies["/departments/d010?details=employees&details=employees.titles "]?.text
+            == #"{"departmentNumber":"d010","name":"Q\\A & \"Audit\"","employees":"# + members + "}")
     }
 
     @Test(

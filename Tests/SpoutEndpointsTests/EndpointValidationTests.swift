@@ -38,8 +38,10 @@ struct EndpointValidationTests {
         let titles = set.endpoints.map(\.title)
         #expect(titles == [
             "GET /employees", "GET /employees/{employeeNumber}", "GET /employees/{employeeNumber}/titles",
-            "GET /employees/{employeeNumber}/salaries", "GET /departments", "GET /departments/{departmentNumber}/employees",
+            "GET /employees/{employeeNumber}/salaries", "GET /departments", "GET /departments/{departmentNumber}",
+            "GET /departments/{departmentNumber}/employees",
             "GET /salaries", "GET /pets", "POST /pets", "GET /pets/{name}", "POST /pets/{name}", "DELETE /pets/{name}",
+            "GET /owners",
         ])
         let employee = try #require(set.endpoints.first { $0.path == "/employees/{employeeNumber}" })
         #expect(employee.result == .object)
@@ -280,7 +282,7 @@ struct EndpointValidationTests {
                       order: 1
             """)
         #expect(unknownKey?.line == 10)
-        #expect(unknownKey?.message == "unknown key 'order' in a detail (known keys: name, sql, sqlFile, description)")
+        #expect(unknownKey?.message == "unknown key 'order' in a detail (known keys: name, sql, sqlFile, description, details)")
     }
 
     @Test(

@@ -58,8 +58,9 @@ struct OpenAPITests {
         let paths = try #require(document["paths"] as? [String: [String: Any]])
         #expect(Set(paths.keys) == [
             "/employees", "/employees/{employeeNumber}", "/employees/{employeeNumber}/titles",
-            "/employees/{employeeNumber}/salaries", "/departments", "/departments/{departmentNumber}/employees",
-            "/salaries", "/pets", "/pets/{name}",
+            "/employees/{employeeNumber}/salaries", "/departments", "/departments/{departmentNumber}",
+            "/departments/{departmentNumber}/employees",
+            "/salaries", "/owners", "/pets", "/pets/{name}",
         ])
         let employee = try #require(paths["/employees/{employeeNumber}"]?["get"] as? [String: Any])
         let parameters = try #require(employee["parameters"] as? [[String: Any]])
@@ -79,6 +80,25 @@ struct OpenAPITests {
                 as? [String: Any])
         let properties = try #require(schema["properties"] as? [String: Any])
         #expect(Set(properties.keys) == ["employeeNumber", "firstName", "lastName", "titles", "salaries"])
+
+        // Details of details: every path in the parameter's enum, nested arrays in the schema.
+        let department = try #require(paths["/departments/{departmentNumber}"]?["get"] as? [String: Any])
+        let departmentDetails = try #require(
+            (department["parameters"] as? [[String: Any]])?.first { $0["name"] as? String == "details" }?["schema"] as? [String: Any])
+        #expect((departmentDetails["items"] as? [String: Any])?["enum"] as? [String] == [
+            "managers", "managers.titles", "managers.salaries", "employees", "employees.titles", "employees.salaries",
+        ])
+        let departmentOK = try #require((department["responses"] as? [String: Any])?["200"] as? [String: Any])
+        let departmentSchema = try #require(
+            ((departmentOK["content"] as? [String: Any])?["application/json"] as? [String: Any])?["schema"] as? [String: Any])
+        let members = try #require((departmentSchema["properties"] as? [String: Any])?["employees"] as? [String: Any])
+        #expect(members["type"] as? String == "array")
+        let memberProperties = try #require((members["items"] as? [String: Any])?["properties"] as? [String: Any])
+        #expect(Set(memberProperties.keys) == ["employeeNumber", "firstName", "lastName", "hireDate", "titles", "salaries"])
+        let memberTitles = try #require(memberProperties["titles"] as? [String: Any])
+        #expect(memberTitles["description"] as? String == "The employee's titles, oldest first. Present when details includes employees.titles.")
+        let titleProperties = (memberTitles["items"] as? [String: Any])?["properties"] as? [String: Any]
+        #expect(Set(titleProperties?.keys ?? [:].keys) == ["title", "fromDate", "toDate"])
 
         // A paged list: the page parameters, and Link and ETag on its 200.
         let list = try #require(paths["/employees"]?["get"] as? [String: Any])

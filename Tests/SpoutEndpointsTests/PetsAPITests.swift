@@ -35,14 +35,7 @@ struct PetsAPITests {
         defer { database.close() }
         var endpoints = try Repository.shippedEndpoints()
         endpoints.tokenVerifier = try IdentityAPITests.fixtures.get().verifier()
-        let service = try await TestService.start(endpoints, database: database)
-        do {
-            try await body(service, database)
-        } catch {
-            await service.stop()
-            throw error
-        }
-        await service.stop()
+        try await TestService.serving(endpoints, database: database) { try await body($0, database) }
     }
 
     @Test("reads: all pets, by owner, one pet, 404", arguments: PetsAPITests.backends)
@@ -65,6 +58,44 @@ struct PetsAPITests {
             let missing = try await service.get("/pets/Nobody")
             #expect(missing.status == 404)
             #expect(missing.text == #"{"error":"not found"}"#)
+        }
+    }
+
+    @Test("owners, their pets and the pets' events: two levels of details, statements per level", arguments: PetsAPITests.backends)
+    func ownersPetsAndEvents(_ backend: Backend) async throws {
+        try await Self.withService(backend) { service, database in
+            let before = database.statistics.statementCount
+            let owners = try await service.get("/owners?details=pets&details=pets.events")
+            let statements = database.statistics.statementCount - before
+            #expect(owners.status == 200)
+            let rows = try #require(try owners.json() as? [[String: Any]])
+            #expect(rows.compactMap { $0["owner"] as? String } == ["Benny", "Diane", "Gwen", "Harold"])
+            #expect(owners.text.contains("""
+                {"owner":"Gwen","pets":[{"name":"Chirpy","species":"bird","sex":"f","birth":\(Self.epoch(1998, 9, 11)),"death":null,\
+                "events":[{"date":\(Self.epoch(1999, 3, 21)),"type":"vet","remark":"needed beak straightened"}]},\
+                {"name":"Claws","species":"cat","sex":"m","birth":\(Self.epoch(1994, 3, 17)),"death":null,\
+                "events":[{"date":\(Self.epoch(1998, 3, 17)),"type":"birthday","remark":"Gave him a new flea collar"}]},\
+                {"name":"Whistler","species":"bird","sex":null,"birth":\(Self.epoch(1997, 12, 9)),"death":null,\
+                "events":[{"date":\(Self.epoch(1998, 12, 9)),"type":"birthday","remark":"First birthday"}]}]}
+                """))
+            // Each pet's events are what the pet's own endpoint attaches.
+            for pet in rows.flatMap({ $0["pets"] as? [[String: Any]] ?? [] }) {
+                let name = try #require(pet["name"] as? String)
+                let own = try #require(try await service.get("/pets/\(name)?details=events").json() as? [String: Any])
+                #expect(own["events"] as? NSArray == pet["events"] as? NSArray, "\(name)")
+            }
+            #expect(rows.reduce(0) { $0 + (($1["pets"] as? [Any])?.count ?? 0) } == 9)
+            // PostgreSQL: the owners, then one statement per level for the one window of
+            // parents; SQLite: a cached statement per parent.
+            #expect(statements == (backend == .postgres ? 3 : 1 + 4 + 9))
+            // Buffy's two litters, in order; Puffball has no events.
+            let buffy = try await service.get("/pets/Buffy?details=events")
+            #expect(buffy.text.hasSuffix("""
+                "events":[{"date":\(Self.epoch(1993, 6, 23)),"type":"litter","remark":"5 puppies, 2 female, 3 male"},\
+                {"date":\(Self.epoch(1994, 6, 19)),"type":"litter","remark":"3 puppies, 3 female"}]}
+                """))
+            #expect(try await service.get("/pets/Puffball?details=events").text.hasSuffix(#""events":[]}"#))
+            #expect(try await service.get("/owners?details=pets.events").status == 400)
         }
     }
 

@@ -42,6 +42,20 @@ final class TestService: Sendable {
         return TestService(server: server, port: server.boundPort!)
     }
 
+    /// Starts a service, runs `body` with it and stops it, also when `body` throws.
+    static func serving(
+        _ endpoints: EndpointSet, database: Database, _ body: (TestService) async throws -> Void
+    ) async throws {
+        let service = try await Self.start(endpoints, database: database)
+        do {
+            try await body(service)
+        } catch {
+            await service.stop()
+            throw error
+        }
+        await service.stop()
+    }
+
     func get(_ path: String, accept: String? = nil) async throws -> HTTPTestResponse {
         try await HTTPTestClient.get(port: self.port, path, accept: accept)
     }

@@ -1,0 +1,192 @@
+import Foundation
+import SpoutCore
+import SpoutEndpoints
+import SpoutTestSupport
+import Testing
+
+/// Details of details on the shipped employees API (`GET /departments/{departmentNumber}` with
+/// its managers and employees, and their titles and salaries), over real sockets, on
+/// PostgreSQL and SQLite. The PostgreSQL gate is per case: without PostgreSQL the SQLite case
+/// still runs.
+@Suite("Details of details")
+struct NestedDetailsTests {
+    /// Every detail of a department, two levels deep.
+    static let everything =
+        "/departments/d005?details=managers&details=managers.titles&details=employees&details=employees.titles"
+        + "&details=employees.salaries"
+
+    /// Serves the shipped endpoints on `kind` ("postgres" or "sqlite") with 2,500 generated
+    /// employees, attachments fetched in windows of 100 rows.
+    static func withService(_ kind: String, _ body: (TestService, Database) async throws -> Void) async throws {
+        let temporary = kind == "postgres" ? try TestDatabases.makePostgresDatabase(prefix: "spout_t_nested") : TestDatabases.makeSQLiteDatabase()
+        defer { temporary.drop() }
+        _ = try await onThread { try SampleData.generated(employees: 2_500, seed: 7).load(into: temporary) }
+        let database = try temporary.open(DatabaseConfiguration(attachmentBatchSize: 100))
+        defer { database.close() }
+        try await TestService.serving(try Repository.shippedEndpoints(), database: database) { try await body($0, database) }
+    }
+
+    /// The JSON value of `text`, compared as Foundation objects.
+    static func value(_ text: String) throws -> NSObject {
+        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed]) as? NSObject)
+    }
+
+    @Test(
+        "a department tree is what per-parent requests return, in statements that grow with levels × windows",
+        arguments: ["postgres", "sqlite"])
+    func departmentTree(database kind: String) async throws {
+        guard kind == "sqlite" || TestDatabases.postgresEnabled else { return }
+        try await Self.withService(kind) { service, database in
+            let before = database.statistics.statementCount
+            let response = try await service.get(Self.everything)
+            let statements = database.statistics.statementCount - before
+            #expect(response.status == 200)
+            #expect(response.header("content-type") == "application/json")
+            let department = try #require(try response.json() as? [String: Any])
+            #expect(department["departmentNumber"] as? String == "d005")
+            // The department's columns, then its details as declared.
+            #expect(response.text.hasPrefix(#"{"departmentNumber":"d005","name":"Development","managers":[{"#))
+
+            // The employees are the department's members endpoint with one level of details, byte for byte.
+            let members = try await service.get("/departments/d005/employees?details=titles&details=salaries")
+            #expect(members.status == 200)
+            #expect(response.text.hasSuffix(#","employees":"# + members.text + "}"))
+
+            // Each employee's and manager's arrays are what that employee's own endpoints answer.
+            let employees = try #require(department["employees"] as? [[String: Any]])
+            let managers = try #require(department["managers"] as? [[String: Any]])
+            #expect(employees.count > 200, "several windows of 100")
+            #expect(!managers.isEmpty)
+            let numbers = employees.compactMap { $0["employeeNumber"] as? Int }
+            #expect(numbers == numbers.sorted() && numbers.count == employees.count)
+            for employee in employees.prefix(40) + employees.suffix(10) + managers {
+                let number = try #require(employee["employeeNumber"] as? Int)
+                let titles = try await service.get("/employees/\(number)/titles")
+                #expect(employee["titles"] as? NSObject == (try Self.value(titles.text)), "titles of \(number)")
+                if let salaries = employee["salaries"] {
+                    let own = try await service.get("/employees/\(number)/salaries")
+                    #expect(salaries as? NSObject == (try Self.value(own.text)), "salaries of \(number)")
+                } else {
+                    #expect(managers.contains { $0["employeeNumber"] as? Int == number }, "only managers have no salaries")
+                }
+            }
+
+            // No statement per row at any level on PostgreSQL: the department, each array's
+            // cursor, and per window of 100 parents one statement per detail below them.
+            let windows = { (rows: Int) in (rows + 99) / 100 }
+            if kind == "postgres" {
+                #expect(statements == 1 + (1 + windows(managers.count)) + (1 + 2 * windows(employees.count)))
+            } else {
+                // SQLite runs a cached statement per parent, in process (no round trip).
+                #expect(statements == 1 + (1 + managers.count) + (1 + 2 * employees.count))
+            }
+        }
+    }
+
+    @Test("JSON Lines nests the same arrays; CSV is a 406 naming the detail", arguments: ["postgres", "sqlite"])
+    func formats(database kind: String) async throws {
+        guard kind == "sqlite" || TestDatabases.postgresEnabled else { return }
+        try await Self.withService(kind) { service, _ in
+            let compact = try await service.get(Self.everything)
+            let lines = try await service.get(Self.everything, accept: "application/x-ndjson")
+            #expect(lines.status == 200)
+            #expect(lines.text == compact.text + "\n")
+            let csv = try await service.get(Self.everything, accept: "text/csv")
+            #expect(csv.status == 406)
+            #expect(csv.text == """
+                {"error":"details are arrays, which CSV cannot hold: ask for JSON or JSON Lines, or leave out the detail",\
+                "parameter":"details","value":"employees"}
+                """)
+            // Without details, CSV is fine.
+            #expect(try await service.get("/departments/d005", accept: "text/csv").status == 200)
+        }
+    }
+
+    @Test("an unknown name lists what its level allows; a detail without its parent is refused", arguments: ["postgres", "sqlite"])
+    func refusedPaths(database kind: String) async throws {
+        guard kind == "sqlite" || TestDatabases.postgresEnabled else { return }
+        try await Self.withService(kind) { service, database in
+            let before = database.statistics.statementCount
+            let cases: [(String, String)] = [
+                (
+                    "/departments/d005?details=staff",
+                    #"{"error":"value not allowed","parameter":"details","value":"staff","allowed":["managers","employees"]}"#
+                ),
+                (
+                    "/departments/d005?details=employees&details=employees.title",
+                    #"{"error":"value not allowed","parameter":"details","value":"employees.title","allowed":["employees.titles","employees.salaries"]}"#
+                ),
+                (
+                    "/departments/d005?details=employees&details=employees.titles&details=employees.titles.x",
+                    #"{"error":"value not allowed","parameter":"details","value":"employees.titles.x","allowed":[]}"#
+                ),
+                (
+                    "/departments/d005?details=employees.titles",
+                    #"{"error":"detail 'employees.titles' needs its parent: add details=employees","parameter":"details","value":"employees.titles"}"#
+                ),
+                (
+                    "/departments/d005/employees?details=titles.x",
+                    #"{"error":"value not allowed","parameter":"details","value":"titles.x","allowed":[]}"#
+                ),
+            ]
+            for (path, body) in cases {
+                let response = try await service.get(path)
+                #expect(response.status == 400, "\(path)")
+                #expect(response.text == body, "\(path)")
+            }
+            #expect(database.statistics.statementCount == before, "refused before any SQL runs")
+            // An unknown department is a 404, details or not.
+            #expect(try await service.get("/departments/d999?details=employees&details=employees.titles").status == 404)
+            #expect(try await service.get("/departments/d999?details=employees").status == 404)
+        }
+    }
+
+    @Test("pages carry their rows' details; a department with one level of details keeps its strong ETag")
+    func pagesAndTags() async throws {
+        try await Self.withService("sqlite") { service, _ in
+            let page = try await service.get("/departments/d005/employees?pageSize=3&details=titles")
+            #expect(page.status == 200)
+            #expect(page.header("etag")?.hasPrefix("\"") == true)
+            let rows = try #require(try page.json() as? [[String: Any]])
+            #expect(rows.count == 3 && rows.allSatisfy { $0["titles"] is [Any] })
+            let flat = try await service.get("/departments/d005?details=managers")
+            #expect(flat.header("etag") != nil)
+            let deep = try await service.get("/departments/d005?details=managers&details=managers.titles")
+            #expect(deep.header("etag") == nil, "streamed: no body digest")
+            #expect(try Self.value(deep.text) != (try Self.value(flat.text)))
+            let documentation = try await service.get("/departments/d005?api")
+            #expect(documentation.text.contains("with an <code>ETag</code> (streamed, without it, when details of details are selected)"))
+            #expect(documentation.text.contains("<li><code>employees.salaries</code>: an array of <code>{salary, fromDate, toDate}</code>"))
+        }
+    }
+
+    @Test("maxDetailDepth bounds how deep an endpoint file may nest details")
+    func depthLimit() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spout-nested-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("nested.yaml").path
+        try """
+            paths:
+              /a:
+                get:
+                  sql: SELECT 1 AS one
+                  details:
+                    - name: b
+                      sql: SELECT :one AS two
+                      details:
+                        - name: c
+                          sql: SELECT :two AS three
+            """.write(toFile: file, atomically: true, encoding: .utf8)
+        let loaded = try EndpointSet.load(files: [file], sqlDirectory: directory.path, maxDetailDepth: 2)
+        let parameter = try #require(loaded.endpoints.first?.parameters.first { $0.name == "details" })
+        #expect(parameter.allowedValues == [.text("b"), .text("b.c")])
+        do {
+            _ = try EndpointSet.load(files: [file], sqlDirectory: directory.path, maxDetailDepth: 1)
+            Issue.record("details two levels deep loaded with maxDetailDepth 1")
+        } catch {
+            #expect(error.message == "details nest 2 levels deep here; maxDetailDepth allows 1 (see docs/configuration.md)")
+            #expect(error.line == 9)
+        }
+    }
+}
