@@ -3,8 +3,9 @@ import SpoutCore
 
 /// Creates and fills the `pet` and `event` tables of the MySQL menagerie example.
 ///
-/// The table comes from `<sqlDirectory>/schema/<dialect>/pets.sql`; its rows from
-/// `<sqlDirectory>/seed/pets.sql` (the manual's 9 pets) or from a user's TSV file. Like
+/// The tables come from `<sqlDirectory>/schema/<dialect>/pets.sql` and `pet-events.sql`; their
+/// rows from `<sqlDirectory>/seed/pets.sql` and `pet-events.sql` (the manual's 9 pets and 10
+/// events) or, for the pets, from a user's TSV file. Like
 /// ``EmployeesLoader``, a load is all or nothing (one transaction, or the caller's) and an
 /// existing `pet` table is an error unless `replace` is set.
 public struct PetsLoader: Sendable {
@@ -33,6 +34,7 @@ public struct PetsLoader: Sendable {
             try EmployeesLoader.prepareTables(Self.tableNames, on: connection, replace: replace)
             try SchemaScripts.run(schemaPath, on: connection)
             try SchemaScripts.run(seedPath, on: connection)
+            try self.addEvents(into: connection)
             try self.runSecurity(scripts, on: connection)
             return try withDatabaseContext("counting the rows of pet failed") {
                 try DatabaseCatalog.rowCount(of: Self.tableName, on: connection)
@@ -57,6 +59,7 @@ public struct PetsLoader: Sendable {
         return try Transaction.run(on: connection) {
             try EmployeesLoader.prepareTables(Self.tableNames, on: connection, replace: replace)
             try SchemaScripts.run(schemaPath, on: connection)
+            try SchemaScripts.run(scripts.schemaPath("pet-events", dialect: connection.dialect), on: connection)
             let table = PetsSchema.table
             let written = try withDatabaseContext("loading \(path) into pet failed") { () throws -> Int in
                 let inserter = try connection.bulkInsert(into: table.name, columns: table.columnNames)
@@ -74,6 +77,15 @@ public struct PetsLoader: Sendable {
             }
             return count
         }
+    }
+
+    /// Creates `event` and inserts the events of `seed/pet-events.sql` whose pet exists, on the
+    /// caller's transaction: the whole of a new load, or the upgrade of a database whose pets
+    /// were loaded before the table existed (``SQLiteSeeder``).
+    public func addEvents(into connection: any DatabaseConnection) throws {
+        let scripts = SchemaScripts(sqlDirectory: self.sqlDirectory)
+        try SchemaScripts.run(scripts.schemaPath("pet-events", dialect: connection.dialect), on: connection)
+        try SchemaScripts.run(scripts.seedPath("pet-events"), on: connection)
     }
 
     /// Runs `schema/<dialect>/pets-security.sql` when there is one (PostgreSQL's row-level

@@ -56,6 +56,11 @@ public enum SQLiteSeeder {
         // Pets are loaded when `pet` is missing; what is left of their set (the version
         // counter) is replaced with them.
         let needsPets = !existingPets.contains(PetsLoader.tableName)
+        // Pets seeded before their `event` table existed get it, and the events of the pets
+        // still there, without their pets being touched.
+        if !needsPets && !existingPets.contains("event") {
+            try Transaction.run(on: connection) { try PetsLoader(sqlDirectory: sqlDirectory).addEvents(into: connection) }
+        }
         guard needsEmployees || needsPets else {
             return Report(loadedEmployees: false, loadedPets: false, employees: nil, pets: nil, seconds: secondsSince(start, clock: clock))
         }

@@ -99,6 +99,25 @@ struct SQLiteSeederTests {
         }
     }
 
+    @Test func petsSeededBeforeTheirEventsGetThemWithoutBeingTouched() throws {
+        try withTestDatabase(.sqlite) { connection throws in
+            try SQLiteSeeder.seedIfMissing(connection: connection, sqlDirectory: DataTestFixtures.sqlDirectory, employees: 10)
+            #expect(try countRows(connection, "event") == 10)
+            // As a database seeded before the event table: no events, and a pet renamed and one
+            // deleted through the API since.
+            try connection.executeScript(
+                "DROP TABLE event; DELETE FROM pet WHERE name = 'Buffy'; UPDATE pet SET owner = 'Zed' WHERE name = 'Fluffy'")
+            let upgraded = try SQLiteSeeder.seedIfMissing(connection: connection, sqlDirectory: DataTestFixtures.sqlDirectory)
+            #expect(!upgraded.loadedPets && !upgraded.loadedEmployees)
+            #expect(try countRows(connection, "pet") == 8)
+            // Buffy's two litters are not added: she is gone.
+            #expect(try countRows(connection, "event") == 8)
+            let owner = try connection.query(try ParsedSQL("SELECT owner FROM pet WHERE name = 'Fluffy'", dialect: .sqlite), [], options: QueryOptions())
+            defer { owner.close() }
+            #expect(try owner.next() && owner.value(at: 0) == .text("Zed"))
+        }
+    }
+
     @Test func failureLeavesTheDatabaseEmpty() throws {
         let sql = try DataTestFixtures.makeTemporaryDirectory()
         defer { sql.remove() }

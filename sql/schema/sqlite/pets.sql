@@ -12,17 +12,6 @@ CREATE TABLE pet (
 -- GET /pets?owner=... filters on owner (Spout warns at startup about a filter no index serves).
 CREATE INDEX pet_owner_idx ON pet (owner);
 
--- The menagerie's event table: what happened to each pet (litters, visits to the vet, ...),
--- the `events` detail of the pets and, one level further down, of GET /owners' pets. A pet's
--- events go with it.
-CREATE TABLE event (
-    name        VARCHAR(20)     NOT NULL REFERENCES pet (name) ON DELETE CASCADE,
-    "date"      DATE            NOT NULL,
-    type        VARCHAR(15)     NOT NULL,
-    remark      VARCHAR(255)
-);
-CREATE INDEX event_name_idx ON event (name, "date");
-
 -- A counter that every write to pet advances: GET /pets reads it as its versionSql, so a
 -- client's cached copy is revalidated (ETag, 304) without reading the pets.
 CREATE TABLE pet_version (version INTEGER NOT NULL);
