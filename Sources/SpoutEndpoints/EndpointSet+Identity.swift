@@ -59,7 +59,7 @@ extension EndpointSet {
                 case nil: "is not set"
                 case ""?: "is empty"
                 case let key? where !EndpointAuth.isUsableKey(key): "holds characters a header cannot carry (visible ASCII only)"
-                case let key? where key.contains(".") && key.utf8.count(where: { $0 == UInt8(ascii: ".") }) == 2:
+                case let key? where key.utf8.count(where: { $0 == UInt8(ascii: ".") }) == 2:
                     "holds a value shaped like a JWT (two dots); an API key must not be"
                 case let key? where keys.contains(key): "holds the key of another identity.apiKeys entry"
                 default: nil

@@ -79,10 +79,7 @@ public final class JWKSKeySource: Sendable {
             let known = kid.map { held.contains($0) } ?? !held.isEmpty
             guard self.policy.needsFetch(now: now, lastSuccess: state.lastSuccess, lastAttempt: state.lastAttempt, keyIsKnown: known)
             else { return nil }
-            state.lastAttempt = now
-            let task = Task { await self.refresh() }
-            state.fetching = task
-            return task
+            return self.startFetch(&state, at: now)
         }
         await wait?.value
         if let fetched = self.state.withLock({ $0.fetched }) { return fetched }
@@ -94,14 +91,18 @@ public final class JWKSKeySource: Sendable {
     @discardableResult
     public func refreshNow() async -> Int {
         let task: Task<Void, Never> = self.state.withLock { state in
-            if let fetching = state.fetching { return fetching }
-            state.lastAttempt = .now
-            let task = Task { await self.refresh() }
-            state.fetching = task
-            return task
+            state.fetching ?? self.startFetch(&state, at: .now)
         }
         await task.value
         return self.identifiers.count
+    }
+
+    /// Starts the one fetch, recording the attempt; called with the lock held.
+    private func startFetch(_ state: inout State, at now: ContinuousClock.Instant) -> Task<Void, Never> {
+        state.lastAttempt = now
+        let task = Task { await self.refresh() }
+        state.fetching = task
+        return task
     }
 
     private func refresh() async {

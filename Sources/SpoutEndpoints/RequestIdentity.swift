@@ -60,7 +60,8 @@ public struct RequestIdentity: Sendable, Hashable {
         settings: SpoutConfiguration.Identity
     ) async throws -> RequestIdentity {
         let anonymousRole = settings.anonymousRole.isEmpty ? nil : settings.anonymousRole
-        guard let credential = APIKeySet.credential(authorization: authorization, apiKey: apiKey) else {
+        let bearer = APIKeySet.credential(authorization: authorization, apiKey: nil)
+        guard let credential = bearer ?? APIKeySet.credential(authorization: nil, apiKey: apiKey) else {
             guard policy.anonymous, policy.roles.isEmpty else {
                 throw HTTPError(
                     status: 401, message: "missing token: send Authorization: Bearer <JWT>", headers: self.challenge(error: nil))
@@ -73,8 +74,7 @@ public struct RequestIdentity: Sendable, Hashable {
                 headers: self.challenge(error: "invalid_token"))
         }
         let claims: TokenClaims
-        let isBearer = APIKeySet.credential(authorization: authorization, apiKey: nil) == credential
-        let isToken = isBearer && (verifier.apiKeys.count == 0 || credential.utf8.count(where: { $0 == UInt8(ascii: ".") }) == 2)
+        let isToken = bearer != nil && (verifier.apiKeys.count == 0 || credential.utf8.count(where: { $0 == UInt8(ascii: ".") }) == 2)
         if isToken {
             switch await verifier.verify(credential) {
             case .success(let verified): claims = verified

@@ -22,14 +22,7 @@ struct IdentityAPITests {
         var endpoints = endpoints
         endpoints.identity = identity
         endpoints.tokenVerifier = try verifier ?? Self.fixtures.get().verifier(identity)
-        let service = try await TestService.start(endpoints, database: database)
-        do {
-            try await body(service)
-        } catch {
-            await service.stop()
-            throw error
-        }
-        await service.stop()
+        try await TestService.serving(endpoints, database: database, body)
     }
 
     static func send(
