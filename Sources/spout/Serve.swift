@@ -80,7 +80,7 @@ struct Serve: AsyncParsableCommand {
             logger.info("identity.jwksUrl: \(count) keys held", metadata: ["keys": "\(count)"])
         }
 
-        let url = settings.database.url
+        let url = Self.embeddedDatabaseURL(settings.database.url, logger: logger)
         if settings.database.seed.enabled && !self.noSeed {
             try Self.seedIfNew(url: url, employees: settings.database.seed.employees, sqlDirectory: settings.resolvedSQLDirectory, logger: logger)
         }
@@ -138,6 +138,34 @@ struct Serve: AsyncParsableCommand {
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         logger.notice("stopped")
+    }
+
+    /// The URL to open for `url`: itself, unless it is the embedded default
+    /// (`sqlite:data/spout.sqlite`, relative to the working directory) and this user may not
+    /// write that folder (a checkout owned by someone else). Then a folder of this user's in
+    /// the temporary directory (`spout-UID`, mode 0700, used only when this user owns it) holds
+    /// the database, and the log says where and how to keep it elsewhere. A URL the user chose
+    /// (`--database`, `SPOUT_DATABASE_URL`, another `database.url`) is never replaced: its
+    /// problems are reported as they are.
+    static func embeddedDatabaseURL(_ url: String, logger: Logger) -> String {
+        guard url == SpoutConfiguration.DatabaseSettings().url else { return url }
+        let manager = FileManager.default
+        let directory = (String(url.dropFirst("sqlite:".count)) as NSString).deletingLastPathComponent
+        if (try? manager.createDirectory(atPath: directory, withIntermediateDirectories: true)) != nil,
+            manager.isWritableFile(atPath: directory)
+        {
+            return url
+        }
+        let fallback = (NSTemporaryDirectory() as NSString).appendingPathComponent("spout-\(getuid())")
+        try? manager.createDirectory(atPath: fallback, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        guard let owner = (try? manager.attributesOfItem(atPath: fallback))?[.ownerAccountID] as? NSNumber,
+            owner.uint32Value == getuid(), manager.isWritableFile(atPath: fallback)
+        else { return url }
+        let path = (fallback as NSString).appendingPathComponent("spout.sqlite")
+        logger.notice(
+            "this user (uid \(getuid())) cannot write \(directory)/ here: the embedded database is \(path), which lasts as long as the temporary folder; --database sqlite:/path/you/own/spout.sqlite keeps it elsewhere"
+        )
+        return "sqlite:" + path
     }
 
     /// Creates and seeds a SQLite database whose file does not exist yet. PostgreSQL and

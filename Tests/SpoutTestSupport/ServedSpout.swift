@@ -44,14 +44,19 @@ public final class ServedSpout {
     /// - Throws: when a path of `extraFiles` is absolute or leaves the staging directory, when
     ///   a file cannot be written, or when the server exits or closes its log before listening
     ///   (the log is in the error).
+    ///   - embeddedDefault: start without `--database`, in a directory where no user can make
+    ///     `data/` (a file holds its name), with `TMPDIR` at the staging directory's `tmp/`:
+    ///     the embedded default as someone else's checkout gives it.
     public init(
         root: URL, extraArguments: [String] = [], environment extra: [String: String] = [:],
-        extraFiles: [String: String] = [:]
+        extraFiles: [String: String] = [:], embeddedDefault: Bool = false
     ) throws {
         let files = FileManager.default
         self.directory = files.temporaryDirectory.appendingPathComponent("spout-served-\(UUID().uuidString)")
-        let data = self.directory.appendingPathComponent("data")
+        // With the embedded default the writable folder is the temporary one.
+        let data = self.directory.appendingPathComponent(embeddedDefault ? "tmp" : "data")
         try files.createDirectory(at: data, withIntermediateDirectories: true)
+        if embeddedDefault { try Data().write(to: self.directory.appendingPathComponent("data")) }
         let executable = self.directory.appendingPathComponent("spout")
         try Self.stage(try ChildProcess.spoutExecutable(), at: executable.path)
         for folder in ["config", "sql"] {
@@ -79,12 +84,13 @@ public final class ServedSpout {
             self.process.executableURL = executable
             self.process.arguments = []
         }
-        self.process.arguments! += [
-            "serve", "--port", "0", "--database", "sqlite:" + data.appendingPathComponent("spout.sqlite").path,
-        ] + extraArguments
+        self.process.arguments! += ["serve", "--port", "0"]
+        if !embeddedDefault { self.process.arguments! += ["--database", "sqlite:" + data.appendingPathComponent("spout.sqlite").path] }
+        self.process.arguments! += extraArguments
         self.process.currentDirectoryURL = self.directory
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SPOUT_") }
         environment["HOME"] = self.directory.path
+        if embeddedDefault { environment["TMPDIR"] = data.path }
         environment.merge(extra) { _, new in new }
         self.process.environment = environment
         let errors = Pipe()
