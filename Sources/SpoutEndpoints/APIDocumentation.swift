@@ -144,7 +144,8 @@ struct APIDocumentation: Sendable {
             if let cache = endpoint.cache { text += "; <code>Cache-Control: \(cache.headerValue)</code>" }
             return text
         case .object:
-            let streams = EndpointDetail.depth(of: endpoint.details) > 1 ? " (streamed, without it, when details of details are selected)" : ""
+            let streamedTag = endpoint.versionSQL != nil ? "with a weak one" : "without it"
+            let streams = EndpointDetail.depth(of: endpoint.details) > 1 ? " (streamed, \(streamedTag), when details of details are selected)" : ""
             return "one object \(object) with an <code>ETag</code>\(streams); 404 when there is none"
         case .scalar: return "one value with an <code>ETag</code>; 404 when there is none"
         case .none: return "204 No Content; 404 when nothing was changed"

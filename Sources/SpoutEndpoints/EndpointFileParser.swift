@@ -300,14 +300,15 @@ struct EndpointFileParser {
         return EndpointCache(maxAge: maxAge, isPublic: isPublic)
     }
 
-    /// `versionSql` or `versionSqlFile`: the version of a GET endpoint's streamed rows.
+    /// `versionSql` or `versionSqlFile`: the version of a GET endpoint's streamed rows, or of an
+    /// object that streams (one whose details have details, when they are selected).
     private func versionSQL(
         in fields: YAMLMapping, owner: YAMLValue, method: RequestMethod, result: EndpointResult, title: String
     ) throws(ConfigurationError) -> EndpointSQL? {
         guard let node = fields.value("versionSql") ?? fields.value("versionSqlFile") else { return nil }
-        guard method == .get, result == .rows else {
+        guard method == .get, result == .rows || result == .object else {
             throw node.error(
-                "'versionSql' tags the streamed rows of a GET endpoint; results sent whole are tagged by their body")
+                "'versionSql' tags the streamed rows or object of a GET endpoint; results sent whole are tagged by their body")
         }
         return try self.sql(in: fields, owner: owner, what: "versionSql of \(title)", inlineKey: "versionSql", fileKey: "versionSqlFile")
     }

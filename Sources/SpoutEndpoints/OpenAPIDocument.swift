@@ -229,8 +229,9 @@ struct OpenAPIDocument {
                 ])
         case .object:
             // A row whose details have details streams: no body digest then.
+            let streamedTag = endpoint.versionSQL != nil ? "with a weak ETag from versionSql" : "without an ETag"
             let description = EndpointDetail.depth(of: endpoint.details) > 1
-                ? "The row; streamed, without an ETag, when details of details are selected" : "The row"
+                ? "The row; streamed, \(streamedTag), when details of details are selected" : "The row"
             responses.set("200", ["description": .string(description), "content": ["application/json": ["schema": row]]])
         case .scalar:
             responses.set("200", ["description": "The value", "content": ["application/json": ["schema": [:]]]])

@@ -5,6 +5,8 @@ import SpoutPostgres
 import SpoutTestSupport
 import Testing
 
+@testable import SpoutSQLite
+
 /// Row streams and attachments against real PostgreSQL and SQLite databases.
 @Suite struct RowStreamTests {
     /// The same schema on both databases: every type of the value-mapping table that both
@@ -369,14 +371,25 @@ import Testing
             """)
     }
 
-    @Test func sqliteAttachmentsUseOneCachedStatement() throws {
+    @Test("on SQLite each level's statement is prepared once and run again for each parent row")
+    func sqliteAttachmentsUseOneCachedStatement() throws {
         let temporary = TestDatabases.makeSQLiteDatabase()
         defer { temporary.drop() }
         let database = try temporary.open()
         defer { database.close() }
         try database.withConnection(readOnly: false) { try $0.executeScript(Self.schema(.sqlite)) }
-        let json = try Self.output(try Self.departments(in: database), on: database, format: .jsonLines)
-        #expect(json.split(separator: "\n").count == 3)
+        try database.withConnection(readOnly: true) { connection in
+            let sqlite = try #require(connection as? SQLiteConnection)
+            let before = sqlite.cachedStatementCount
+            for _ in 0..<2 {
+                let sink = CollectingSink()
+                _ = try Self.departments(in: database).write(as: .jsonLines, shape: .array, to: sink, on: connection)
+                #expect(sink.text.split(separator: "\n").count == 3)
+                // Departments, their employees, the employees' titles: one statement a level,
+                // however many parents there are, and none more when the stream runs again.
+                #expect(sqlite.cachedStatementCount - before == 3)
+            }
+        }
     }
 
     /// Millions of rows stream through in constant memory: run `spout export` in a child

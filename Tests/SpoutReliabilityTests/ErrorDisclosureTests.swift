@@ -42,14 +42,7 @@ struct ErrorDisclosureTests {
     @Test("SQL errors answer a generic 500 body; an error mid-stream truncates the body without details",
           arguments: [SQLDialect.postgres, .sqlite])
     func sqlErrors(dialect: SQLDialect) async throws {
-        let database: TemporaryDatabase
-        switch dialect {
-        case .postgres:
-            guard TestDatabases.postgresEnabled else { return }
-            database = try TestDatabases.makePostgresDatabase(prefix: "spout_rel_errors")
-        case .sqlite:
-            database = TestDatabases.makeSQLiteDatabase()
-        }
+        guard let database = try TestDatabases.make(dialect, prefix: "spout_rel_errors") else { return }
         defer { database.drop() }
         try await onThread { try SampleData.seed(database.url, employees: 10) }
         let directory = try ServiceDirectory(databaseURL: database.url, extraEndpoints: ["broken.yaml": Self.endpoints(dialect)], poolSize: 2)

@@ -11,14 +11,7 @@ struct HostileInputTests {
     @Test("random and mutated requests never crash the server, never get a 5xx, and change nothing",
           arguments: [SQLDialect.sqlite, .postgres])
     func fuzz(dialect: SQLDialect) async throws {
-        let database: TemporaryDatabase
-        switch dialect {
-        case .postgres:
-            guard TestDatabases.postgresEnabled else { return }
-            database = try TestDatabases.makePostgresDatabase(prefix: "spout_rel_fuzz")
-        case .sqlite:
-            database = TestDatabases.makeSQLiteDatabase()
-        }
+        guard let database = try TestDatabases.make(dialect, prefix: "spout_rel_fuzz") else { return }
         defer { database.drop() }
         try await onThread { try SampleData.seed(database.url, employees: 300) }
         let before = try await onThread { try Self.fingerprint(database.url) }

@@ -35,14 +35,7 @@ struct ReadOnlyGetTests {
     @Test("a GET endpoint whose SQL writes fails with a generic 500 and changes nothing",
           arguments: [SQLDialect.postgres, .sqlite])
     func writesRefused(dialect: SQLDialect) async throws {
-        let database: TemporaryDatabase
-        switch dialect {
-        case .postgres:
-            guard TestDatabases.postgresEnabled else { return }
-            database = try TestDatabases.makePostgresDatabase(prefix: "spout_rel_readonly")
-        case .sqlite:
-            database = TestDatabases.makeSQLiteDatabase()
-        }
+        guard let database = try TestDatabases.make(dialect, prefix: "spout_rel_readonly") else { return }
         defer { database.drop() }
         try await onThread { try SampleData.seed(database.url, employees: 10) }
         let before = try await onThread { try SampleData.petsChecksum(database.url) }

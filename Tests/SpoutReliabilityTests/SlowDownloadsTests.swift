@@ -231,14 +231,7 @@ struct SlowDownloadsTests {
         _ dialect: SQLDialect, environment: [String: String] = [:], expectRunning: Bool = true,
         _ body: (ServerProcess, TemporaryDatabase) async throws -> Void
     ) async throws {
-        let database: TemporaryDatabase
-        switch dialect {
-        case .postgres:
-            guard TestDatabases.postgresEnabled else { return }
-            database = try TestDatabases.makePostgresDatabase(prefix: "spout_rel_spool")
-        case .sqlite:
-            database = TestDatabases.makeSQLiteDatabase()
-        }
+        guard let database = try TestDatabases.make(dialect, prefix: "spout_rel_spool") else { return }
         defer { database.drop() }
         try await onThread {
             try SampleData.seed(database.url, employees: Self.employees)

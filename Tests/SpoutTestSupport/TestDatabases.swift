@@ -61,6 +61,19 @@ public enum TestDatabases {
         }
     }
 
+    /// An empty database of `dialect` for one test, or nil when it is PostgreSQL and no server
+    /// is there (outside CI: the test then ends early; under `CI=true` it fails instead, as
+    /// ``makePostgresDatabase(prefix:)`` throws ``MissingServer``). SQLite is always there.
+    public static func make(_ dialect: SQLDialect, prefix: String = "spout_t") throws -> TemporaryDatabase? {
+        switch dialect {
+        case .postgres:
+            guard self.postgresEnabled else { return nil }
+            return try self.makePostgresDatabase(prefix: prefix)
+        case .sqlite:
+            return self.makeSQLiteDatabase()
+        }
+    }
+
     /// A new SQLite file in a temporary directory (removed with the returned value's `drop`).
     public static func makeSQLiteDatabase() -> TemporaryDatabase {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spout-test-\(UUID().uuidString)")
