@@ -267,6 +267,89 @@ struct IdentityAPITests {
         }
     }
 
+    // MARK: Endpoint roles and tags
+
+    /// An endpoint for editors and admins only, answering who asked.
+    static let editorsFile = """
+        auth:
+          token: jwt
+          roles: [editor, admin]
+        paths:
+          /notes:
+            get:
+              sql: SELECT CAST(:claims.sub AS text) AS sub, CAST(:claims.role AS text) AS role
+              result: object
+        """
+
+    @Test("an endpoint's roles: 403 insufficient_scope naming them before any SQL; one caller's ETag never confirms another's body",
+          arguments: PetsAPITests.backends)
+    func rolesAndPrivateTags(_ backend: Backend) async throws {
+        let store = try IdentityDatabase.make(backend) { _ in }
+        defer { store.drop() }
+        let database = try store.open()
+        defer { database.close() }
+        let (endpoints, directory) = try Self.endpoints(["editors.yaml": Self.editorsFile])
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await Self.withService(endpoints, database: database) { service in
+            let refusals: [(String?, Int, String, String?)] = [
+                (try await Self.token("Diane", role: "viewer"), 403,
+                 #"{"error":"insufficient role: needs one of editor, admin; the token's role is 'viewer'"}"#,
+                 #"Bearer realm="spout", error="insufficient_scope""#),
+                (try await Self.token("Diane"), 403,
+                 #"{"error":"insufficient role: needs one of editor, admin; the token's role is missing"}"#,
+                 #"Bearer realm="spout", error="insufficient_scope""#),
+                (nil, 401, #"{"error":"missing token: send Authorization: Bearer <JWT>"}"#, #"Bearer realm="spout""#),
+            ]
+            for (token, status, body, challenge) in refusals {
+                let statements = database.statistics.statementCount
+                let refused = try await Self.send(service, "GET", "/notes", token: token)
+                #expect(refused.status == status)
+                #expect(refused.text == body)
+                #expect(refused.header("www-authenticate") == challenge)
+                #expect(database.statistics.statementCount == statements, "refused before any SQL")
+            }
+
+            // Two editors: each body is tagged by its own digest, kept private per caller.
+            let diane = try await Self.token("Diane", role: "editor")
+            let gwen = try await Self.token("Gwen", role: "admin")
+            let dianes = try await Self.send(service, "GET", "/notes", token: diane)
+            #expect(dianes.status == 200)
+            #expect(dianes.text == #"{"sub":"Diane","role":"editor"}"#)
+            #expect(dianes.header("cache-control") == "private")
+            #expect(dianes.header("vary")?.contains("Authorization") == true)
+            let tag = try #require(dianes.header("etag"))
+            func conditional(_ token: String) async throws -> HTTPTestResponse {
+                try await HTTPTestClient.send(
+                    port: service.port, method: "GET", path: "/notes", headers: [("Authorization", "Bearer \(token)"), ("If-None-Match", tag)])
+            }
+            // Diane's tag with Gwen's token: Gwen's own body, never a 304 for Diane's.
+            let gwens = try await conditional(gwen)
+            #expect(gwens.status == 200)
+            #expect(gwens.text == #"{"sub":"Gwen","role":"admin"}"#)
+            #expect(gwens.header("etag") != tag)
+            // The same tag with Diane's token confirms Diane's body.
+            let confirmed = try await conditional(diane)
+            #expect(confirmed.status == 304 && confirmed.body.isEmpty)
+        }
+    }
+
+    @Test("pets: a change by someone without a token is 401 before any SQL, as creating and deleting are", arguments: PetsAPITests.backends)
+    func anonymousChangeOfAPet(_ backend: Backend) async throws {
+        try await Self.withPets(backend) { service, database in
+            let before = try await PetsAPITests.table(database)
+            let statements = database.statistics.statementCount
+            let refused = try await Self.send(service, "POST", "/pets/Bowser", token: nil, form: [("owner", "Mallory")])
+            #expect(refused.status == 401)
+            #expect(refused.header("www-authenticate") == #"Bearer realm="spout""#)
+            #expect(database.statistics.statementCount == statements)
+            #expect(try await PetsAPITests.table(database) == before)
+            // Reads need no token, and a token changes nothing about them.
+            let open = try await Self.send(service, "GET", "/pets/Bowser", token: nil)
+            let withToken = try await Self.send(service, "GET", "/pets/Bowser", token: try await Self.token("Gwen"))
+            #expect(open.status == 200 && withToken.status == 200 && open.text == withToken.text)
+        }
+    }
+
     @Test("an SQL file that uses claims on an endpoint without token auth does not load")
     func claimsNeedTokenAuth() throws {
         let file = """

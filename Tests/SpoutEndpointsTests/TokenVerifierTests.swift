@@ -89,11 +89,11 @@ struct TokenVerifierTests {
         let verifier = try fixtures.verifier(identity)
         let right = try await fixtures.sign(
             TokenFixtures.claims(sub: "ann", extra: ["iss": "https://issuer.example", "aud": .array(["other", "spout"])]))
-        #expect(Self.reason(await verifier.verify(right)) == nil)
+        #expect(TokenVerifierTests.reason(await verifier.verify(right)) == nil)
         let wrongAudience = try await fixtures.sign(TokenFixtures.claims(sub: "ann", extra: ["iss": "https://issuer.example", "aud": "other"]))
-        #expect(Self.reason(await verifier.verify(wrongAudience)) == "wrong audience (aud)")
+        #expect(TokenVerifierTests.reason(await verifier.verify(wrongAudience)) == "wrong audience (aud)")
         let wrongIssuer = try await fixtures.sign(TokenFixtures.claims(sub: "ann", extra: ["iss": "https://evil.example", "aud": "spout"]))
-        #expect(Self.reason(await verifier.verify(wrongIssuer)) == "wrong issuer (iss)")
+        #expect(TokenVerifierTests.reason(await verifier.verify(wrongIssuer)) == "wrong issuer (iss)")
     }
 
     @Test("an algorithm outside identity.algorithms is refused even with a valid signature")
@@ -110,7 +110,7 @@ struct TokenVerifierTests {
         let fixtures = try Self.fixtures.get()
         let verifier = try TokenVerifier(identity: .init(), secret: nil, jwks: try fixtures.jwks())
         let token = try await fixtures.sign(TokenFixtures.claims(sub: "ann"))
-        #expect(Self.reason(await verifier.verify(token)) == "no key to verify HS256 tokens is configured")
+        #expect(TokenVerifierTests.reason(await verifier.verify(token)) == "no key to verify HS256 tokens is configured")
     }
 }
 
@@ -131,6 +131,35 @@ struct TokenSettingsTests {
         #expect(try EndpointSet.tokenVerifier(configuration: configuration, environment: [:]) == nil)
         let verifier = try EndpointSet.tokenVerifier(configuration: configuration, environment: ["SPOUT_JWT_SECRET": TokenFixtures.secret])
         #expect(verifier?.hasSecret == true && verifier?.jwksKeyCount == 0)
+    }
+
+    @Test("identity.jwksFile: read relative to the configuration file at start; a missing or non-JWKS file stops the start naming it")
+    func jwksFile() async throws {
+        let fixtures = try TokenFixtures()
+        let directory = try TemporaryDirectory()
+        _ = try directory.write("keys/jwks.json", try fixtures.jwks())
+        _ = try directory.write("keys/not-jwks.json", #"{"keys": "none"}"#)
+        func configuration(_ jwksFile: String) throws -> SpoutConfiguration {
+            let file = try directory.write("config/spout.yaml", "identity:\n  jwksFile: ../keys/\(jwksFile)\n")
+            return try SpoutConfiguration.load(file: file, environment: [:])
+        }
+
+        let verifier = try #require(try EndpointSet.tokenVerifier(configuration: try configuration("jwks.json"), environment: [:]))
+        #expect(verifier.jwksKeyCount == 5 && !verifier.hasSecret)
+        let token = try await fixtures.sign(TokenFixtures.claims(sub: "ann"), algorithm: "ES256")
+        #expect(try await verifier.verify(token).get().claims["sub"] == .string("ann"))
+        // No secret: an HS256 token is refused, the file's keys notwithstanding.
+        #expect(TokenVerifierTests.reason(await verifier.verify(try await fixtures.sign(TokenFixtures.claims(sub: "ann")))) != nil)
+
+        let missing = #expect(throws: ConfigurationError.self) {
+            try EndpointSet.tokenVerifier(configuration: try configuration("gone.json"), environment: [:])
+        }
+        #expect(missing?.message.hasPrefix("identity.jwksFile: cannot read ") == true, "\(String(describing: missing))")
+        #expect(missing?.message.contains("keys/gone.json") == true, "\(String(describing: missing))")
+        let broken = #expect(throws: ConfigurationError.self) {
+            try EndpointSet.tokenVerifier(configuration: try configuration("not-jwks.json"), environment: [:])
+        }
+        #expect(broken?.message.hasPrefix("identity.jwksFile: not a JWKS document") == true, "\(String(describing: broken))")
     }
 
     @Test(
