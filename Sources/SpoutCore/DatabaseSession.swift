@@ -63,11 +63,22 @@ public final class DatabaseSession: Sendable {
 
     /// The connection, when its driver can run statements without a thread of its own
     /// (``EventDrivenConnection``: PostgreSQL on Linux) and it is ready to, as the work asks
-    /// (open, read-only or writable, the work's statement timeout, no role or claims to set
-    /// first); nil otherwise, then use ``run(_:)``. Never blocks.
+    /// (open, read-only or writable, the work's statement timeout); nil otherwise, then use
+    /// ``run(_:)``. Never blocks. Run it through ``runEventDriven(on:_:then:)``, which applies
+    /// the work's role and claims.
     public func eventDrivenConnection() -> (any EventDrivenConnection)? {
-        guard self.work.session == nil else { return nil }
-        return self.lease.eventDrivenConnection(statementTimeout: self.work.statementTimeout?.statementTimeoutMilliseconds)
+        self.lease.eventDrivenConnection(statementTimeout: self.work.statementTimeout?.statementTimeoutMilliseconds)
+    }
+
+    /// Runs batches on `connection` (this session's ``eventDrivenConnection()``) without a
+    /// thread, each implicit transaction with the work's role and claims set first
+    /// (``EventDrivenConnection/runEventDriven(_:session:then:completion:)``): the rules
+    /// ``run(_:)`` applies, but the transaction, which an event-driven run leaves implicit.
+    public func runEventDriven(
+        on connection: any EventDrivenConnection, _ first: StatementBatch,
+        then next: @escaping @Sendable (_ results: [[QueryResult]]) throws -> StatementBatch
+    ) async throws -> [[QueryResult]] {
+        try await connection.runEventDriven(first, session: self.work.session, then: next)
     }
 
     /// Cancels the statement running on the connection, if any, and fails later statements

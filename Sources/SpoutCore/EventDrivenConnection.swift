@@ -27,7 +27,7 @@ public struct StatementBatch: Sendable {
 ///   (``DatabaseConnection/setReadOnly(_:)``) already is `readOnly`, and, unless
 ///   `statementTimeout` is nil, its statement timeout already is that many milliseconds (0:
 ///   none), so a run needs no setup round trip.
-/// - ``runEventDriven(_:then:completion:)`` returns at once. From then until `completion` is
+/// - ``runEventDriven(_:session:then:completion:)`` returns at once. From then until `completion` is
 ///   called, the connection belongs to the driver's I/O thread: the caller must not touch it
 ///   (except ``DatabaseConnection/cancel()``, which works as usual). `completion` is called
 ///   exactly once, after the connection is idle again: on the I/O thread, or on the calling
@@ -38,6 +38,10 @@ public struct StatementBatch: Sendable {
 ///   batch; a batch without statements ends the run. Outside a transaction each batch runs in
 ///   an implicit transaction of its own; its tentative statements run after the others, in
 ///   another one unless nothing can be rolled back (a read-only session).
+/// - With a `session` (``RequestSession``), every implicit transaction the run opens sets the
+///   session's role and claims first, in the same round trip as the statements, local to that
+///   transaction: they end with it, so no batch, and no later work on the connection, sees
+///   another's. A failure to set them fails the run like a failing statement.
 /// - When a statement fails, the rest of its batch is skipped, no later batch runs, and the
 ///   first error is passed to `completion`; the connection stays usable unless the error is
 ///   ``DatabaseError/Code/connectionLost``. An error thrown by `next` ends the run the same way.
@@ -47,19 +51,21 @@ public protocol EventDrivenConnection: DatabaseConnection {
 
     func runEventDriven(
         _ first: StatementBatch,
+        session: RequestSession?,
         then next: @escaping @Sendable (_ results: [[QueryResult]]) throws -> StatementBatch,
         completion: @escaping @Sendable (Result<[[QueryResult]], any Error>) -> Void
     )
 }
 
 extension EventDrivenConnection {
-    /// ``runEventDriven(_:then:completion:)`` awaited: the results of every batch, in order.
+    /// ``runEventDriven(_:session:then:completion:)`` awaited: the results of every batch, in
+    /// order.
     public func runEventDriven(
-        _ first: StatementBatch,
+        _ first: StatementBatch, session: RequestSession?,
         then next: @escaping @Sendable (_ results: [[QueryResult]]) throws -> StatementBatch
     ) async throws -> [[QueryResult]] {
         try await withCheckedThrowingContinuation { continuation in
-            self.runEventDriven(first, then: next) { result in continuation.resume(with: result) }
+            self.runEventDriven(first, session: session, then: next) { result in continuation.resume(with: result) }
         }
     }
 }

@@ -117,7 +117,7 @@ struct RowResponder: Sendable {
             let plan = try? PipelinedSingleRowPlan(rows.stream, shape: rows.shape, format: format, children: connection.childQueries)
         {
             let batches = try await withTaskCancellationHandler {
-                try await connection.runEventDriven(plan.parent) { try plan.batch(after: $0) }
+                try await session.runEventDriven(on: connection, plan.parent) { try plan.batch(after: $0) }
             } onCancel: {
                 session.cancel()
             }

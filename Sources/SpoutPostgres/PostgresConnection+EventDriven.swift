@@ -21,14 +21,19 @@ extension PostgresConnection: EventDrivenConnection {
     /// Sends each batch in libpq pipeline mode (prepares of new statements, then the
     /// statements, then one sync) with the socket non-blocking, and lets
     /// ``PostgresReactor/shared`` read the answers. A statement with a `rowLimit` is read in
-    /// single-row mode, so the rows past the limit are dropped as they arrive.
+    /// single-row mode, so the rows past the limit are dropped as they arrive. With a
+    /// `session`, each implicit transaction starts with ``sessionStatement(_:)``, in the same
+    /// pipeline: its `set_config(..., true)` lasts until the transaction ends at the sync.
     public func runEventDriven(
         _ first: StatementBatch,
+        session: RequestSession?,
         then next: @escaping @Sendable (_ results: [[QueryResult]]) throws -> StatementBatch,
         completion: @escaping @Sendable (Result<[[QueryResult]], any Error>) -> Void
     ) {
         let handle: OpaquePointer
+        let settings: BoundStatement?
         do {
+            settings = try session.map(Self.sessionStatement)
             handle = try self.idleHandle()
             #if os(Linux)
             try self.obey(self.stateMachine.eventDrivenStarted())
@@ -39,14 +44,15 @@ extension PostgresConnection: EventDrivenConnection {
         }
         #if os(Linux)
         self.statistics.recordEventDrivenRun()
-        let run = PostgresEventDrivenRun(connection: self, handle: handle, first: first, next: next, completion: completion)
+        let run = PostgresEventDrivenRun(
+            connection: self, handle: handle, first: first, settings: settings, next: next, completion: completion)
         if let events = run.start() {
             PostgresReactor.shared.watch(run, socket: run.socket, events: events)
         } else {
             run.complete()
         }
         #else
-        _ = handle
+        _ = (handle, settings)
         completion(.failure(DatabaseError(.unsupported, message: "event-driven runs need Linux's epoll")))
         #endif
     }
@@ -64,6 +70,8 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
         case prepare(name: String, text: String, tentative: Bool)
         /// Runs the next statement of the batch (a tentative one, or not).
         case query(tentative: Bool)
+        /// Sets the session's role and claims for the statements after it (results dropped).
+        case settings(tentative: Bool)
         /// Ends an implicit transaction: the server answers it even after an error.
         case sync
     }
@@ -71,6 +79,9 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
     let socket: Int32
     private let connection: PostgresConnection
     private let handle: OpaquePointer
+    /// The session's `set_config` statement, sent first in each implicit transaction; nil
+    /// without a session.
+    private let settings: BoundStatement?
     private let next: @Sendable ([[QueryResult]]) throws -> StatementBatch
     private let completion: @Sendable (Result<[[QueryResult]], any Error>) -> Void
 
@@ -89,12 +100,13 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
     private var isFlushing = false
 
     init(
-        connection: PostgresConnection, handle: OpaquePointer, first: StatementBatch,
+        connection: PostgresConnection, handle: OpaquePointer, first: StatementBatch, settings: BoundStatement? = nil,
         next: @escaping @Sendable ([[QueryResult]]) throws -> StatementBatch,
         completion: @escaping @Sendable (Result<[[QueryResult]], any Error>) -> Void
     ) {
         self.connection = connection
         self.handle = handle
+        self.settings = settings
         self.socket = PQsocket(handle)
         self.batch = first
         self.next = next
@@ -212,13 +224,16 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
         self.tentativeFailure = nil
         self.connection.statementStarting()
         var pending: [String: String] = [:]
-        guard self.queue(self.batch.statements, tentative: false, pending: &pending) else { return false }
+        guard self.queueSettings(tentative: false, pending: &pending),
+            self.queue(self.batch.statements, tentative: false, pending: &pending)
+        else { return false }
         if !self.batch.tentative.isEmpty {
             // A sync point keeps a failing tentative statement from rolling the others back;
             // a read-only session has nothing to roll back, and is spared the extra send
-            // (libpq flushes at each sync point).
+            // (libpq flushes at each sync point). After one, the tentative statements' own
+            // transaction sets the session again.
             if self.connection.stateMachine.sessionReadOnly != true {
-                guard self.sync() else { return false }
+                guard self.sync(), self.queueSettings(tentative: true, pending: &pending) else { return false }
             }
             guard self.queue(self.batch.tentative, tentative: true, pending: &pending) else { return false }
         }
@@ -234,10 +249,19 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
         return true
     }
 
+    /// Queues the session's settings, when the run has a session, as the first statement of an
+    /// implicit transaction. False when the run is over (the connection failed).
+    private func queueSettings(tentative: Bool, pending: inout [String: String]) -> Bool {
+        guard let settings = self.settings else { return true }
+        return self.queue([settings], tentative: tentative, pending: &pending, settings: true)
+    }
+
     /// Queues `statements`, and the prepares of those not yet prepared (without session state,
-    /// the statements are sent unnamed instead). False when the run is over (the connection
-    /// failed).
-    private func queue(_ statements: [BoundStatement], tentative: Bool, pending: inout [String: String]) -> Bool {
+    /// the statements are sent unnamed instead); with `settings`, as session settings whose
+    /// results are dropped. False when the run is over (the connection failed).
+    private func queue(
+        _ statements: [BoundStatement], tentative: Bool, pending: inout [String: String], settings: Bool = false
+    ) -> Bool {
         for statement in statements {
             let text = statement.sql.text
             var name: String?
@@ -261,11 +285,12 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
                 self.fail(error, tentative: tentative)
                 break
             }
-            self.connection.statistics.recordStatement()
+            // Settings are not the request's statements (the thread path's are not counted either).
+            if !settings { self.connection.statistics.recordStatement() }
             guard self.connection.send(text, prepared: name, parameters, handle: self.handle) == 1 else {
                 return self.sendFailed()
             }
-            self.commands.append(.query(tentative: tentative))
+            self.commands.append(settings ? .settings(tentative: tentative) : .query(tentative: tentative))
         }
         return true
     }
@@ -305,7 +330,7 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
     /// Whether the current command is a tentative statement (or its prepare).
     private var currentIsTentative: Bool {
         switch self.commands[self.current] {
-        case .prepare(_, _, let tentative), .query(let tentative): return tentative
+        case .prepare(_, _, let tentative), .query(let tentative), .settings(let tentative): return tentative
         case .sync: return false
         }
     }
@@ -332,6 +357,11 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
         switch (self.commands[self.current], status) {
         case (.prepare(let name, let text, _), PGRES_COMMAND_OK):
             self.connection.statementNames.prepared(text, as: name)
+        case (.settings, PGRES_TUPLES_OK), (.settings, PGRES_SINGLE_TUPLE):
+            // Dropped. In single-row mode too: libpq resets that mode when a pipeline moves to
+            // its next query, not when a pipeline starts, so the first query of a pipeline on a
+            // connection whose last query was read in single-row mode is read in it as well.
+            break
         case (.query, PGRES_TUPLES_OK), (.query, PGRES_SINGLE_TUPLE), (.query, PGRES_COMMAND_OK):
             if !self.hasFailed(tentative: tentative) {
                 PostgresConnection.decode(result, into: &self.collected, rowLimit: tentative ? nil : self.batch.rowLimit)

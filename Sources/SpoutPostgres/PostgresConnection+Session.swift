@@ -11,13 +11,20 @@ extension PostgresConnection {
     /// One `SELECT set_config(...)`: the role (when the session names one) and
     /// `request.jwt.claims`, both bound as parameters and local to the open transaction.
     public func applySession(_ session: RequestSession) throws {
+        let statement = try Self.sessionStatement(session)
+        _ = try self.execute(statement.sql, statement.parameters)
+    }
+
+    /// The statement that sets `session`'s role (when it names one) and claims, local to the
+    /// transaction it runs in: ``applySession(_:)``'s, and the first of each implicit
+    /// transaction of an event-driven run with a session.
+    static func sessionStatement(_ session: RequestSession) throws -> BoundStatement {
         let claims = "set_config('\(RequestSession.claimsSetting)', :claims, true)"
         if let role = session.role {
             let sql = try ParsedSQL.cached("SELECT set_config('role', :role, true), \(claims)", dialect: .postgres)
-            _ = try self.execute(sql, [.text(role), .text(session.claimsJSON)])
-        } else {
-            _ = try self.execute(try ParsedSQL.cached("SELECT \(claims)", dialect: .postgres), [.text(session.claimsJSON)])
+            return BoundStatement(sql, [.text(role), .text(session.claimsJSON)])
         }
+        return BoundStatement(try ParsedSQL.cached("SELECT \(claims)", dialect: .postgres), [.text(session.claimsJSON)])
     }
 
     /// 0 when the replica has replayed all it received (an idle primary writes nothing, so the

@@ -53,7 +53,7 @@ struct PostgresEventDrivenTests {
             [try Self.bound("SELECT g AS n, '\(tag)' AS tag FROM generate_series(1, :count::int4) g", ["count": .integer(5)])],
             rowLimit: 2)
         let seen = Mutex<[Int]>([])
-        let batches = try await connection.runEventDriven(first) { results in
+        let batches = try await connection.runEventDriven(first, session: nil) { results in
             seen.withLock { $0.append(results.count) }
             guard results.count == 1 else { return StatementBatch([]) }
             let rows = results[0][0].rows
@@ -76,7 +76,7 @@ struct PostgresEventDrivenTests {
         #expect(connection.isInTransaction == false)
         #expect(connection.canRunEventDriven(readOnly: true, statementTimeout: nil))
         #expect(try connection.scalar("SELECT 41 + 1") == .integer(42))
-        let again = try await connection.runEventDriven(first) { _ in StatementBatch([]) }
+        let again = try await connection.runEventDriven(first, session: nil) { _ in StatementBatch([]) }
         #expect(again[0][0].rows.count == 2)
         #expect(connection.preparedStatements.count == 5)
     }
@@ -91,7 +91,7 @@ struct PostgresEventDrivenTests {
         ])
         let calls = Mutex(0)
         let error = await #expect(throws: DatabaseError.self) {
-            try await connection.runEventDriven(batch) { _ in
+            try await connection.runEventDriven(batch, session: nil) { _ in
                 calls.withLock { $0 += 1 }
                 return batch
             }
@@ -104,12 +104,12 @@ struct PostgresEventDrivenTests {
 
         // A write on the read-only session fails as on the blocking path.
         let write = await #expect(throws: DatabaseError.self) {
-            try await connection.runEventDriven(StatementBatch([try Self.bound("CREATE TEMPORARY TABLE t (x int)")])) { _ in
+            try await connection.runEventDriven(StatementBatch([try Self.bound("CREATE TEMPORARY TABLE t (x int)")]), session: nil) { _ in
                 StatementBatch([])
             }
         }
         #expect(write?.code == .readOnly)
-        let ok = try await connection.runEventDriven(StatementBatch([try Self.bound("SELECT 6 AS n")])) { _ in StatementBatch([]) }
+        let ok = try await connection.runEventDriven(StatementBatch([try Self.bound("SELECT 6 AS n")]), session: nil) { _ in StatementBatch([]) }
         #expect(ok[0][0].rows == [[.integer(6)]])
     }
 
@@ -122,7 +122,7 @@ struct PostgresEventDrivenTests {
         let results = try await connection.runEventDriven(StatementBatch(
             [parent], rowLimit: 1,
             tentative: [try Self.bound("SELECT g AS m FROM generate_series(1, 3) g"), try Self.bound("SELECT 'x' AS s")]
-        )) { _ in StatementBatch([]) }
+        ), session: nil) { _ in StatementBatch([]) }
         #expect(results.map { $0.map(\.rows) } == [[[[.integer(1)]], [[.integer(1)], [.integer(2)], [.integer(3)]], [[.text("x")]]]])
         #expect(statistics.statementCount == 3)
 
@@ -135,7 +135,7 @@ struct PostgresEventDrivenTests {
             let seen = Mutex<[Int]>([])
             let batches = try await connection.runEventDriven(StatementBatch(
                 [parent], rowLimit: 1, tentative: [try Self.bound("SELECT 2 AS n"), failing, try Self.bound("SELECT 3 AS n")]
-            )) { results in
+            ), session: nil) { results in
                 seen.withLock { $0.append(results.last?.count ?? -1) }
                 return results.count == 1 ? StatementBatch([try Self.bound("SELECT 4 AS n")]) : StatementBatch([])
             }
@@ -147,10 +147,63 @@ struct PostgresEventDrivenTests {
         let error = await #expect(throws: DatabaseError.self) {
             try await connection.runEventDriven(StatementBatch(
                 [try Self.bound("SELECT 1 / :zero::int4 AS n", ["zero": .integer(0)])], tentative: [try Self.bound("SELECT 2 AS n")]
-            )) { _ in StatementBatch([]) }
+            ), session: nil) { _ in StatementBatch([]) }
         }
         #expect(error?.sqlState == "22012")
         #expect(try connection.scalar("SELECT 5") == .integer(5))
+    }
+
+    /// A request's role and claims go in the pipeline, first in each implicit transaction:
+    /// every statement of the batch, and tentative ones after a sync point, see them; the next
+    /// run, and the connection's blocking calls, do not.
+    @Test(arguments: [true, false])
+    func sessionsAreSetInEachImplicitTransactionAndEndWithIt(readOnly: Bool) async throws {
+        let statistics = QueryStatistics()
+        let connection = try PostgresTestEnvironment.connect(statistics: statistics)
+        defer { connection.close() }
+        try connection.setReadOnly(readOnly)
+        let login = try connection.scalar("SELECT CAST(current_user AS text)")
+        let claims = #"{"sub":"O'Brien; -- 名前"}"#
+        let seen = "SELECT CAST(current_user AS text) AS role, current_setting('request.jwt.claims', true) AS claims"
+        let session = RequestSession(role: "pg_read_all_data", claimsJSON: claims)
+        let expected: [SQLValue] = [.text("pg_read_all_data"), .text(claims)]
+        let before = statistics.statementCount
+        let batches = try await connection.runEventDriven(
+            StatementBatch([try Self.bound(seen), try Self.bound(seen)], tentative: [try Self.bound(seen)]), session: session
+        ) { results in
+            results.count == 1 ? StatementBatch([try Self.bound(seen)]) : StatementBatch([])
+        }
+        #expect(batches.map { $0.map(\.rows) } == [[[expected], [expected], [expected]], [[expected]]])
+        #expect(statistics.statementCount - before == 4, "the settings are not the request's statements")
+
+        // The connection's last query was read in single-row mode (a blocking cursor, as a
+        // replica's lag check reads), a mode libpq carries into the first query of the next
+        // pipeline when that query is already prepared: here the settings statement.
+        let previous = try connection.query(try ParsedSQL("SELECT 1 AS one", dialect: .postgres), [], options: QueryOptions())
+        #expect(try previous.next())
+        previous.close()
+        let again = try await connection.runEventDriven(StatementBatch([try Self.bound(seen)], rowLimit: 1), session: session) { _ in
+            StatementBatch([])
+        }
+        #expect(again.map { $0.map(\.rows) } == [[[expected]]])
+
+        // Nothing outlives the run: not into the next run, not into a blocking call.
+        let after = try await connection.runEventDriven(StatementBatch([try Self.bound(seen)]), session: nil) { _ in StatementBatch([]) }
+        let cleared = after[0][0].rows[0]
+        #expect(cleared[0] == login)
+        #expect(cleared[1] == .null || cleared[1] == .text(""))
+        #expect(try connection.scalar("SELECT CAST(current_user AS text)") == login)
+
+        // A role the login may not take fails the run, with PostgreSQL's error; the connection
+        // stays usable and its own.
+        let refused = await #expect(throws: DatabaseError.self) {
+            try await connection.runEventDriven(
+                StatementBatch([try Self.bound(seen)]), session: RequestSession(role: "spout_no_such_role", claimsJSON: "{}")
+            ) { _ in StatementBatch([]) }
+        }
+        #expect(refused?.sqlState == "22023")
+        #expect(connection.canRunEventDriven(readOnly: readOnly, statementTimeout: nil))
+        #expect(try connection.scalar("SELECT CAST(current_user AS text)") == login)
     }
 
     /// On a read-write session a failing tentative statement must not roll back what the
@@ -160,13 +213,13 @@ struct PostgresEventDrivenTests {
         defer { connection.close() }
         try connection.setReadOnly(false)
         let table = "tentative_\(UUID().uuidString.prefix(8).lowercased())"
-        _ = try await connection.runEventDriven(StatementBatch([try Self.bound("CREATE TEMPORARY TABLE \(table) (x int)")])) { _ in
+        _ = try await connection.runEventDriven(StatementBatch([try Self.bound("CREATE TEMPORARY TABLE \(table) (x int)")]), session: nil) { _ in
             StatementBatch([])
         }
         let results = try await connection.runEventDriven(StatementBatch(
             [try Self.bound("INSERT INTO \(table) VALUES (:x::int4) RETURNING x", ["x": .integer(7)])],
             tentative: [try Self.bound("SELECT 1 / count(*)::int4 AS n FROM \(table) WHERE x = 0")]
-        )) { _ in StatementBatch([]) }
+        ), session: nil) { _ in StatementBatch([]) }
         #expect(results.map { $0.map(\.rows) } == [[[[.integer(7)]]]])
         #expect(try connection.scalar("SELECT count(*) FROM \(table)") == .integer(1))
     }
@@ -175,18 +228,18 @@ struct PostgresEventDrivenTests {
         let connection = try Self.readOnlyConnection()
         defer { connection.close() }
         await #expect(throws: Stop.self) {
-            try await connection.runEventDriven(StatementBatch([try Self.bound("SELECT 1 AS n")])) { _ in throw Stop() }
+            try await connection.runEventDriven(StatementBatch([try Self.bound("SELECT 1 AS n")]), session: nil) { _ in throw Stop() }
         }
         // A parameter the driver cannot send (text with NUL) fails before anything of it is sent.
         let invalid = await #expect(throws: DatabaseError.self) {
             try await connection.runEventDriven(StatementBatch([
                 try Self.bound("SELECT 1 AS n"), try Self.bound("SELECT :t::text AS t", ["t": .text("a\u{0}b")]),
-            ])) { _ in StatementBatch([]) }
+            ]), session: nil) { _ in StatementBatch([]) }
         }
         #expect(invalid?.code == .invalidValue)
         #expect(connection.canRunEventDriven(readOnly: true, statementTimeout: nil))
         #expect(try connection.scalar("SELECT 7") == .integer(7))
-        #expect(try await connection.runEventDriven(StatementBatch([])) { _ in StatementBatch([]) }.isEmpty)
+        #expect(try await connection.runEventDriven(StatementBatch([]), session: nil) { _ in StatementBatch([]) }.isEmpty)
         #expect(connection.canRunEventDriven(readOnly: true, statementTimeout: nil), "an empty run leaves the connection idle")
         #expect(connection.reset())
     }
@@ -195,7 +248,7 @@ struct PostgresEventDrivenTests {
         let connection = try Self.readOnlyConnection()
         defer { connection.close() }
         let batch = StatementBatch([try Self.bound("SELECT g AS n FROM generate_series(1, 200000) g")], rowLimit: 1)
-        let results = try await connection.runEventDriven(batch) { _ in StatementBatch([]) }
+        let results = try await connection.runEventDriven(batch, session: nil) { _ in StatementBatch([]) }
         #expect(results[0][0].rows == [[.integer(1)]])
         #expect(try connection.scalar("SELECT 8") == .integer(8))
     }
@@ -221,7 +274,7 @@ struct PostgresEventDrivenTests {
             return running
         }
         let error = await #expect(throws: DatabaseError.self) {
-            try await connection.runEventDriven(StatementBatch([try Self.bound("SELECT pg_sleep(20) AS slept")])) { _ in
+            try await connection.runEventDriven(StatementBatch([try Self.bound("SELECT pg_sleep(20) AS slept")]), session: nil) { _ in
                 StatementBatch([])
             }
         }
@@ -241,7 +294,7 @@ struct PostgresEventDrivenTests {
         let pid = try connection.scalar("SELECT pg_backend_pid()")
         _ = try killer.rows("SELECT pg_terminate_backend(:pid::int4)", ["pid": pid])
         let error = await #expect(throws: DatabaseError.self) {
-            try await connection.runEventDriven(StatementBatch([try Self.bound("SELECT 1 AS n")])) { _ in StatementBatch([]) }
+            try await connection.runEventDriven(StatementBatch([try Self.bound("SELECT 1 AS n")]), session: nil) { _ in StatementBatch([]) }
         }
         #expect(error?.code == .connectionLost)
         #expect(connection.isBroken)

@@ -198,7 +198,7 @@ import Testing
             func planned(_ stream: RowStream, _ shape: ResultShape, _ format: OutputFormat) async throws -> (String, Int) {
                 let plan = try #require(try PipelinedSingleRowPlan(stream, shape: shape, format: format, children: PostgresChildQueries()))
                 let before = database.statistics.statementCount
-                let batches = try await connection.runEventDriven(plan.parent) { try plan.batch(after: $0) }
+                let batches = try await connection.runEventDriven(plan.parent, session: nil) { try plan.batch(after: $0) }
                 let sink = CollectingSink()
                 try plan.write(batches, as: format, shape: shape, dateFormat: .epochMilliseconds, to: sink)
                 return (sink.text, database.statistics.statementCount - before)
@@ -250,7 +250,7 @@ import Testing
             func planned(_ stream: RowStream) async throws -> ForeseeingRun {
                 let plan = try #require(try PipelinedSingleRowPlan(stream, shape: .object, format: .json(), children: PostgresChildQueries()))
                 let before = database.statistics.statementCount
-                let batches = try await connection.runEventDriven(plan.parent) { try plan.batch(after: $0) }
+                let batches = try await connection.runEventDriven(plan.parent, session: nil) { try plan.batch(after: $0) }
                 let sink = CollectingSink()
                 try plan.write(batches, as: .json(), shape: .object, dateFormat: .epochMilliseconds, to: sink)
                 return ForeseeingRun(

@@ -423,14 +423,22 @@ struct IdentityAPITests {
             #expect(page.text == "[" + (1...2).map { #"{"n":\#($0),"# + row.dropFirst() }.joined(separator: ",") + "]")
             #expect(page.header("link") != nil && page.header("cache-control") == "private")
 
-            // Interleaved identities on the one connection: each sees only its own.
+            // An object with an identity runs event-driven (its settings in its pipeline), not
+            // on a thread: one run for this request (the pool's one connection is open by now).
+            let runs = database.statistics.eventDrivenRunCount
+            let single = try await Self.send(service, "GET", "/whoami", token: writer)
+            #expect(single.text.hasPrefix(#"{"role":"\#(store.writer)","#))
+            #expect(database.statistics.eventDrivenRunCount == runs + 1)
+
+            // Interleaved identities on the one connection: each sees only its own, whichever
+            // path (event-driven objects, streams on a thread) ran before on it.
             let count = 1_000
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for index in 0..<count {
                     group.addTask {
-                        switch index % 4 {
+                        switch index % 5 {
                         case 0, 1:
-                            let role = index % 4 == 0 ? store.writer : nil
+                            let role = index % 5 == 0 ? store.writer : nil
                             let answer = try await Self.send(service, "GET", "/whoami", token: try await Self.token("user\(index)", role: role))
                             let object = try #require(try answer.json() as? [String: Any])
                             #expect(object["role"] as? String == (role ?? store.reader))
@@ -440,9 +448,14 @@ struct IdentityAPITests {
                         case 2:
                             let answer = try await Self.send(service, "GET", "/whoami", token: nil)
                             #expect(answer.text == #"{"role":"\#(store.anonymous)","claims":"{}","sub":null}"#)
-                        default:
+                        case 3:
                             let answer = try await Self.send(service, "GET", "/session", token: nil)
                             #expect(answer.text == #"{"role":"\#(store.appRole)","claims":""}"#)
+                        default:
+                            // A page: on a thread, in BEGIN ... COMMIT.
+                            let answer = try await Self.send(service, "GET", "/whoami/rows?pageSize=2", token: try await Self.token("user\(index)"))
+                            let own = #"{"role":"\#(store.reader)","sub":"user\#(index)"}"#
+                            #expect(answer.text == "[" + (1...2).map { #"{"n":\#($0),"# + own.dropFirst() }.joined(separator: ",") + "]")
                         }
                     }
                     if index >= 8 { try await group.next() }
