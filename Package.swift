@@ -60,8 +60,9 @@ let package = Package(
         // of CPU (user+sys), on the shared 2-core machine (load average about 8): about 2.5 min
         // on 2 idle cores.
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
-        // HTTPFields and HTTPRequest.Method in SpoutClient's API instead of its own header and
-        // method types (#28); already resolved through swift-nio-extras, a few small files.
+        // HTTPFields, HTTPRequest.Method and HTTPResponse.Status in the server's and SpoutClient's
+        // APIs instead of their own header, method and status types (#28); already resolved
+        // through swift-nio-extras, a few small files.
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
@@ -106,6 +107,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                // HTTPFields, HTTPRequest.Method, HTTPResponse.Status: the vocabulary of requests
+                // and responses (#28); NIOHTTP1 still frames them on the wire.
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         .target(
@@ -120,6 +124,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         .target(name: "SpoutData", dependencies: ["SpoutCore"]),
@@ -134,6 +139,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         // The client library: NIO (with swift-nio-ssl for TLS) is its transport on Linux,
@@ -169,6 +175,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         .testTarget(

@@ -1,3 +1,4 @@
+import HTTPTypes
 import SpoutCore
 import SpoutHTTP
 
@@ -12,7 +13,7 @@ struct APIDocumentation: Sendable {
         let matching = self.endpoints(under: path)
         return .text(
             self.page(for: path, matching: matching), contentType: "text/html; charset=utf-8",
-            status: matching.isEmpty ? 404 : 200)
+            status: matching.isEmpty ? .notFound : .ok)
     }
 
     func page(for path: String) -> String {

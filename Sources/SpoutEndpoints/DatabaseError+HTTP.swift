@@ -1,3 +1,4 @@
+import HTTPTypes
 import SpoutCore
 import SpoutHTTP
 
@@ -8,23 +9,24 @@ import SpoutHTTP
 /// `statementTimeout` 504, `uniqueViolation` 409, `constraintViolation` 422, `invalidValue`
 /// 400, anything else a generic 500.
 extension DatabaseError: HTTPResponseError {
-    public var status: Int {
+    public var status: HTTPResponse.Status {
         switch self.code {
-        case .poolExhausted, .connectionFailed, .connectionLost: return 503
-        case .statementTimeout: return 504
-        case .uniqueViolation: return 409
-        case .constraintViolation: return 422
-        case .invalidValue: return 400
-        default: return 500
+        case .poolExhausted, .connectionFailed, .connectionLost: return .serviceUnavailable
+        case .statementTimeout: return .gatewayTimeout
+        case .uniqueViolation: return .conflict
+        case .constraintViolation: return .unprocessableContent
+        case .invalidValue: return .badRequest
+        default: return .internalServerError
         }
     }
 
-    public var headers: HeaderFields {
-        self.code == .poolExhausted ? ["Retry-After": "1"] : HeaderFields()
+    public var headers: HTTPFields {
+        self.code == .poolExhausted ? [.retryAfter: "1"] : HTTPFields()
     }
 
     public var responseBody: [UInt8] {
-        ErrorResponse(status: self.status, message: self.status == 500 ? "internal server error" : self.code.name).body
+        let message = self.status == .internalServerError ? "internal server error" : self.code.name
+        return ErrorResponse(status: self.status, message: message).body
     }
 
     public var countedFailure: CountedFailure? {
@@ -38,17 +40,17 @@ extension DatabaseError: HTTPResponseError {
 
 /// A single-row response without a row is 404; attached arrays asked for as CSV are 406.
 extension RowStreamError: HTTPResponseError {
-    public var status: Int {
+    public var status: HTTPResponse.Status {
         switch self {
-        case .noRow: return 404
-        case .attachmentsNotAllowedInCSV: return 406
+        case .noRow: return .notFound
+        case .attachmentsNotAllowedInCSV: return .notAcceptable
         }
     }
 
     public var responseBody: [UInt8] {
         switch self {
-        case .noRow: return ErrorResponse(status: 404, message: "not found").body
-        case .attachmentsNotAllowedInCSV: return ErrorResponse(status: 406, message: self.description).body
+        case .noRow: return ErrorResponse(status: .notFound, message: "not found").body
+        case .attachmentsNotAllowedInCSV: return ErrorResponse(status: .notAcceptable, message: self.description).body
         }
     }
 }

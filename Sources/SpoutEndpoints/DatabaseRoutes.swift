@@ -16,7 +16,7 @@ extension Router {
         ) { _ in
             var replicas: [JSONObjectWriter] = []
             for database in databases {
-                guard await database.answers() else { throw HTTPError(status: 503, message: "not ready") }
+                guard await database.answers() else { throw HTTPError(status: .serviceUnavailable, message: "not ready") }
                 guard let set = database.replicas else { continue }
                 for replica in set.replicas {
                     let up = await replica.database.answers()

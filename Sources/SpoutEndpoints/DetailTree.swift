@@ -1,3 +1,4 @@
+import HTTPTypes
 import SpoutCore
 import SpoutHTTP
 
@@ -90,7 +91,7 @@ struct DetailsInCSVError: HTTPResponseError {
     let parameter: String
     let detail: String
 
-    var status: Int { 406 }
+    var status: HTTPResponse.Status { .notAcceptable }
 
     var responseBody: [UInt8] {
         var object = JSONObjectWriter()

@@ -1,3 +1,4 @@
+import HTTPTypes
 import SpoutCore
 import SpoutHTTP
 
@@ -101,7 +102,7 @@ public struct EndpointDetail: Sendable, Hashable {
 
 /// One method on one path, as declared in an endpoint file.
 public struct Endpoint: Sendable {
-    public var method: RequestMethod
+    public var method: HTTPRequest.Method
     /// The path template: `/employees/{employeeNumber}`.
     public var path: String
     public var summary: String?

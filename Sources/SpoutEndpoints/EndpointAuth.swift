@@ -1,3 +1,4 @@
+import HTTPTypes
 import SpoutHTTP
 
 /// The `auth` section of an endpoint file: its endpoints (or those of some methods) need an
@@ -27,15 +28,15 @@ import SpoutHTTP
 public struct EndpointAuth: Sendable, Hashable {
     /// The variable holding the keys (`SPOUT_PETS_API_KEYS`).
     public var environmentVariable: String
-    /// The methods that need a key, sorted; `HEAD` follows `GET`.
-    public var methods: [RequestMethod]
+    /// The methods that need a key, sorted by name.
+    public var methods: [HTTPRequest.Method]
     /// How many keys the variable holds.
     public var keyCount: Int
 
     /// With `token: jwt`: what a request's token must satisfy; nil for API keys.
     public var token: TokenPolicy?
 
-    public init(environmentVariable: String, methods: [RequestMethod], keyCount: Int, token: TokenPolicy? = nil) {
+    public init(environmentVariable: String, methods: [HTTPRequest.Method], keyCount: Int, token: TokenPolicy? = nil) {
         self.environmentVariable = environmentVariable
         self.methods = methods
         self.keyCount = keyCount
@@ -43,10 +44,10 @@ public struct EndpointAuth: Sendable, Hashable {
     }
 
     /// Every method an endpoint file can declare: the default of `methods`.
-    public static let allMethods: [RequestMethod] = [.delete, .get, .patch, .post, .put]
+    public static let allMethods: [HTTPRequest.Method] = [.delete, .get, .patch, .post, .put]
 
     /// Whether endpoints of `method` need a key.
-    public func covers(_ method: RequestMethod) -> Bool {
+    public func covers(_ method: HTTPRequest.Method) -> Bool {
         self.methods.contains(method)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import SpoutCore
 import SpoutHTTP
 
@@ -21,7 +22,7 @@ struct EndpointFileParser {
     /// How many levels details may nest (`maxDetailDepth`): 1 allows details without details.
     var maxDetailDepth = SpoutConfiguration.defaultMaxDetailDepth
 
-    static let methods: [String: RequestMethod] = [
+    static let methods: [String: HTTPRequest.Method] = [
         "get": .get, "post": .post, "put": .put, "patch": .patch, "delete": .delete,
     ]
     static let fileKeys = ["description", "auth", "paths"]
@@ -130,8 +131,8 @@ struct EndpointFileParser {
         return (EndpointAuth(environmentVariable: variable, methods: methods, keyCount: set.count), set)
     }
 
-    /// The `methods` of `auth`, sorted; every method when absent.
-    private func authMethods(_ methodsValue: YAMLValue?) throws(ConfigurationError) -> [RequestMethod] {
+    /// The `methods` of `auth`, sorted by name; every method when absent.
+    private func authMethods(_ methodsValue: YAMLValue?) throws(ConfigurationError) -> [HTTPRequest.Method] {
         var methods = EndpointAuth.allMethods
         if let methodsValue {
             let items: [YAMLValue] = methodsValue.scalarText != nil ? [methodsValue] : try methodsValue.sequence("'methods'")
@@ -151,7 +152,7 @@ struct EndpointFileParser {
                 throw methodsValue.error("'methods' must list at least one method; remove 'auth' to leave the endpoints open")
             }
         }
-        return methods.sorted()
+        return methods.sorted { $0.rawValue < $1.rawValue }
     }
 
     // MARK: Paths
@@ -189,7 +190,7 @@ struct EndpointFileParser {
     /// parameters, details, limits, consistency, location, then the SQL's parameters), so the
     /// first mistake in a file is the one reported.
     private func endpoint(
-        method: RequestMethod, path: String, value: YAMLValue, key: YAMLValue, tag: String, claimsAllowed: Bool
+        method: HTTPRequest.Method, path: String, value: YAMLValue, key: YAMLValue, tag: String, claimsAllowed: Bool
     ) throws(ConfigurationError) -> Endpoint {
         let title = "\(method) \(path)"
         let fields = try value.mapping(title, allowed: Self.endpointKeys)
@@ -236,7 +237,7 @@ struct EndpointFileParser {
     /// the select list can be read), the SQL must be pageable on every dialect (see
     /// `KeysetQuery`), and `pageSize` and `after` become parameters of the endpoint.
     private func page(
-        in fields: YAMLMapping, method: RequestMethod, result: EndpointResult, sql: EndpointSQL,
+        in fields: YAMLMapping, method: HTTPRequest.Method, result: EndpointResult, sql: EndpointSQL,
         labels: SQLLabels.Result, parameters: inout [Parameter]
     ) throws(ConfigurationError) -> EndpointPage? {
         guard let pageValue = fields.value("page") else { return nil }
@@ -288,7 +289,7 @@ struct EndpointFileParser {
     }
 
     /// `cache`: the `Cache-Control` of a GET endpoint.
-    private func cache(in fields: YAMLMapping, method: RequestMethod) throws(ConfigurationError) -> EndpointCache? {
+    private func cache(in fields: YAMLMapping, method: HTTPRequest.Method) throws(ConfigurationError) -> EndpointCache? {
         guard let cacheValue = fields.value("cache") else { return nil }
         guard method == .get else { throw cacheValue.error("'cache' is for GET endpoints; responses to writes are not cached") }
         let cacheFields = try cacheValue.mapping("'cache'", allowed: Self.cacheKeys)
@@ -303,7 +304,7 @@ struct EndpointFileParser {
     /// `versionSql` or `versionSqlFile`: the version of a GET endpoint's streamed rows, or of an
     /// object that streams (one whose details have details, when they are selected).
     private func versionSQL(
-        in fields: YAMLMapping, owner: YAMLValue, method: RequestMethod, result: EndpointResult, title: String
+        in fields: YAMLMapping, owner: YAMLValue, method: HTTPRequest.Method, result: EndpointResult, title: String
     ) throws(ConfigurationError) -> EndpointSQL? {
         guard let node = fields.value("versionSql") ?? fields.value("versionSqlFile") else { return nil }
         guard method == .get, result == .rows || result == .object else {
@@ -314,7 +315,7 @@ struct EndpointFileParser {
     }
 
     /// `result`, `rows` when absent; `created` only for POST and PUT, `none` never for GET.
-    private func result(in fields: YAMLMapping, method: RequestMethod) throws(ConfigurationError) -> EndpointResult {
+    private func result(in fields: YAMLMapping, method: HTTPRequest.Method) throws(ConfigurationError) -> EndpointResult {
         var result = EndpointResult.rows
         if let resultValue = fields.value("result") {
             let text = try resultValue.string("'result'")
@@ -334,7 +335,7 @@ struct EndpointFileParser {
     }
 
     /// `readOnly`: true for GET (which cannot say otherwise), false for the other methods.
-    private func readOnly(in fields: YAMLMapping, method: RequestMethod) throws(ConfigurationError) -> Bool {
+    private func readOnly(in fields: YAMLMapping, method: HTTPRequest.Method) throws(ConfigurationError) -> Bool {
         guard let readOnlyValue = fields.value("readOnly") else { return method == .get }
         let readOnly = try readOnlyValue.boolean("'readOnly'")
         if method == .get && !readOnly {

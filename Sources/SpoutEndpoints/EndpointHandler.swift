@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Logging
 import SpoutCore
 import SpoutHTTP
@@ -32,7 +33,7 @@ struct EndpointHandler: Sendable {
     let cursorKey: PageCursorKey
     /// `Cache-Control` (when the endpoint sets `cache`) and `Vary` for a read's response: the
     /// format follows `Accept`, the coding `Accept-Encoding`.
-    let cachingHeaders: HeaderFields
+    let cachingHeaders: HTTPFields
     /// The `identity` settings and the token verifier, for an endpoint with a ``TokenPolicy``.
     let identity: (settings: SpoutConfiguration.Identity, verifier: TokenVerifier?)
     /// The claim parameters the endpoint's statements use (`claims.sub`).
@@ -61,14 +62,14 @@ struct EndpointHandler: Sendable {
         } else {
             self.pages = nil
         }
-        var caching: HeaderFields = ["Vary": "Accept, Accept-Encoding"]
+        var caching: HTTPFields = [.vary: "Accept, Accept-Encoding"]
         if endpoint.tokenPolicy != nil {
             // The response depends on who asks: never stored by a shared cache, and a private
             // cache keys it by the credentials.
-            caching = ["Vary": "Accept, Accept-Encoding, Authorization, X-API-Key"]
-            caching.add("Cache-Control", endpoint.cache.map { "private, max-age=\($0.maxAge)" } ?? "private")
+            caching = [.vary: "Accept, Accept-Encoding, Authorization, X-API-Key"]
+            caching.append(HTTPField(name: .cacheControl, value: endpoint.cache.map { "private, max-age=\($0.maxAge)" } ?? "private"))
         } else if let cache = endpoint.cache {
-            caching.add("Cache-Control", cache.headerValue)
+            caching.append(HTTPField(name: .cacheControl, value: cache.headerValue))
         }
         self.cachingHeaders = caching
         self.version = endpoint.versionSQL.flatMap { try? ParsedSQL($0.text(for: database.dialect), dialect: database.dialect) }
@@ -102,7 +103,7 @@ struct EndpointHandler: Sendable {
         var request = request
         if let policy = self.endpoint.tokenPolicy {
             let known = try await RequestIdentity.authenticate(
-                authorization: request.headers["Authorization"], apiKey: request.headers["X-API-Key"], policy: policy,
+                authorization: request.headers[values: .authorization].first, apiKey: request.headers[values: .apiKey].first, policy: policy,
                 verifier: self.identity.verifier,
                 settings: self.identity.settings)
             known.bind(self.claimNames, into: &request.arguments)
@@ -133,7 +134,7 @@ struct EndpointHandler: Sendable {
         var response = try await self.runInTransaction(stream, request: request, session: identity?.session)
         if identity != nil {
             // What a write answers depends on who asked, as a read's does.
-            for (name, value) in self.cachingHeaders { response.headers.replaceOrAdd(name, value) }
+            for field in self.cachingHeaders { response.headers.replaceOrAdd(field.name, field.value) }
         }
         return response
     }
@@ -255,7 +256,7 @@ struct EndpointHandler: Sendable {
         guard let parameter = self.endpoint.detailsParameter else { return [] }
         let selected = try self.details.selection(request.arguments[parameter], parameter: parameter)
         if let first = selected.min(), self.endpoint.result.shape != nil,
-            ContentNegotiation.format(accept: request.headers["Accept"]) == .csv
+            ContentNegotiation.format(accept: request.headers[values: .accept].first) == .csv
         {
             throw DetailsInCSVError(parameter: parameter, detail: first)
         }
@@ -270,7 +271,7 @@ struct EndpointHandler: Sendable {
     private func runInTransaction(_ stream: RowStream, request: Request, session: RequestSession?) async throws -> Response {
         let format: OutputFormat
         if self.endpoint.result.shape != nil {
-            guard let negotiated = ContentNegotiation.format(accept: request.headers["Accept"]) else {
+            guard let negotiated = ContentNegotiation.format(accept: request.headers[values: .accept].first) else {
                 throw ContentNegotiation.notAcceptable
             }
             format = negotiated
@@ -297,7 +298,7 @@ struct EndpointHandler: Sendable {
         }
         switch (self.endpoint.result, outcome) {
         case (.none, .changed(let count)):
-            guard count > 0 else { throw HTTPError(status: 404, message: "not found") }
+            guard count > 0 else { throw HTTPError(status: .notFound, message: "not found") }
             return .noContent()
         case (.created, .body(let bytes)):
             let location = LocationTemplate.fill(self.endpoint.location ?? request.path, with: request.arguments)

@@ -1,3 +1,4 @@
+import HTTPTypes
 import Logging
 import SpoutCore
 import SpoutHTTP
@@ -12,7 +13,7 @@ extension EndpointSet {
     /// - Throws: ``ExplainError`` when no read endpoint answers the request with rows (unknown
     ///   path, a method other than GET or HEAD, which is refused before anything runs, `?api`); an ``SpoutHTTP/ArgumentError`` for an argument the
     ///   server would answer with a 400; the database's error.
-    public func explain(_ method: RequestMethod, _ target: String, database: Database) async throws -> [String] {
+    public func explain(_ method: HTTPRequest.Method, _ target: String, database: Database) async throws -> [String] {
         guard method == .get || method == .head else {
             throw ExplainError(description: "\(method) is not a read; only GET requests can be explained")
         }

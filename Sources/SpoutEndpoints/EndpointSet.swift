@@ -136,7 +136,7 @@ public struct EndpointSet: Sendable {
         for prefix in self.documentationPrefixes {
             routes.append(
                 Route(.get, prefix, summary: "Documentation of the endpoints under \(prefix) (?api)") { request in
-                    guard request.hasQueryKey("api") else { throw HTTPError(status: 404, message: "not found") }
+                    guard request.hasQueryKey("api") else { throw HTTPError(status: .notFound, message: "not found") }
                     return documentation.response(for: request.path)
                 })
         }

@@ -1,3 +1,4 @@
+import HTTPTypes
 import SpoutCore
 import SpoutHTTP
 
@@ -81,7 +82,7 @@ struct OpenAPIDocument {
             operation.set("security", [[Self.bearerScheme: []], [Self.apiKeyScheme: []]])
         }
         let keys = endpoint.pathKeys
-        let hasBody = [RequestMethod.post, .put, .patch].contains(endpoint.method)
+        let hasBody = [HTTPRequest.Method.post, .put, .patch].contains(endpoint.method)
         var parameters: [JSONValue] = []
         var bodyProperties: [(String, JSONValue)] = []
         var bodyRequired: [JSONValue] = []

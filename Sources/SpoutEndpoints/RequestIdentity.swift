@@ -1,3 +1,4 @@
+import HTTPTypes
 import SpoutCore
 import SpoutHTTP
 
@@ -40,10 +41,10 @@ public struct RequestIdentity: Sendable, Hashable {
     }
 
     /// The `WWW-Authenticate` value of a refused token (RFC 6750).
-    static func challenge(error: String?) -> HeaderFields {
+    static func challenge(error: String?) -> HTTPFields {
         var value = "Bearer realm=\"\(APIKeySet.realm)\""
         if let error { value += ", error=\"\(error)\"" }
-        return ["WWW-Authenticate": value]
+        return [.wwwAuthenticate: value]
     }
 
     /// The identity of a request with `authorization` and `apiKey` (its `Authorization` and
@@ -64,13 +65,13 @@ public struct RequestIdentity: Sendable, Hashable {
         guard let credential = bearer ?? APIKeySet.credential(authorization: nil, apiKey: apiKey) else {
             guard policy.anonymous, policy.roles.isEmpty else {
                 throw HTTPError(
-                    status: 401, message: "missing token: send Authorization: Bearer <JWT>", headers: self.challenge(error: nil))
+                    status: .unauthorized, message: "missing token: send Authorization: Bearer <JWT>", headers: self.challenge(error: nil))
             }
             return RequestIdentity(claims: nil, role: anonymousRole)
         }
         guard let verifier else {
             throw HTTPError(
-                status: 401, message: "invalid token: no key to verify tokens is configured",
+                status: .unauthorized, message: "invalid token: no key to verify tokens is configured",
                 headers: self.challenge(error: "invalid_token"))
         }
         let claims: TokenClaims
@@ -80,28 +81,28 @@ public struct RequestIdentity: Sendable, Hashable {
             case .success(let verified): claims = verified
             case .failure(let rejection):
                 throw HTTPError(
-                    status: 401, message: "invalid token: \(rejection.reason)", headers: self.challenge(error: "invalid_token"))
+                    status: .unauthorized, message: "invalid token: \(rejection.reason)", headers: self.challenge(error: "invalid_token"))
             }
         } else if let known = verifier.apiKeys.identity(of: credential) {
             claims = known
         } else {
             throw HTTPError(
-                status: 401, message: "invalid credentials: neither a token nor a known API key",
+                status: .unauthorized, message: "invalid credentials: neither a token nor a known API key",
                 headers: self.challenge(error: "invalid_token"))
         }
         var role: String?
         if case .string(let named)? = claims.claims[settings.roleClaim], !named.isEmpty { role = named }
         if !policy.roles.isEmpty && !policy.roles.contains(role ?? "") {
             throw HTTPError(
-                status: 403,
+                status: .forbidden,
                 message: "insufficient role: needs one of \(policy.roles.joined(separator: ", ")); the token's role is "
                     + (role.map { "'\($0)'" } ?? "missing"),
-                headers: ["WWW-Authenticate": "Bearer realm=\"\(APIKeySet.realm)\", error=\"insufficient_scope\""])
+                headers: [.wwwAuthenticate: "Bearer realm=\"\(APIKeySet.realm)\", error=\"insufficient_scope\""])
         }
         guard !settings.roles.isEmpty else { return RequestIdentity(claims: claims, role: nil) }
         let switched = role ?? (settings.defaultRole.isEmpty ? nil : settings.defaultRole)
         if let switched, !settings.roles.contains(switched) {
-            throw HTTPError(status: 403, message: "role '\(switched)' is not allowed (identity.roles)")
+            throw HTTPError(status: .forbidden, message: "role '\(switched)' is not allowed (identity.roles)")
         }
         return RequestIdentity(claims: claims, role: switched)
     }

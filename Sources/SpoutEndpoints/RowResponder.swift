@@ -1,10 +1,11 @@
+import HTTPTypes
 import Logging
 import SpoutCore
 import SpoutHTTP
 import Synchronization
 
 extension RowResult {
-    public func produce(status: Int, headers: HeaderFields, through exchange: ResponseExchange) async throws {
+    public func produce(status: HTTPResponse.Status, headers: HTTPFields, through exchange: ResponseExchange) async throws {
         // A stream counts against its client's stream cap (429) before it waits for anything.
         if !self.isSentWhole { try exchange.admitStream() }
         try await RowResponder(exchange: exchange).respond(self, status: status, headers: headers)
@@ -38,16 +39,12 @@ extension RowResult {
 struct RowResponder: Sendable {
     let exchange: ResponseExchange
 
-    /// The field that says whether an endpoint's `rowLimit` cut the result: a header on a
-    /// response sent whole, a trailer (announced by `Trailer`) on a streamed one.
-    static let truncatedField = "Spout-Truncated"
-
-    func respond(_ rows: RowResult, status: Int, headers original: HeaderFields) async throws {
+    func respond(_ rows: RowResult, status: HTTPResponse.Status, headers original: HTTPFields) async throws {
         guard let format = ContentNegotiation.format(accept: self.exchange.acceptHeader) else {
             throw ContentNegotiation.notAcceptable
         }
         var headers = original
-        headers.replaceOrAdd("Content-Type", format.contentType)
+        headers.replaceOrAdd(.contentType, format.contentType)
         let observer = ExchangeObserver(exchange: self.exchange)
         if rows.isSentWhole {
             try await self.sendWhole(rows, status: status, headers: headers, format: format, observer: observer)
@@ -68,17 +65,17 @@ struct RowResponder: Sendable {
     }
 
     private enum WholeAnswer: Sendable {
-        case notModified(HeaderFields)
-        case body(WholeBody, HeaderFields)
+        case notModified(HTTPFields)
+        case body(WholeBody, HTTPFields)
     }
 
     private func sendWhole(
-        _ rows: RowResult, status: Int, headers: HeaderFields, format: OutputFormat, observer: ExchangeObserver
+        _ rows: RowResult, status: HTTPResponse.Status, headers: HTTPFields, format: OutputFormat, observer: ExchangeObserver
     ) async throws {
         let answer = try await rows.database.withSession(rows.work, observer: observer) { session -> WholeAnswer in
             var headers = headers
             if case .version(let version)? = rows.validator, let tag = try await self.versionTag(version, format: format, session: session) {
-                headers.replaceOrAdd("ETag", tag.description)
+                headers.replaceOrAdd(.eTag, tag.description)
                 if tag.isMatched(byIfNoneMatch: self.exchange.ifNoneMatch) { return .notModified(headers) }
             }
             return .body(try await self.readWhole(rows, format: format, session: session), headers)
@@ -90,16 +87,16 @@ struct RowResponder: Sendable {
         case .body(let whole, var headers):
             if case .body? = rows.validator {
                 let tag = EntityTag.strong(body: whole.body)
-                headers.replaceOrAdd("ETag", tag.description)
+                headers.replaceOrAdd(.eTag, tag.description)
                 if tag.isMatched(byIfNoneMatch: self.exchange.ifNoneMatch) { return self.exchange.sendNotModified(headers) }
             }
-            if let next = try rows.nextPage?(whole.outcome) { headers.add("Link", "<\(next)>; rel=\"next\"") }
+            if let next = try rows.nextPage?(whole.outcome) { headers.append(HTTPField(name: .webLink, value: "<\(next)>; rel=\"next\"")) }
             if rows.stream.rowLimit != nil && rows.nextPage == nil {
-                headers.replaceOrAdd(Self.truncatedField, String(whole.outcome.truncated))
+                headers.replaceOrAdd(.spoutTruncated, String(whole.outcome.truncated))
             }
             if self.exchange.timingHeader {
                 let parts = [("acquire", observer.acquire), ("db", whole.database)] + (whole.encode.map { [("encode", $0)] } ?? [])
-                headers.add("Server-Timing", ServerTiming.header(parts))
+                headers.append(HTTPField(name: .serverTiming, value: ServerTiming.header(parts)))
             }
             self.exchange.send(status: status, headers: headers, body: whole.body, rows: whole.outcome.rows)
         }
@@ -164,12 +161,12 @@ struct RowResponder: Sendable {
     // MARK: Streamed
 
     private enum StreamAnswer: Sendable {
-        case notModified(HeaderFields)
+        case notModified(HTTPFields)
         case streamed(StreamingResponseSink, Result<StreamOutcome, any Error>, started: ContinuousClock.Instant)
     }
 
     private func stream(
-        _ rows: RowResult, status: Int, headers: HeaderFields, format: OutputFormat, observer: ExchangeObserver
+        _ rows: RowResult, status: HTTPResponse.Status, headers: HTTPFields, format: OutputFormat, observer: ExchangeObserver
     ) async throws {
         // One sink over every attempt: a primary that replaces a failed replica streams into
         // the sink the replica left untouched.
@@ -184,7 +181,7 @@ struct RowResponder: Sendable {
                 if existing == nil, case .version(let version)? = rows.validator,
                     let tag = try await self.versionTag(version, format: format, session: session)
                 {
-                    headers.replaceOrAdd("ETag", tag.description)
+                    headers.replaceOrAdd(.eTag, tag.description)
                     if tag.isMatched(byIfNoneMatch: self.exchange.ifNoneMatch) { return .notModified(headers) }
                 }
                 let (sink, at) = existing ?? self.startStream(rows, status: status, headers: headers, into: started)
@@ -207,9 +204,9 @@ struct RowResponder: Sendable {
             let held = ContinuousClock.now - at
             self.exchange.streamHeldConnection(for: held)
             let timing = self.exchange.timingHeader ? ServerTiming.header([("acquire", observer.acquire), ("db", held)]) : nil
-            var trailers: HeaderFields? = nil
+            var trailers: HTTPFields? = nil
             if rows.stream.rowLimit != nil, case .success(let outcome) = result {
-                trailers = [Self.truncatedField: String(outcome.truncated)]
+                trailers = [.spoutTruncated: String(outcome.truncated)]
             }
             self.exchange.finishStream(sink, result: result.map(\.rows), timing: timing, trailers: trailers)
         }
@@ -218,12 +215,12 @@ struct RowResponder: Sendable {
     /// Starts the streamed response (its head goes out with the first chunk) and records it in
     /// `started`.
     private func startStream(
-        _ rows: RowResult, status: Int, headers: HeaderFields,
+        _ rows: RowResult, status: HTTPResponse.Status, headers: HTTPFields,
         into started: borrowing Mutex<(sink: StreamingResponseSink, at: ContinuousClock.Instant)?>
     ) -> (StreamingResponseSink, ContinuousClock.Instant) {
         var headers = headers
         // A row limit can only be reported after the last row: in a trailer, announced here.
-        if rows.stream.rowLimit != nil { headers.replaceOrAdd("Trailer", Self.truncatedField) }
+        if rows.stream.rowLimit != nil { headers.replaceOrAdd(.trailer, HTTPField.Name.spoutTruncated.rawName) }
         let sink = self.exchange.startStream(status: status, headers: headers)
         let at = ContinuousClock.now
         started.withLock { $0 = (sink, at) }

@@ -1,3 +1,4 @@
+import HTTPTypes
 import SpoutCore
 import SpoutHTTP
 
@@ -82,7 +83,8 @@ extension Response {
     ///   - onReplica: a read replica of `database` may answer (read-only work only).
     public static func rows(
         _ stream: RowStream, database: Database, shape: ResultShape = .array, readOnly: Bool = true,
-        statementTimeout: Duration? = nil, onReplica: Bool = false, status: Int = 200, headers: HeaderFields = HeaderFields()
+        statementTimeout: Duration? = nil, onReplica: Bool = false, status: HTTPResponse.Status = .ok,
+        headers: HTTPFields = HTTPFields()
     ) -> Response {
         Response(
             status: status, headers: headers,

@@ -1,3 +1,5 @@
+import HTTPTypes
+
 /// The API keys a protected ``Route`` accepts.
 ///
 /// A request presents a key as `Authorization: Bearer <key>` or `X-API-Key: <key>`. Rules
@@ -44,9 +46,9 @@ public struct APIKeySet: Sendable, CustomStringConvertible, CustomDebugStringCon
         return self.matches(credential) ? .granted : .invalidCredentials
     }
 
-    /// Checks the credentials in `headers` (`Authorization`, `X-API-Key`).
-    public func check(_ headers: HeaderFields) -> Outcome {
-        self.check(authorization: headers["Authorization"], apiKey: headers["X-API-Key"])
+    /// Checks the credentials in `headers` (the first `Authorization` and `X-API-Key` fields).
+    public func check(_ headers: HTTPFields) -> Outcome {
+        self.check(authorization: headers[values: .authorization].first, apiKey: headers[values: .apiKey].first)
     }
 
     /// Whether `credential` is one of the keys; every key is compared, in constant time.
@@ -86,10 +88,10 @@ public struct APIKeySet: Sendable, CustomStringConvertible, CustomDebugStringCon
             return nil
         case .missingCredentials:
             return ErrorResponse(
-                status: 401, message: "missing credentials: send Authorization: Bearer <key> or X-API-Key: <key>",
-                headers: ["WWW-Authenticate": "Bearer realm=\"\(Self.realm)\""])
+                status: .unauthorized, message: "missing credentials: send Authorization: Bearer <key> or X-API-Key: <key>",
+                headers: [.wwwAuthenticate: "Bearer realm=\"\(Self.realm)\""])
         case .invalidCredentials:
-            return ErrorResponse(status: 403, message: "invalid credentials")
+            return ErrorResponse(status: .forbidden, message: "invalid credentials")
         }
     }
 

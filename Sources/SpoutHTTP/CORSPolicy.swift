@@ -1,3 +1,5 @@
+import HTTPTypes
+
 /// Which browser origins may read the server's responses (CORS), and what preflights answer.
 ///
 /// Rules callers may rely on:
@@ -51,26 +53,25 @@ public struct CORSPolicy: Sendable, Hashable {
     }
 
     /// The CORS fields of an actual (not preflight) response to a request with `origin`.
-    public func responseHeaders(origin: String?) -> HeaderFields {
-        var headers = HeaderFields()
+    public func responseHeaders(origin: String?) -> HTTPFields {
+        var headers = HTTPFields()
         guard self.isEnabled else { return headers }
         if let allowed = self.allowOrigin(for: origin) {
-            headers.add("Access-Control-Allow-Origin", allowed)
-            headers.add("Access-Control-Expose-Headers", "X-Request-Id")
+            headers.append(HTTPField(name: .accessControlAllowOrigin, value: allowed))
+            headers.append(HTTPField(name: .accessControlExposeHeaders, value: HTTPField.Name.requestID.rawName))
         }
-        if !self.allowsAnyOrigin { headers.add("Vary", "Origin") }
+        if !self.allowsAnyOrigin { headers.append(HTTPField(name: .vary, value: "Origin")) }
         return headers
     }
 
     /// The fields a successful preflight answer adds to ``responseHeaders(origin:)``, for a
     /// path serving `methods`.
-    public func preflightHeaders(methods: [RequestMethod]) -> HeaderFields {
-        var headers = HeaderFields()
-        headers.add("Access-Control-Allow-Methods", methods.map(\.rawValue).joined(separator: ", "))
+    public func preflightHeaders(methods: [HTTPRequest.Method]) -> HTTPFields {
+        var headers: HTTPFields = [.accessControlAllowMethods: methods.map(\.rawValue).joined(separator: ", ")]
         if !self.allowedHeaders.isEmpty {
-            headers.add("Access-Control-Allow-Headers", self.allowedHeaders.joined(separator: ", "))
+            headers.append(HTTPField(name: .accessControlAllowHeaders, value: self.allowedHeaders.joined(separator: ", ")))
         }
-        headers.add("Access-Control-Max-Age", String(self.maxAgeSeconds))
+        headers.append(HTTPField(name: .accessControlMaxAge, value: String(self.maxAgeSeconds)))
         return headers
     }
 

@@ -1,3 +1,4 @@
+import HTTPTypes
 import SpoutCore
 
 /// Picks the output format of a row stream from the request's `Accept` header.
@@ -19,7 +20,7 @@ public enum ContentNegotiation {
 
     /// The error for a request whose `Accept` allows none of the ``offered`` formats.
     public static let notAcceptable = HTTPError(
-        status: 406, message: "not acceptable: ask for application/json, application/x-ndjson or text/csv")
+        status: .notAcceptable, message: "not acceptable: ask for application/json, application/x-ndjson or text/csv")
 
     /// The format to send, or nil when nothing offered is acceptable (406).
     public static func format(accept: String?) -> OutputFormat? {

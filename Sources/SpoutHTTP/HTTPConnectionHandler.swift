@@ -1,3 +1,4 @@
+import HTTPTypes
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -19,9 +20,6 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
-    /// Marks responses the compressor must leave alone (bodiless ones); it removes the marker.
-    static let identityMarker = "x-spout-identity"
-
     /// One request and its response.
     final class Exchange {
         let number: Int
@@ -31,12 +29,15 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         let path: Substring
         let queryString: Substring?
         let version: HTTPVersion
+        /// The request's header fields, in order and spelled as received.
+        let requestFields: HTTPFields
         let start: NIODeadline
         /// The CORS fields every response head of this exchange carries (empty when CORS is off).
-        let corsHeaders: HeaderFields
+        let corsHeaders: HTTPFields
         var keepAlive: Bool
         /// The template of the route that answers (`unmatched` when none does), for metrics.
         var route = "unmatched"
+        /// The status code sent (0 until a response starts), for the log and metrics.
         var status = 0
         var bytes = 0
         var rows: Int?
@@ -50,7 +51,8 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
 
         init(number: Int, head: HTTPRequestHead, cors: CORSPolicy) {
             self.number = number
-            self.id = RequestID.make(from: head.headers.first(name: "x-request-id"))
+            self.requestFields = HTTPFields(head.headers)
+            self.id = RequestID.make(from: self.requestFields[values: .requestID].first)
             self.method = head.method
             self.uri = head.uri
             if let question = head.uri.firstIndex(of: "?") {
@@ -62,7 +64,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             }
             self.version = head.version
             self.start = .now()
-            self.corsHeaders = cors.responseHeaders(origin: head.headers.first(name: "origin"))
+            self.corsHeaders = cors.responseHeaders(origin: self.requestFields[values: .origin].first)
             self.keepAlive = head.isKeepAlive
         }
     }
@@ -112,7 +114,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             self.arrival.reset()
             self.exchangeCount += 1
             let exchange = Exchange(number: self.exchangeCount, head: head, cors: self.environment.configuration.cors)
-            if let length = head.headers.first(name: "content-length").flatMap(Int.init),
+            if let length = exchange.requestFields[values: .contentLength].first.flatMap(Int.init),
                 length > self.environment.configuration.maximumBodySize
             {
                 self.rejectBody(exchange, context: context)
@@ -217,7 +219,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             guard now < due else {
                 exchange.keepAlive = false
                 self.state = .responding(exchange)
-                self.sendError(ErrorResponse(status: 408, message: "request body timeout"), exchange: exchange, context: context)
+                self.sendError(ErrorResponse(status: .requestTimeout, message: "request body timeout"), exchange: exchange, context: context)
                 return
             }
             self.scheduleDeadlineCheck(at: min(due, poll), context: context)
@@ -236,30 +238,33 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private func rejectBody(_ exchange: Exchange, context: ChannelHandlerContext) {
         exchange.keepAlive = false
         self.state = .responding(exchange)
-        self.sendError(ErrorResponse(status: 413, message: "request body too large"), exchange: exchange, context: context)
+        self.sendError(ErrorResponse(status: .contentTooLarge, message: "request body too large"), exchange: exchange, context: context)
     }
 
     private func dispatch(head: HTTPRequestHead, body: ByteBuffer, exchange: Exchange, context: ChannelHandlerContext) {
-        let method = RequestMethod(rawValue: head.method.rawValue)
+        guard let method = HTTPRequest.Method(head.method.rawValue) else {
+            // NIO's parser reads only the methods it knows, each a token: not reached.
+            self.sendError(ErrorResponse(status: .badRequest, message: "malformed request"), exchange: exchange, context: context)
+            return
+        }
         let cors = self.environment.configuration.cors
-        if cors.isEnabled && method == .options && head.headers.contains(name: "access-control-request-method") {
-            self.answerPreflight(head: head, exchange: exchange, cors: cors, context: context)
+        if cors.isEnabled && method == .options && exchange.requestFields.contains(.accessControlRequestMethod) {
+            self.answerPreflight(exchange: exchange, cors: cors, context: context)
             return
         }
         switch self.environment.router.match(method, path: exchange.path) {
         case .notFound:
-            self.sendError(ErrorResponse(status: 404, message: "not found"), exchange: exchange, context: context)
+            self.sendError(ErrorResponse(status: .notFound, message: "not found"), exchange: exchange, context: context)
         case .methodNotAllowed(let allowed):
             let allow = allowed.map(\.rawValue).joined(separator: ", ")
             self.sendError(
-                ErrorResponse(status: 405, message: "method not allowed", headers: ["Allow": allow]),
+                ErrorResponse(status: .methodNotAllowed, message: "method not allowed", headers: [.allow: allow]),
                 exchange: exchange, context: context
             )
         case .found(let route, let pathKeys):
             exchange.route = route.template
             if let keys = route.apiKeys {
-                let outcome = keys.check(
-                    authorization: head.headers.first(name: "authorization"), apiKey: head.headers.first(name: "x-api-key"))
+                let outcome = keys.check(exchange.requestFields)
                 if let refusal = APIKeySet.errorResponse(for: outcome) {
                     self.sendError(refusal, exchange: exchange, context: context)
                     return
@@ -274,12 +279,12 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                     if let value = pathKeys[key] { raw.append(value, for: key) }
                 }
                 raw.merge(query)
-                raw.merge(try BodyArguments.parse(bodyBytes, contentType: head.headers.first(name: "content-type")))
+                raw.merge(try BodyArguments.parse(bodyBytes, contentType: exchange.requestFields[values: .contentType].first))
                 let arguments = try ArgumentConversion.convert(raw, for: route.parameters)
                 request = Request(
                     id: exchange.id, method: method, path: String(exchange.path),
                     queryString: exchange.queryString.map(String.init),
-                    headers: HeaderFields(head.headers.map { ($0.name, $0.value) }), body: bodyBytes, query: query,
+                    headers: exchange.requestFields, body: bodyBytes, query: query,
                     routeTemplate: route.template, pathKeys: pathKeys, rawArguments: raw, arguments: arguments
                 )
             } catch {
@@ -291,7 +296,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 exchange.keepAlive = false
             }
             let clientAddress = StreamAdmission.clientAddress(
-                peer: context.channel.remoteAddress?.ipAddress ?? "-", forwardedFor: head.headers["x-forwarded-for"],
+                peer: context.channel.remoteAddress?.ipAddress ?? "-", forwardedFor: exchange.requestFields[values: .xForwardedFor],
                 trustedProxies: self.environment.configuration.trustedProxies)
             let runner = ResponseRunner(
                 exchange: ResponseExchange(
@@ -308,16 +313,16 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
 
     /// Answers a CORS preflight: 204 with the path's methods, 403 for an origin not allowed,
     /// 404 for a path without routes.
-    private func answerPreflight(head: HTTPRequestHead, exchange: Exchange, cors: CORSPolicy, context: ChannelHandlerContext) {
+    private func answerPreflight(exchange: Exchange, cors: CORSPolicy, context: ChannelHandlerContext) {
         guard let methods = self.environment.router.methods(path: exchange.path) else {
-            self.sendError(ErrorResponse(status: 404, message: "not found"), exchange: exchange, context: context)
+            self.sendError(ErrorResponse(status: .notFound, message: "not found"), exchange: exchange, context: context)
             return
         }
-        guard cors.allowOrigin(for: head.headers.first(name: "origin")) != nil else {
-            self.sendError(ErrorResponse(status: 403, message: "origin not allowed"), exchange: exchange, context: context)
+        guard cors.allowOrigin(for: exchange.requestFields[values: .origin].first) != nil else {
+            self.sendError(ErrorResponse(status: .forbidden, message: "origin not allowed"), exchange: exchange, context: context)
             return
         }
-        self.sendWhole(exchange, status: 204, headers: cors.preflightHeaders(methods: methods), body: [], context: context)
+        self.sendWhole(exchange, status: .noContent, headers: cors.preflightHeaders(methods: methods), body: [], context: context)
     }
 
     /// The sink of the response being streamed, if any (for tests; on the event loop).
@@ -334,11 +339,11 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     // MARK: Responses (called on the event loop, by the runner through the hop)
 
     /// Sends a whole response; `rows` is what a row stream wrote (for the access log).
-    func sendResponse(_ number: Int, status: Int, headers: HeaderFields, body: [UInt8], contentType: String?, rows: Int? = nil) {
+    func sendResponse(_ number: Int, status: HTTPResponse.Status, headers: HTTPFields, body: [UInt8], contentType: String?, rows: Int? = nil) {
         guard let exchange = self.currentExchange(number), let context = self.context else { return }
         exchange.rows = rows
         var headers = headers
-        if let contentType { headers.replaceOrAdd("Content-Type", contentType) }
+        if let contentType { headers.replaceOrAdd(.contentType, contentType) }
         self.sendWhole(exchange, status: status, headers: headers, body: body, context: context)
     }
 
@@ -348,17 +353,18 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     }
 
     /// Prepares a streamed response: the head to send with the first chunk.
-    func attachSink(_ number: Int, sink: StreamingResponseSink, status: Int, headers: HeaderFields) {
+    func attachSink(_ number: Int, sink: StreamingResponseSink, status: HTTPResponse.Status, headers: HTTPFields) {
         guard let exchange = self.currentExchange(number), let context = self.context else {
             sink.close()
             return
         }
         exchange.sink = sink
-        exchange.status = status
-        exchange.streamHead = self.makeHead(exchange, status: status, headers: headers)
+        exchange.status = status.code
+        var fields = self.headFields(exchange, headers: headers)
         if exchange.isHead && self.environment.configuration.compression {
-            exchange.streamHead?.headers.replaceOrAdd(name: Self.identityMarker, value: "1")
+            fields.replaceOrAdd(.spoutIdentity, "1")
         }
+        exchange.streamHead = HTTPResponseHead(version: exchange.version, status: HTTPResponseStatus(status), headers: HTTPHeaders(fields))
         sink.writabilityChanged(context.channel.isWritable)
     }
 
@@ -393,7 +399,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     /// end a chunked body, or become header fields of a response that is still sent whole.
     func streamDone(
         _ number: Int, sink: StreamingResponseSink, result: Result<Int, any Error>, timing: String? = nil,
-        trailers: HeaderFields? = nil
+        trailers: HTTPFields? = nil
     ) {
         let snapshot = sink.snapshot
         self.environment.statistics.recordPauses(snapshot.pauses)
@@ -421,14 +427,13 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 }
             } else {
                 exchange.sink = nil
-                var headers = HeaderFields()
-                for (name, value) in exchange.streamHead?.headers ?? HTTPHeaders() { headers.add(name, value) }
-                if let timing { headers.add("Server-Timing", timing) }
+                var headers = HTTPFields(exchange.streamHead?.headers ?? HTTPHeaders())
+                if let timing { headers.append(HTTPField(name: .serverTiming, value: timing)) }
                 if let trailers {
-                    headers.remove("Trailer")
-                    for (name, value) in trailers { headers.replaceOrAdd(name, value) }
+                    headers[.trailer] = nil
+                    for field in trailers { headers.replaceOrAdd(field.name, field.value) }
                 }
-                self.sendWhole(exchange, status: exchange.status, headers: headers, body: rest, context: context)
+                self.sendWhole(exchange, status: HTTPResponse.Status(code: exchange.status), headers: headers, body: rest, context: context)
             }
         case .failure(let error):
             exchange.sink = nil
@@ -459,25 +464,26 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private func sendError(_ response: ErrorResponse, exchange: Exchange, context: ChannelHandlerContext, cause: (any Error)? = nil) {
         if let cause, !(cause is StreamingResponseSink.ChannelClosed) { self.environment.metrics?.failed(with: cause) }
         var headers = response.headers
-        headers.replaceOrAdd("Content-Type", "application/json")
-        let failure = response.status >= 500 ? cause.map { String(reflecting: $0) } : nil
+        headers.replaceOrAdd(.contentType, "application/json")
+        let failure = response.status.code >= 500 ? cause.map { String(reflecting: $0) } : nil
         self.sendWhole(exchange, status: response.status, headers: headers, body: response.body, context: context, failure: failure)
     }
 
     private func sendWhole(
-        _ exchange: Exchange, status: Int, headers: HeaderFields, body: [UInt8], context: ChannelHandlerContext,
+        _ exchange: Exchange, status: HTTPResponse.Status, headers: HTTPFields, body: [UInt8], context: ChannelHandlerContext,
         failure: String? = nil
     ) {
-        exchange.status = status
-        var head = self.makeHead(exchange, status: status, headers: headers)
-        let hasBody = status != 204 && status != 304 && !(100..<200).contains(status)
+        exchange.status = status.code
+        var fields = self.headFields(exchange, headers: headers)
+        let hasBody = status != .noContent && status != .notModified && status.kind != .informational
         if hasBody {
-            head.headers.replaceOrAdd(name: "Content-Length", value: String(body.count))
+            fields.replaceOrAdd(.contentLength, String(body.count))
         }
         if (!hasBody || exchange.isHead) && self.environment.configuration.compression {
-            head.headers.replaceOrAdd(name: Self.identityMarker, value: "1")
+            fields.replaceOrAdd(.spoutIdentity, "1")
         }
         exchange.bytes = hasBody ? body.count : 0
+        let head = HTTPResponseHead(version: exchange.version, status: HTTPResponseStatus(status), headers: HTTPHeaders(fields))
         context.write(self.wrapOutboundOut(.head(head)), promise: nil)
         let last = hasBody && !body.isEmpty ? context.channel.allocator.buffer(bytes: body) : nil
         self.end(exchange, lastChunk: last, context: context, failure: failure)
@@ -487,7 +493,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     /// chunked body carries), then goes back to idle (or closes).
     private func end(
         _ exchange: Exchange, lastChunk: ByteBuffer?, context: ChannelHandlerContext, failure: String? = nil,
-        trailers: HeaderFields? = nil
+        trailers: HTTPFields? = nil
     ) {
         if let lastChunk, !exchange.isHead {
             context.write(self.wrapOutboundOut(.body(.byteBuffer(lastChunk))), promise: nil)
@@ -498,7 +504,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         self.state = keepAlive ? .idle : .closing
         self.idleSince = .now()
         self.arrival.reset()
-        let trailerFields = trailers.map { fields in HTTPHeaders(fields.map { ($0.name, $0.value) }) }
+        let trailerFields = trailers.map(HTTPHeaders.init)
         if keepAlive {
             context.writeAndFlush(self.wrapOutboundOut(.end(trailerFields)), promise: nil)
         } else {
@@ -507,25 +513,28 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         }
     }
 
-    private func makeHead(_ exchange: Exchange, status: Int, headers: HeaderFields) -> HTTPResponseHead {
-        var fields = HTTPHeaders()
-        for (name, value) in headers { fields.add(name: name, value: value) }
-        for (name, value) in exchange.corsHeaders {
-            if name == "Vary" {
+    /// The fields of a response head: `headers`, then the exchange's CORS fields, `X-Request-Id`
+    /// and `Connection` where the version or closing needs it.
+    private func headFields(_ exchange: Exchange, headers: HTTPFields) -> HTTPFields {
+        var fields = headers
+        for field in exchange.corsHeaders {
+            if field.name == .vary {
                 // Keep the handler's Vary values; a head built twice (streamDone) adds it once.
-                let present = fields[canonicalForm: "vary"].contains { $0.lowercased() == value.lowercased() }
-                if !present { fields.add(name: name, value: value) }
+                let present = fields[values: .vary].contains { value in
+                    value.split(separator: ",").contains { $0.trimmingBlanks.lowercased() == field.value.lowercased() }
+                }
+                if !present { fields.append(field) }
             } else {
-                fields.replaceOrAdd(name: name, value: value)
+                fields.replaceOrAdd(field.name, field.value)
             }
         }
-        fields.replaceOrAdd(name: "X-Request-Id", value: exchange.id)
+        fields.replaceOrAdd(.requestID, exchange.id)
         if !exchange.keepAlive {
-            fields.replaceOrAdd(name: "Connection", value: "close")
+            fields.replaceOrAdd(.connection, "close")
         } else if exchange.version.minor == 0 {
-            fields.replaceOrAdd(name: "Connection", value: "keep-alive")
+            fields.replaceOrAdd(.connection, "keep-alive")
         }
-        return HTTPResponseHead(version: exchange.version, status: HTTPResponseStatus(statusCode: status), headers: fields)
+        return fields
     }
 
     // MARK: Access log

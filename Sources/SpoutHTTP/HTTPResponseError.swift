@@ -1,3 +1,5 @@
+import HTTPTypes
+
 /// An error that chooses the response it becomes (``ErrorResponse``): its status, extra header
 /// fields and JSON body, and which of the server's failure counters it adds to. The HTTP layer
 /// knows no other error: a module that throws its own errors through handlers conforms them
@@ -6,9 +8,9 @@
 /// Contract: ``responseBody`` is what any client may see; it must never hold SQL text,
 /// database messages, tokens or credentials.
 public protocol HTTPResponseError: Error {
-    var status: Int { get }
+    var status: HTTPResponse.Status { get }
     /// Extra fields of the response (`Retry-After`, say); none by default.
-    var headers: HeaderFields { get }
+    var headers: HTTPFields { get }
     /// The JSON body.
     var responseBody: [UInt8] { get }
     /// The counter of ``ServerMetrics`` the failure adds to; nil (the default) for none.
@@ -16,7 +18,7 @@ public protocol HTTPResponseError: Error {
 }
 
 extension HTTPResponseError {
-    public var headers: HeaderFields { HeaderFields() }
+    public var headers: HTTPFields { HTTPFields() }
     public var countedFailure: CountedFailure? { nil }
 }
 
@@ -33,6 +35,6 @@ extension HTTPError: HTTPResponseError {
 }
 
 extension ArgumentError: HTTPResponseError {
-    public var status: Int { 400 }
+    public var status: HTTPResponse.Status { .badRequest }
     public var responseBody: [UInt8] { self.body }
 }

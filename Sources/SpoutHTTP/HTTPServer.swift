@@ -1,3 +1,4 @@
+import HTTPTypes
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -266,7 +267,7 @@ public final class HTTPServer: Service {
         guard admission == .accepted, open <= self.maximumConnections else {
             self.statistics.connectionRejected()
             let message = admission == .addressFull ? "too many connections from this address" : "too many connections"
-            let body = ErrorResponse(status: 503, message: message).body
+            let body = ErrorResponse(status: .serviceUnavailable, message: message).body
             var buffer = channel.allocator.buffer(capacity: 160 + body.count)
             buffer.writeString(
                 "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n"
@@ -296,12 +297,12 @@ public final class HTTPServer: Service {
     /// Leaves bodiless responses (HEAD, 204) alone and removes the marker saying so; marks the
     /// `ETag` of a body that will be compressed, so that representation has a tag of its own.
     private static func compressionPredicate(_ head: inout HTTPResponseHead, _ supported: Bool) -> HTTPResponseCompressor.CompressionIntent {
-        if head.headers.contains(name: HTTPConnectionHandler.identityMarker) {
-            head.headers.remove(name: HTTPConnectionHandler.identityMarker)
+        if head.headers.contains(name: HTTPField.Name.spoutIdentity.rawName) {
+            head.headers.remove(name: HTTPField.Name.spoutIdentity.rawName)
             return .doNotCompress
         }
-        if supported, let tag = head.headers.first(name: "ETag") {
-            head.headers.replaceOrAdd(name: "ETag", value: EntityTag.markingCompressed(tag))
+        if supported, let tag = head.headers.first(name: HTTPField.Name.eTag.rawName) {
+            head.headers.replaceOrAdd(name: HTTPField.Name.eTag.rawName, value: EntityTag.markingCompressed(tag))
         }
         return .compressIfPossible
     }

@@ -1,3 +1,4 @@
+import HTTPTypes
 import NIOCore
 import NIOHTTP1
 
@@ -22,11 +23,12 @@ final class ProtocolErrorHandler: ChannelDuplexHandler, RemovableChannelHandler 
         }
         if !self.responseInProgress {
             let response = parserError == .headerOverflow
-                ? ErrorResponse(status: 431, message: "request header fields too large")
-                : ErrorResponse(status: 400, message: "malformed request")
-            var headers = HTTPHeaders([("Content-Type", "application/json"), ("Connection", "close")])
-            headers.add(name: "Content-Length", value: String(response.body.count))
-            let head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: response.status), headers: headers)
+                ? ErrorResponse(status: .requestHeaderFieldsTooLarge, message: "request header fields too large")
+                : ErrorResponse(status: .badRequest, message: "malformed request")
+            let fields: HTTPFields = [
+                .contentType: "application/json", .connection: "close", .contentLength: String(response.body.count),
+            ]
+            let head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(response.status), headers: HTTPHeaders(fields))
             context.write(self.wrapOutboundOut(.head(head)), promise: nil)
             context.write(self.wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: response.body)))), promise: nil)
             context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)

@@ -1,3 +1,4 @@
+import HTTPTypes
 import SpoutCore
 
 /// A parsed HTTP request, as a route handler sees it.
@@ -8,7 +9,7 @@ public struct Request: Sendable {
     /// The request id: the client's `X-Request-Id` when it sent one, else generated. Echoed in
     /// the response's `X-Request-Id` header and logged as `request.id`.
     public let id: String
-    public let method: RequestMethod
+    public let method: HTTPRequest.Method
     /// The path without the query string, as sent (not percent-decoded).
     public let path: String
     /// The query string after `?`, as sent; nil when there was no `?`.
@@ -16,7 +17,8 @@ public struct Request: Sendable {
     /// The decoded query string: every value of repeated keys; bare keys (`?api`) are present
     /// with no value.
     public let query: RawArguments
-    public let headers: HeaderFields
+    /// The header fields, in order and spelled as received.
+    public let headers: HTTPFields
     public let body: [UInt8]
     /// The matched route's template (`/employees/{employeeNumber}`), when a route matched.
     public let routeTemplate: String?
@@ -32,10 +34,10 @@ public struct Request: Sendable {
     /// handlers directly.
     public init(
         id: String = "test",
-        method: RequestMethod,
+        method: HTTPRequest.Method,
         path: String,
         queryString: String? = nil,
-        headers: HeaderFields = HeaderFields(),
+        headers: HTTPFields = HTTPFields(),
         body: [UInt8] = [],
         routeTemplate: String? = nil,
         pathKeys: [String: String] = [:],
@@ -50,7 +52,7 @@ public struct Request: Sendable {
     }
 
     init(
-        id: String, method: RequestMethod, path: String, queryString: String?, headers: HeaderFields, body: [UInt8],
+        id: String, method: HTTPRequest.Method, path: String, queryString: String?, headers: HTTPFields, body: [UInt8],
         query: RawArguments, routeTemplate: String?, pathKeys: [String: String], rawArguments: RawArguments?, arguments: [String: SQLValue]
     ) {
         self.id = id

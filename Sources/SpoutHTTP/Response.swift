@@ -1,3 +1,4 @@
+import HTTPTypes
 import SpoutCore
 
 /// What a route handler returns: a status, extra headers and a body.
@@ -15,11 +16,11 @@ public struct Response: Sendable {
         case produced(any ResponseProducer)
     }
 
-    public var status: Int
-    public var headers: HeaderFields
+    public var status: HTTPResponse.Status
+    public var headers: HTTPFields
     public var body: Body
 
-    public init(status: Int = 200, headers: HeaderFields = HeaderFields(), body: Body = .empty) {
+    public init(status: HTTPResponse.Status = .ok, headers: HTTPFields = HTTPFields(), body: Body = .empty) {
         self.status = status
         self.headers = headers
         self.body = body
@@ -27,41 +28,41 @@ public struct Response: Sendable {
 
     /// A complete body with its content type (HTML docs, an OpenAPI document).
     public static func bytes(
-        _ bytes: [UInt8], contentType: String, status: Int = 200, headers: HeaderFields = HeaderFields()
+        _ bytes: [UInt8], contentType: String, status: HTTPResponse.Status = .ok, headers: HTTPFields = HTTPFields()
     ) -> Response {
         Response(status: status, headers: headers, body: .bytes(bytes, contentType: contentType))
     }
 
     public static func text(
-        _ text: String, contentType: String = "text/plain; charset=utf-8", status: Int = 200,
-        headers: HeaderFields = HeaderFields()
+        _ text: String, contentType: String = "text/plain; charset=utf-8", status: HTTPResponse.Status = .ok,
+        headers: HTTPFields = HTTPFields()
     ) -> Response {
         self.bytes(Array(text.utf8), contentType: contentType, status: status, headers: headers)
     }
 
     /// 204 No Content.
-    public static func noContent(headers: HeaderFields = HeaderFields()) -> Response {
-        Response(status: 204, headers: headers, body: .empty)
+    public static func noContent(headers: HTTPFields = HTTPFields()) -> Response {
+        Response(status: .noContent, headers: headers, body: .empty)
     }
 
     /// 201 Created with a `Location` header.
     public static func created(location: String, body: Body = .empty) -> Response {
-        Response(status: 201, headers: ["Location": location], body: body)
+        Response(status: .created, headers: [.location: location], body: body)
     }
 }
 
-/// An error a handler throws to answer with a specific status and a JSON body
-/// `{"error": message}`; with `parameter`, the body names it too.
+/// An error a handler throws to answer with a specific status, extra header fields and a JSON
+/// body `{"error": message}`.
 public struct HTTPError: Error, Sendable, CustomStringConvertible {
-    public var status: Int
+    public var status: HTTPResponse.Status
     public var message: String
-    public var headers: HeaderFields
+    public var headers: HTTPFields
 
-    public init(status: Int, message: String, headers: HeaderFields = HeaderFields()) {
+    public init(status: HTTPResponse.Status, message: String, headers: HTTPFields = HTTPFields()) {
         self.status = status
         self.message = message
         self.headers = headers
     }
 
-    public var description: String { "HTTP \(self.status): \(self.message)" }
+    public var description: String { "HTTP \(self.status.code): \(self.message)" }
 }

@@ -1,3 +1,4 @@
+import HTTPTypes
 import Logging
 import NIOCore
 import SpoutCore
@@ -14,7 +15,7 @@ public protocol ResponseProducer: Sendable {
     /// ``ResponseExchange/sendNotModified(_:)``, or ``ResponseExchange/startStream(status:headers:)``
     /// followed by ``ResponseExchange/finishStream(_:result:timing:trailers:)``. An error thrown
     /// before any of them becomes the error response (``ErrorResponse``).
-    func produce(status: Int, headers: HeaderFields, through exchange: ResponseExchange) async throws
+    func produce(status: HTTPResponse.Status, headers: HTTPFields, through exchange: ResponseExchange) async throws
 }
 
 /// The HTTP layer's side of one exchange whose body a ``ResponseProducer`` makes.
@@ -43,17 +44,17 @@ public struct ResponseExchange: Sendable {
     /// Whether responses may be compressed (``ServerConfiguration/compression``).
     let compresses: Bool
 
-    /// The request's `Accept` field, as sent.
-    public var acceptHeader: String? { self.request.headers["Accept"] }
+    /// The request's `Accept` field, as sent (the first, when it sent several).
+    public var acceptHeader: String? { self.request.headers[values: .accept].first }
 
-    /// The request's `If-None-Match` field, as sent.
-    public var ifNoneMatch: String? { self.request.headers["If-None-Match"] }
+    /// The request's `If-None-Match` field, as sent (the first, when it sent several).
+    public var ifNoneMatch: String? { self.request.headers[values: .ifNoneMatch].first }
 
     // MARK: Whole responses
 
     /// Sends a whole response with `Content-Length`; `rows` is what a row stream wrote, for the
     /// access log.
-    public func send(status: Int, headers: HeaderFields, body: [UInt8], rows: Int? = nil) {
+    public func send(status: HTTPResponse.Status, headers: HTTPFields, body: [UInt8], rows: Int? = nil) {
         self.onLoop { [number] in $0.sendResponse(number, status: status, headers: headers, body: body, contentType: nil, rows: rows) }
     }
 
@@ -63,13 +64,13 @@ public struct ResponseExchange: Sendable {
     ///
     /// `streamed`: the 200 would be a stream (``startStream(status:headers:)``), whose `ETag`
     /// carries the mark of the coding the request negotiates; the 304 repeats that tag.
-    public func sendNotModified(_ headers: HeaderFields, streamed: Bool = false) {
-        var kept = HeaderFields(headers.filter { Self.notModifiedFields.contains($0.name.lowercased()) }.map { ($0.name, $0.value) })
+    public func sendNotModified(_ headers: HTTPFields, streamed: Bool = false) {
+        var kept: HTTPFields = headers.filter { Self.notModifiedFields.contains($0.name) }
         if streamed, let coding = self.streamCoding(headers) { Self.mark(&kept, coding: coding) }
-        self.onLoop { [number, kept] in $0.sendResponse(number, status: 304, headers: kept, body: [], contentType: nil) }
+        self.onLoop { [number, kept] in $0.sendResponse(number, status: .notModified, headers: kept, body: [], contentType: nil) }
     }
 
-    private static let notModifiedFields: Set<String> = ["etag", "cache-control", "vary", "expires", "content-location"]
+    private static let notModifiedFields: Set<HTTPField.Name> = [.eTag, .cacheControl, .vary, .expires, .contentLocation]
 
     // MARK: Streamed responses
 
@@ -82,7 +83,7 @@ public struct ResponseExchange: Sendable {
     /// request accepts (``ContentCoding/negotiate(_:)``; not for HEAD): the head then says
     /// `Content-Encoding`, `Vary` names `Accept-Encoding`, and an `ETag` is marked with the
     /// coding, so each representation has its own tag.
-    public func startStream(status: Int, headers: HeaderFields) -> StreamingResponseSink {
+    public func startStream(status: HTTPResponse.Status, headers: HTTPFields) -> StreamingResponseSink {
         let handler = self.handler
         let number = self.number
         var headers = headers
@@ -90,7 +91,7 @@ public struct ResponseExchange: Sendable {
         if let coding = self.streamCoding(headers) {
             do {
                 encoder = try coding.makeEncoder()
-                headers.replaceOrAdd("Content-Encoding", coding.rawValue)
+                headers.replaceOrAdd(.contentEncoding, coding.rawValue)
                 Self.mark(&headers, coding: coding)
             } catch {
                 self.logger.warning(
@@ -111,28 +112,28 @@ public struct ResponseExchange: Sendable {
 
     /// The coding a stream of this request with `headers` is sent in: none for HEAD, with
     /// compression off, or when the producer encoded the body itself.
-    private func streamCoding(_ headers: HeaderFields) -> ContentCoding? {
-        guard self.compresses, self.request.method != .head, headers["Content-Encoding"] == nil else { return nil }
-        return ContentCoding.negotiate(self.request.headers["Accept-Encoding"])
+    private func streamCoding(_ headers: HTTPFields) -> ContentCoding? {
+        guard self.compresses, self.request.method != .head, !headers.contains(.contentEncoding) else { return nil }
+        return ContentCoding.negotiate(self.request.headers[values: .acceptEncoding].first)
     }
 
     /// Marks `headers` as those of the `coding` representation: its `ETag`, `Vary:
     /// Accept-Encoding`, and the marker that keeps NIO's compressor off (the body, if any, is
     /// encoded already).
-    private static func mark(_ headers: inout HeaderFields, coding: ContentCoding) {
-        if let tag = headers["ETag"] { headers.replaceOrAdd("ETag", EntityTag.marking(tag, coding: coding)) }
-        let vary = headers["Vary"] ?? ""
+    private static func mark(_ headers: inout HTTPFields, coding: ContentCoding) {
+        if let tag = headers[values: .eTag].first { headers.replaceOrAdd(.eTag, EntityTag.marking(tag, coding: coding)) }
+        let vary = headers[values: .vary].first ?? ""
         if !vary.lowercased().contains("accept-encoding") {
-            headers.replaceOrAdd("Vary", vary.isEmpty ? "Accept-Encoding" : vary + ", Accept-Encoding")
+            headers.replaceOrAdd(.vary, vary.isEmpty ? "Accept-Encoding" : vary + ", Accept-Encoding")
         }
-        headers.replaceOrAdd(HTTPConnectionHandler.identityMarker, "1")
+        headers.replaceOrAdd(.spoutIdentity, "1")
     }
 
     /// Ends the stream `sink` belongs to: with the rest of the body and `trailers` on success
     /// (`rows` written), or, on failure, with an error response when no chunk went out, and by
     /// cutting the body short (no last chunk) when one did. `timing` is a `Server-Timing` value
     /// for a response that is still sent whole.
-    public func finishStream(_ sink: StreamingResponseSink, result: Result<Int, any Error>, timing: String? = nil, trailers: HeaderFields? = nil) {
+    public func finishStream(_ sink: StreamingResponseSink, result: Result<Int, any Error>, timing: String? = nil, trailers: HTTPFields? = nil) {
         self.metrics?.streamsInFlight.decrement()
         self.onLoop { [number] in $0.streamDone(number, sink: sink, result: result, timing: timing, trailers: trailers) }
     }
@@ -145,7 +146,7 @@ public struct ResponseExchange: Sendable {
         guard let streams = self.streams else { return }
         guard let ticket = streams.admission.ticket(for: self.clientAddress) else {
             streams.metrics?.refused.increment()
-            throw HTTPError(status: 429, message: "too many concurrent streams from this client", headers: ["Retry-After": "1"])
+            throw HTTPError(status: .tooManyRequests, message: "too many concurrent streams from this client", headers: [.retryAfter: "1"])
         }
         self.onLoop { [number] in $0.attachStreamTicket(number, ticket: ticket) }
     }

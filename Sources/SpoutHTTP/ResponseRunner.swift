@@ -1,3 +1,4 @@
+import HTTPTypes
 import NIOCore
 
 /// Runs a route handler for one exchange and turns its ``Response`` into writes on the
@@ -17,7 +18,7 @@ struct ResponseRunner: Sendable {
                 self.exchange.send(status: response.status, headers: response.headers, body: [])
             case .bytes(let bytes, let contentType):
                 var headers = response.headers
-                headers.replaceOrAdd("Content-Type", contentType)
+                headers.replaceOrAdd(.contentType, contentType)
                 self.exchange.send(status: response.status, headers: headers, body: bytes)
             case .produced(let producer):
                 try await producer.produce(status: response.status, headers: response.headers, through: self.exchange)

@@ -1,3 +1,5 @@
+import HTTPTypes
+
 /// Handles one route: receives the parsed request, returns what to send.
 ///
 /// Handlers run in a task whose jobs run on the connection's event loop (no thread hop between
@@ -7,7 +9,7 @@ public typealias RouteHandler = @Sendable (Request) async throws -> Response
 
 /// A handler registered for a method on a path template.
 public struct Route: Sendable {
-    public let method: RequestMethod
+    public let method: HTTPRequest.Method
     /// The template as registered: `/employees/{employeeNumber}`.
     public let template: String
     /// The declared parameters, converted from path keys, the query string and the body.
@@ -23,7 +25,7 @@ public struct Route: Sendable {
     public let keys: [String]
 
     public init(
-        _ method: RequestMethod, _ template: String, parameters: [Parameter] = [], summary: String? = nil,
+        _ method: HTTPRequest.Method, _ template: String, parameters: [Parameter] = [], summary: String? = nil,
         apiKeys: APIKeySet? = nil, handler: @escaping RouteHandler
     ) {
         self.method = method

@@ -1,3 +1,5 @@
+import HTTPTypes
+
 /// Routes requests to handlers by method and path template.
 ///
 /// Templates are `/`-separated literal segments and `{key}` segments that match any one
@@ -13,7 +15,7 @@ public struct Router: Sendable {
     public enum Match: Sendable {
         case found(Route, pathKeys: [String: String])
         case notFound
-        case methodNotAllowed(allowed: [RequestMethod])
+        case methodNotAllowed(allowed: [HTTPRequest.Method])
     }
 
     private var root = Node()
@@ -31,14 +33,14 @@ public struct Router: Sendable {
 
     /// Registers a handler; see ``Route/init(_:_:parameters:summary:apiKeys:handler:)``.
     public mutating func add(
-        _ method: RequestMethod, _ template: String, parameters: [Parameter] = [], summary: String? = nil,
+        _ method: HTTPRequest.Method, _ template: String, parameters: [Parameter] = [], summary: String? = nil,
         apiKeys: APIKeySet? = nil, handler: @escaping RouteHandler
     ) {
         self.add(Route(method, template, parameters: parameters, summary: summary, apiKeys: apiKeys, handler: handler))
     }
 
     /// Finds the route for `method` and `path` (the path without query string, not yet decoded).
-    public func match(_ method: RequestMethod, path: Substring) -> Match {
+    public func match(_ method: HTTPRequest.Method, path: Substring) -> Match {
         let segments = PathTemplate.requestSegments(of: path)
         var keys: [String] = []
         guard let node = self.root.find(segments[...], keys: &keys) else { return .notFound }
@@ -46,7 +48,7 @@ public struct Router: Sendable {
         guard let route else {
             var allowed = Set(node.routes.keys)
             if allowed.contains(.get) { allowed.insert(.head) }
-            return .methodNotAllowed(allowed: allowed.sorted())
+            return .methodNotAllowed(allowed: allowed.sorted { $0.rawValue < $1.rawValue })
         }
         var pathKeys: [String: String] = [:]
         for (name, value) in zip(node.keyNames(for: route), keys) {
@@ -55,18 +57,18 @@ public struct Router: Sendable {
         return .found(route, pathKeys: pathKeys)
     }
 
-    public func match(_ method: RequestMethod, path: String) -> Match {
+    public func match(_ method: HTTPRequest.Method, path: String) -> Match {
         self.match(method, path: path[...])
     }
 
-    /// The methods served on `path` (with `HEAD` wherever `GET` is), sorted; nil when no
-    /// template matches it. CORS preflights answer with these.
-    public func methods(path: Substring) -> [RequestMethod]? {
+    /// The methods served on `path` (with `HEAD` wherever `GET` is), sorted by name; nil when
+    /// no template matches it. CORS preflights answer with these.
+    public func methods(path: Substring) -> [HTTPRequest.Method]? {
         var keys: [String] = []
         guard let node = self.root.find(PathTemplate.requestSegments(of: path)[...], keys: &keys) else { return nil }
         var methods = Set(node.routes.keys)
         if methods.contains(.get) { methods.insert(.head) }
-        return methods.sorted()
+        return methods.sorted { $0.rawValue < $1.rawValue }
     }
 
     private struct Node: Sendable {
@@ -74,7 +76,7 @@ public struct Router: Sendable {
         /// The child for a `{key}` segment; key names live on the routes (templates that
         /// differ only in key names share the node).
         var keyChild: [Node] = []
-        var routes: [RequestMethod: Route] = [:]
+        var routes: [HTTPRequest.Method: Route] = [:]
 
         mutating func insert(_ route: Route, segments: ArraySlice<PathTemplate.Segment>) {
             guard let first = segments.first else {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import HTTPTypes
 import SpoutCore
 import SpoutDrivers
 import SpoutEndpoints
@@ -29,7 +30,10 @@ struct Explain: AsyncParsableCommand {
     var target: String
 
     func run() async throws {
-        let method = RequestMethod(rawValue: self.method.uppercased())
+        guard let method = HTTPRequest.Method(self.method.uppercased()) else {
+            // Not even a method's name (`G T`): no more a read than `POST` is.
+            throw ExplainError(description: "\(self.method.uppercased()) is not a read; only GET requests can be explained")
+        }
         let settings = try SpoutConfiguration.load(file: self.config, overrides: .init(databaseURL: self.database))
         let endpoints = try EndpointSet.load(configuration: settings)
         var configuration = settings.databaseConfiguration

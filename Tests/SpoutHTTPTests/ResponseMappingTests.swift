@@ -1,3 +1,4 @@
+import HTTPTypes
 import SpoutCore
 import Testing
 
@@ -18,14 +19,14 @@ struct ResponseMappingTests {
         #expect(ContentNegotiation.format(accept: accept) == expected)
     }
 
-    private func status(_ error: any Error) -> (Int, String, HeaderFields) {
+    private func status(_ error: any Error) -> (HTTPResponse.Status, String, HTTPFields) {
         let response = ErrorResponse(for: error)
         return (response.status, String(decoding: response.body, as: UTF8.self), response.headers)
     }
 
     @Test func databaseErrorsMapToStatusesWithoutMessages() {
         let secret = "SELECT password FROM users -- postgresql://admin:hunter2@db"
-        let cases: [(DatabaseError.Code, Int)] = [
+        let cases: [(DatabaseError.Code, HTTPResponse.Status)] = [
             (.poolExhausted, 503), (.connectionFailed, 503), (.connectionLost, 503), (.statementTimeout, 504),
             (.uniqueViolation, 409), (.constraintViolation, 422), (.invalidValue, 400), (.invalidSQL, 500),
             (.other, 500), (.readOnly, 500),
@@ -35,7 +36,7 @@ struct ResponseMappingTests {
             #expect(status == expected, "\(code)")
             #expect(!body.contains("hunter2") && !body.contains("SELECT") && !body.contains("42P01"))
             #expect(body.hasPrefix(#"{"error":""#))
-            #expect((headers["Retry-After"] == "1") == (code == .poolExhausted))
+            #expect((headers[.retryAfter] == "1") == (code == .poolExhausted))
         }
     }
 

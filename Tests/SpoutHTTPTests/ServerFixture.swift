@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Logging
 import SpoutCore
 import SpoutEndpoints
@@ -159,7 +160,7 @@ final class ServerFixture: Sendable {
                 ),
                 database: database, shape: .object, readOnly: false, status: 201
             )
-            response.headers.add("Location", "/employees/\(number)")
+            response.headers.append(HTTPField(name: .location, value: "/employees/\(number)"))
             return response
         }
         router.add(.delete, "/employees/{employeeNumber}", parameters: [Parameter("employeeNumber", .integer, required: true)]) {

@@ -1,0 +1,26 @@
+import HTTPTypes
+
+/// The header fields Spout sends or reads that swift-http-types does not name.
+///
+/// A name keeps the spelling it is made with (`HTTPField.Name.rawName`), and that
+/// spelling is what goes on the wire: these are spelled as Spout has always sent them.
+extension HTTPField.Name {
+    /// `X-Request-Id`: the id of a request (the client's, when it sent one), echoed in every
+    /// response and logged as `request.id`.
+    public static let requestID = HTTPField.Name("X-Request-Id")!
+    /// `X-API-Key`: an API key, for a client that does not send it as `Authorization: Bearer`.
+    public static let apiKey = HTTPField.Name("X-API-Key")!
+    /// `Server-Timing`: where a row response's time went (``ServerConfiguration/timingHeader``).
+    public static let serverTiming = HTTPField.Name("Server-Timing")!
+    /// `Spout-Truncated`: whether an endpoint's `rowLimit` cut the result; a header on a
+    /// response sent whole, a trailer on a streamed one.
+    public static let spoutTruncated = HTTPField.Name("Spout-Truncated")!
+    /// `Link` (RFC 8288): the next page of a result, `rel="next"`.
+    public static let webLink = HTTPField.Name("Link")!
+    /// `X-Forwarded-For`: the addresses proxies saw, believed only from
+    /// ``ServerConfiguration/trustedProxies``.
+    public static let xForwardedFor = HTTPField.Name("X-Forwarded-For")!
+    /// Marks a response the compressor must leave alone (a bodiless one, or one encoded
+    /// already); the compressor's predicate removes it, so it never reaches the client.
+    static let spoutIdentity = HTTPField.Name("x-spout-identity")!
+}
