@@ -26,7 +26,7 @@ struct EndpointFileParser {
         "get": .get, "post": .post, "put": .put, "patch": .patch, "delete": .delete,
     ]
     static let fileKeys = ["description", "auth", "paths"]
-    static let authKeys = ["keysFromEnvironment", "token", "methods", "anonymous", "roles"]
+    static let authKeys = ["keysFromEnvironment", "token", "methods", "anonymous", "roles", "requiredClaims"]
     static let endpointKeys = [
         "description", "sql", "sqlFile", "parameters", "result", "details", "detailsParameter", "timeoutMs",
         "rowLimit", "readOnly", "location", "consistency", "page", "cache", "versionSql", "versionSqlFile",
@@ -99,10 +99,24 @@ struct EndpointFileParser {
                 let items: [YAMLValue] = rolesValue.scalarText != nil ? [rolesValue] : try rolesValue.sequence("'roles'")
                 for item in items { roles.append(try item.nonEmptyString("an entry of 'roles'").trimmedBlanks) }
             }
-            let policy = TokenPolicy(anonymous: anonymous, roles: roles)
+            var required: [String] = []
+            if let claimsValue = fields.value("requiredClaims") {
+                let items: [YAMLValue] = claimsValue.scalarText != nil ? [claimsValue] : try claimsValue.sequence("'requiredClaims'")
+                for item in items {
+                    let path = try item.nonEmptyString("an entry of 'requiredClaims'").trimmedBlanks
+                    guard !path.split(separator: ".", omittingEmptySubsequences: false).contains(where: \.isEmpty) else {
+                        throw item.error("'\(path)' is not a claim path: names separated by single dots (email, address.city)")
+                    }
+                    required.append(path)
+                }
+            }
+            if anonymous && !required.isEmpty, let node = fields.value("anonymous") {
+                throw node.error("'anonymous: true' and 'requiredClaims' exclude each other: a request without a token has no claims")
+            }
+            let policy = TokenPolicy(anonymous: anonymous, roles: roles, requiredClaims: required)
             return (EndpointAuth(environmentVariable: "", methods: methods, keyCount: 0, token: policy), nil)
         }
-        for name in ["anonymous", "roles"] where fields.value(name) != nil {
+        for name in ["anonymous", "roles", "requiredClaims"] where fields.value(name) != nil {
             throw fields.value(name)!.error("'\(name)' applies to 'token: jwt' only; API keys carry no identity")
         }
         guard let variableValue = fields.value("keysFromEnvironment") else {

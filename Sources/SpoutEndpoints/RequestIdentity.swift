@@ -90,6 +90,16 @@ public struct RequestIdentity: Sendable, Hashable {
                 status: .unauthorized, message: "invalid credentials: neither a token nor a known API key",
                 headers: self.challenge(error: "invalid_token"))
         }
+        for path in policy.requiredClaims {
+            switch claims.value(at: path) {
+            case nil, .null?:
+                throw HTTPError(
+                    status: .forbidden, message: "missing claim: this endpoint needs the token's '\(path)' (auth.requiredClaims)",
+                    headers: [.wwwAuthenticate: "Bearer realm=\"\(APIKeySet.realm)\", error=\"insufficient_scope\""])
+            default:
+                continue
+            }
+        }
         var role: String?
         if case .string(let named)? = claims.claims[settings.roleClaim], !named.isEmpty { role = named }
         if !policy.roles.isEmpty && !policy.roles.contains(role ?? "") {

@@ -333,6 +333,55 @@ struct IdentityAPITests {
         }
     }
 
+    @Test("requiredClaims: a token without one (absent or null, by path) is 403 naming it before any SQL; with them the claims reach SQL",
+          arguments: PetsAPITests.backends)
+    func requiredClaims(_ backend: Backend) async throws {
+        let store = try IdentityDatabase.make(backend) { _ in }
+        defer { store.drop() }
+        let database = try store.open()
+        defer { database.close() }
+        let file = """
+            auth:
+              token: jwt
+              requiredClaims: [email, address.city]
+            paths:
+              /contact:
+                get:
+                  sql: SELECT CAST(:claims.email AS text) AS email, CAST(:claims.address.city AS text) AS city
+                  result: object
+            """
+        let (endpoints, directory) = try Self.endpoints(["contact.yaml": file])
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await Self.withService(endpoints, database: database) { service in
+            let complete = try await Self.token("Diane", extra: ["email": "d@example.com", "address": .object(["city": "Oslo"])])
+            let answered = try await Self.send(service, "GET", "/contact", token: complete)
+            #expect(answered.status == 200)
+            #expect(answered.text == #"{"email":"d@example.com","city":"Oslo"}"#)
+            let refusals: [(String?, Int, String)] = [
+                (try await Self.token("Diane", extra: ["address": .object(["city": "Oslo"])]), 403,
+                 #"{"error":"missing claim: this endpoint needs the token's 'email' (auth.requiredClaims)"}"#),
+                (try await Self.token("Diane", extra: ["email": .null, "address": .object(["city": "Oslo"])]), 403,
+                 #"{"error":"missing claim: this endpoint needs the token's 'email' (auth.requiredClaims)"}"#),
+                (try await Self.token("Diane", extra: ["email": "d@example.com", "address": "Oslo"]), 403,
+                 #"{"error":"missing claim: this endpoint needs the token's 'address.city' (auth.requiredClaims)"}"#),
+                (nil, 401, #"{"error":"missing token: send Authorization: Bearer <JWT>"}"#),
+            ]
+            for (token, status, body) in refusals {
+                let statements = database.statistics.statementCount
+                let refused = try await Self.send(service, "GET", "/contact", token: token)
+                #expect(refused.status == status)
+                #expect(refused.text == body)
+                #expect(database.statistics.statementCount == statements, "refused before any SQL")
+            }
+        }
+        // Anonymous requests have no claims to require.
+        #expect {
+            _ = try Self.endpoints(["both.yaml": "auth:\n  token: jwt\n  anonymous: true\n  requiredClaims: [sub]\npaths:\n  /x:\n    get:\n      sql: SELECT 1 AS one\n"])
+        } throws: { error in
+            String(describing: error).contains("'anonymous: true' and 'requiredClaims' exclude each other")
+        }
+    }
+
     @Test("pets: a change by someone without a token is 401 before any SQL, as creating and deleting are", arguments: PetsAPITests.backends)
     func anonymousChangeOfAPet(_ backend: Backend) async throws {
         try await Self.withPets(backend) { service, database in
