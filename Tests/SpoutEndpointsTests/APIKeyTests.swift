@@ -119,7 +119,7 @@ struct APIKeyTests {
     @Test(
         "mistakes in 'auth' name the key and the line",
         arguments: [
-            ("auth:\n  keysFromEnv: X\n", 2, "unknown key 'keysFromEnv' in 'auth' (known keys: keysFromEnvironment, token, methods, anonymous, roles)"),
+            ("auth:\n  keysFromEnv: X\n", 2, "unknown key 'keysFromEnv' in 'auth' (known keys: keysFromEnvironment, token, methods, anonymous, roles, requiredClaims)"),
             ("auth:\n  methods: [POST]\n", 2, "'auth' needs 'keysFromEnvironment', the environment variable that holds the comma-separated API keys, or 'token: jwt' for verified bearer tokens"),
             ("auth:\n  keysFromEnvironment: SPOUT-KEYS\n", 2, "'keysFromEnvironment' must name an environment variable (letters, digits and underscores), not 'SPOUT-KEYS'"),
             ("auth:\n  keysFromEnvironment: K\n  methods: [POST, FETCH]\n", 3, "unknown method 'FETCH' in 'methods' (known: DELETE, GET, PATCH, POST, PUT)"),
