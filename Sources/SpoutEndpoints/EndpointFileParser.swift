@@ -96,12 +96,12 @@ struct EndpointFileParser {
             let anonymous = try fields.value("anonymous")?.boolean("'anonymous'") ?? false
             var roles: [String] = []
             if let rolesValue = fields.value("roles") {
-                let items: [YAMLValue] = rolesValue.scalarText != nil ? [rolesValue] : try rolesValue.sequence("'roles'")
+                let items = try rolesValue.scalarOrSequence("'roles'")
                 for item in items { roles.append(try item.nonEmptyString("an entry of 'roles'").trimmedBlanks) }
             }
             var required: [String] = []
             if let claimsValue = fields.value("requiredClaims") {
-                let items: [YAMLValue] = claimsValue.scalarText != nil ? [claimsValue] : try claimsValue.sequence("'requiredClaims'")
+                let items = try claimsValue.scalarOrSequence("'requiredClaims'")
                 for item in items {
                     let path = try item.nonEmptyString("an entry of 'requiredClaims'").trimmedBlanks
                     guard !path.split(separator: ".", omittingEmptySubsequences: false).contains(where: \.isEmpty) else {
@@ -149,7 +149,7 @@ struct EndpointFileParser {
     private func authMethods(_ methodsValue: YAMLValue?) throws(ConfigurationError) -> [HTTPRequest.Method] {
         var methods = EndpointAuth.allMethods
         if let methodsValue {
-            let items: [YAMLValue] = methodsValue.scalarText != nil ? [methodsValue] : try methodsValue.sequence("'methods'")
+            let items = try methodsValue.scalarOrSequence("'methods'")
             let known = EndpointAuth.allMethods.map(\.rawValue).joined(separator: ", ")
             methods = []
             for item in items {
@@ -263,7 +263,7 @@ struct EndpointFileParser {
             throw pageValue.error("'page' needs 'key', the result columns that order the pages (like [employeeNumber])")
         }
         var key: [String] = []
-        for item in keyValue.scalarText != nil ? [keyValue] : try keyValue.sequence("'key'") {
+        for item in try keyValue.scalarOrSequence("'key'") {
             let column = try item.nonEmptyString("a key column")
             if key.contains(column) { throw item.error("key column '\(column)' is listed twice") }
             if labels.complete && !labels.labels.contains(column) {
@@ -538,7 +538,7 @@ struct EndpointFileParser {
         if let defaultNode = fields.value("default") {
             if required { throw defaultNode.error("parameter '\(name)' is required, so a default would never be used") }
             if type.isList {
-                let items: [YAMLValue] = defaultNode.scalarText != nil ? [defaultNode] : try defaultNode.sequence("'default'")
+                let items = try defaultNode.scalarOrSequence("'default'")
                 var values: [SQLValue] = []
                 for item in items { values.append(try self.convert(item, as: type.elementType, what: "default")) }
                 defaultValue = .array(values)

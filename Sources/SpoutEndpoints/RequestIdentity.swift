@@ -95,7 +95,7 @@ public struct RequestIdentity: Sendable, Hashable {
             case nil, .null?:
                 throw HTTPError(
                     status: .forbidden, message: "missing claim: this endpoint needs the token's '\(path)' (auth.requiredClaims)",
-                    headers: [.wwwAuthenticate: "Bearer realm=\"\(APIKeySet.realm)\", error=\"insufficient_scope\""])
+                    headers: self.challenge(error: "insufficient_scope"))
             default:
                 continue
             }
@@ -107,7 +107,7 @@ public struct RequestIdentity: Sendable, Hashable {
                 status: .forbidden,
                 message: "insufficient role: needs one of \(policy.roles.joined(separator: ", ")); the token's role is "
                     + (role.map { "'\($0)'" } ?? "missing"),
-                headers: [.wwwAuthenticate: "Bearer realm=\"\(APIKeySet.realm)\", error=\"insufficient_scope\""])
+                headers: self.challenge(error: "insufficient_scope"))
         }
         guard !settings.roles.isEmpty else { return RequestIdentity(claims: claims, role: nil) }
         let switched = role ?? (settings.defaultRole.isEmpty ? nil : settings.defaultRole)

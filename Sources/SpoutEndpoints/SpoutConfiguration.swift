@@ -314,7 +314,7 @@ public struct SpoutConfiguration: Sendable, Hashable {
             }
             self.dateFormat = format
         case .strings(let keyPath, let check):
-            let items: [YAMLValue] = value.scalarText != nil ? [value] : try value.sequence("'\(setting.path)'")
+            let items = try value.scalarOrSequence("'\(setting.path)'")
             var list: [String] = []
             for item in items {
                 let text = try item.nonEmptyString("an entry of '\(setting.path)'").trimmedBlanks
@@ -337,7 +337,7 @@ public struct SpoutConfiguration: Sendable, Hashable {
             }
             self.identity.apiKeys = keys
         case .list:
-            let items: [YAMLValue] = value.scalarText != nil ? [value] : try value.sequence("'endpoints'")
+            let items = try value.scalarOrSequence("'endpoints'")
             var patterns: [String] = []
             for item in items { patterns.append(try item.nonEmptyString("an entry of 'endpoints'")) }
             self.endpoints = patterns

@@ -110,6 +110,12 @@ struct YAMLValue {
         return sequence.map { YAMLValue(node: $0, file: self.file) }
     }
 
+    /// A list that may be written as one scalar: the scalar itself as the only item, else the
+    /// items of the sequence (`roles: editor` is `roles: [editor]`).
+    func scalarOrSequence(_ what: String) throws(ConfigurationError) -> [YAMLValue] {
+        self.scalarText != nil ? [self] : try self.sequence(what)
+    }
+
     /// A non-null scalar as text.
     func string(_ what: String) throws(ConfigurationError) -> String {
         guard let text = self.scalarText, !self.isNull else { throw self.error("\(what) must be a text value") }

@@ -253,14 +253,14 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
     /// implicit transaction. False when the run is over (the connection failed).
     private func queueSettings(tentative: Bool, pending: inout [String: String]) -> Bool {
         guard let settings = self.settings else { return true }
-        return self.queue([settings], tentative: tentative, pending: &pending, settings: true)
+        return self.queue([settings], tentative: tentative, pending: &pending, asSettings: true)
     }
 
     /// Queues `statements`, and the prepares of those not yet prepared (without session state,
-    /// the statements are sent unnamed instead); with `settings`, as session settings whose
+    /// the statements are sent unnamed instead); with `asSettings`, as session settings whose
     /// results are dropped. False when the run is over (the connection failed).
     private func queue(
-        _ statements: [BoundStatement], tentative: Bool, pending: inout [String: String], settings: Bool = false
+        _ statements: [BoundStatement], tentative: Bool, pending: inout [String: String], asSettings: Bool = false
     ) -> Bool {
         for statement in statements {
             let text = statement.sql.text
@@ -286,11 +286,11 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
                 break
             }
             // Settings are not the request's statements (the thread path's are not counted either).
-            if !settings { self.connection.statistics.recordStatement() }
+            if !asSettings { self.connection.statistics.recordStatement() }
             guard self.connection.send(text, prepared: name, parameters, handle: self.handle) == 1 else {
                 return self.sendFailed()
             }
-            self.commands.append(settings ? .settings(tentative: tentative) : .query(tentative: tentative))
+            self.commands.append(asSettings ? .settings(tentative: tentative) : .query(tentative: tentative))
         }
         return true
     }

@@ -244,15 +244,23 @@ struct IdentityAPITests {
         return (try EndpointSet.load(files: paths, sqlDirectory: directory.path, environment: [:]), directory)
     }
 
-    @Test("claims reach SQL as values: quotes, ;, -- and Unicode; nested by path; missing is NULL", arguments: PetsAPITests.backends)
-    func claimsAsValues(_ backend: Backend) async throws {
+    /// A service with the endpoint files `files` (by name, SQL inline) on an empty database of
+    /// `backend` that Spout reaches as an ordinary role, verifying the fixtures' tokens.
+    static func withEndpoints(
+        _ backend: Backend, _ files: [String: String], _ body: (TestService, Database) async throws -> Void
+    ) async throws {
         let store = try IdentityDatabase.make(backend) { _ in }
         defer { store.drop() }
         let database = try store.open()
         defer { database.close() }
-        let (endpoints, directory) = try Self.endpoints(["claims.yaml": Self.claimsFile])
+        let (endpoints, directory) = try Self.endpoints(files)
         defer { try? FileManager.default.removeItem(at: directory) }
-        try await Self.withService(endpoints, database: database) { service in
+        try await Self.withService(endpoints, database: database) { service in try await body(service, database) }
+    }
+
+    @Test("claims reach SQL as values: quotes, ;, -- and Unicode; nested by path; missing is NULL", arguments: PetsAPITests.backends)
+    func claimsAsValues(_ backend: Backend) async throws {
+        try await Self.withEndpoints(backend, ["claims.yaml": Self.claimsFile]) { service, _ in
             let hostile = "O'Brien\"; DROP TABLE pet; -- 名前 ü"
             let token = try await Self.token(hostile, extra: ["address": .object(["city": "Zürich'--"])])
             let answer = try await Self.send(service, "GET", "/whoami", token: token)
@@ -284,13 +292,7 @@ struct IdentityAPITests {
     @Test("an endpoint's roles: 403 insufficient_scope naming them before any SQL; one caller's ETag never confirms another's body",
           arguments: PetsAPITests.backends)
     func rolesAndPrivateTags(_ backend: Backend) async throws {
-        let store = try IdentityDatabase.make(backend) { _ in }
-        defer { store.drop() }
-        let database = try store.open()
-        defer { database.close() }
-        let (endpoints, directory) = try Self.endpoints(["editors.yaml": Self.editorsFile])
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try await Self.withService(endpoints, database: database) { service in
+        try await Self.withEndpoints(backend, ["editors.yaml": Self.editorsFile]) { service, database in
             let refusals: [(String?, Int, String, String?)] = [
                 (try await Self.token("Diane", role: "viewer"), 403,
                  #"{"error":"insufficient role: needs one of editor, admin; the token's role is 'viewer'"}"#,
@@ -336,10 +338,6 @@ struct IdentityAPITests {
     @Test("requiredClaims: a token without one (absent or null, by path) is 403 naming it before any SQL; with them the claims reach SQL",
           arguments: PetsAPITests.backends)
     func requiredClaims(_ backend: Backend) async throws {
-        let store = try IdentityDatabase.make(backend) { _ in }
-        defer { store.drop() }
-        let database = try store.open()
-        defer { database.close() }
         let file = """
             auth:
               token: jwt
@@ -350,9 +348,7 @@ struct IdentityAPITests {
                   sql: SELECT CAST(:claims.email AS text) AS email, CAST(:claims.address.city AS text) AS city
                   result: object
             """
-        let (endpoints, directory) = try Self.endpoints(["contact.yaml": file])
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try await Self.withService(endpoints, database: database) { service in
+        try await Self.withEndpoints(backend, ["contact.yaml": file]) { service, database in
             let complete = try await Self.token("Diane", extra: ["email": "d@example.com", "address": .object(["city": "Oslo"])])
             let answered = try await Self.send(service, "GET", "/contact", token: complete)
             #expect(answered.status == 200)
