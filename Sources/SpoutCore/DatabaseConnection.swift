@@ -176,13 +176,17 @@ public protocol DatabaseConnection: AnyObject, Sendable {
     var interleavedQueriesNeedTransaction: Bool { get }
 
     /// Whether the database has a role and settings a ``RequestSession`` sets
-    /// (``applySession(_:)``): PostgreSQL. When true, work with a session always runs in a
-    /// transaction, which ends them. Default: false (SQLite: claims reach SQL as parameters).
+    /// (``begin(readOnly:session:)``): PostgreSQL. When true, work with a session always runs
+    /// in a transaction, which ends them. Default: false (SQLite: claims reach SQL as
+    /// parameters).
     var appliesRequestSessions: Bool { get }
 
-    /// Applies `session` (role and claims) inside the open transaction, local to it. Called
-    /// only when ``appliesRequestSessions``; the default does nothing.
-    func applySession(_ session: RequestSession) throws
+    /// Starts a transaction, like ``begin(readOnly:)``, and applies `session` (role and
+    /// claims) in it, local to it. PostgreSQL sends both in one round trip (a pipeline), so a
+    /// request with an identity waits no longer for its transaction than one without. When
+    /// it throws, no transaction is left open. Called only when ``appliesRequestSessions``;
+    /// the default only begins.
+    func begin(readOnly: Bool, session: RequestSession) throws
 
     /// For a connection to a streaming replica: how far its replay is behind the primary, in
     /// milliseconds (0 when it has replayed all it received); nil when the database cannot
@@ -193,7 +197,9 @@ public protocol DatabaseConnection: AnyObject, Sendable {
 extension DatabaseConnection {
     public var interleavedQueriesNeedTransaction: Bool { false }
     public var appliesRequestSessions: Bool { false }
-    public func applySession(_ session: RequestSession) throws {}
+    public func begin(readOnly: Bool, session: RequestSession) throws {
+        try self.begin(readOnly: readOnly)
+    }
     public func replicationLag() throws -> Int? { nil }
 }
 

@@ -22,10 +22,10 @@ extension DatabaseConnection {
     /// With a `session`, where the connection applies sessions
     /// (``DatabaseConnection/appliesRequestSessions``: PostgreSQL) the request always runs in a
     /// transaction (a read in a read-only one), and the session's role and claims are set in
-    /// it before `body` runs, local to the transaction (``RequestSession``): its commit or
-    /// rollback ends them, so the next request on the connection never sees them. SQLite has
-    /// no roles or settings: there the session changes nothing (claims reach SQLite as
-    /// parameters).
+    /// it before `body` runs, in the round trip that opens it, local to the transaction
+    /// (``RequestSession``): its commit or rollback ends them, so the next request on the
+    /// connection never sees them. SQLite has no roles or settings: there the session changes
+    /// nothing (claims reach SQLite as parameters).
     public func runRequest<T>(
         statementTimeout: Duration?, transaction: RequestTransaction, session: RequestSession? = nil, _ body: () throws -> T
     ) throws -> T {
@@ -43,9 +43,12 @@ extension DatabaseConnection {
         case .always(let mode):
             readOnly = mode
         }
-        try self.begin(readOnly: readOnly)
+        if let session {
+            try self.begin(readOnly: readOnly, session: session)
+        } else {
+            try self.begin(readOnly: readOnly)
+        }
         do {
-            if let session { try self.applySession(session) }
             let value = try body()
             try self.commit()
             return value

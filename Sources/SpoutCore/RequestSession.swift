@@ -1,7 +1,7 @@
 /// Who a request runs as in the database: the PostgreSQL role to switch to and the verified
 /// claims, set for the request's transaction only.
 ///
-/// Contract: a driver that applies sessions (``DatabaseConnection/applySession(_:)``) sets the
+/// Contract: a driver that applies sessions (``DatabaseConnection/begin(readOnly:session:)``) sets the
 /// role and the claims bound as parameters (never spliced into SQL text), local to the open
 /// transaction (PostgreSQL: `set_config(..., true)`, the effect of `SET LOCAL ROLE`): its commit
 /// or rollback restores the connection's own role and clears ``claimsSetting``, so a pooled

@@ -31,9 +31,9 @@ extension PostgresConnection: EventDrivenConnection {
         completion: @escaping @Sendable (Result<[[QueryResult]], any Error>) -> Void
     ) {
         let handle: OpaquePointer
-        let settings: BoundStatement?
+        let settings: [BoundStatement]
         do {
-            settings = try session.map(Self.sessionStatement)
+            settings = try session.map { [try Self.sessionStatement($0)] } ?? []
             handle = try self.idleHandle()
             #if os(Linux)
             try self.obey(self.stateMachine.eventDrivenStarted())
@@ -70,7 +70,8 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
         case prepare(name: String, text: String, tentative: Bool)
         /// Runs the next statement of the batch (a tentative one, or not).
         case query(tentative: Bool)
-        /// Sets the session's role and claims for the statements after it (results dropped).
+        /// Sets the session's role and claims, or opens the transaction, for the statements
+        /// after it (results dropped, not counted as the request's statements).
         case settings(tentative: Bool)
         /// Ends an implicit transaction: the server answers it even after an error.
         case sync
@@ -79,9 +80,9 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
     let socket: Int32
     private let connection: PostgresConnection
     private let handle: OpaquePointer
-    /// The session's `set_config` statement, sent first in each implicit transaction; nil
-    /// without a session.
-    private let settings: BoundStatement?
+    /// Sent first in each implicit transaction: the session's `set_config` statement (none
+    /// without a session), or what ``PostgresConnection/begin(readOnly:session:)`` sends.
+    private let settings: [BoundStatement]
     private let next: @Sendable ([[QueryResult]]) throws -> StatementBatch
     private let completion: @Sendable (Result<[[QueryResult]], any Error>) -> Void
 
@@ -100,7 +101,7 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
     private var isFlushing = false
 
     init(
-        connection: PostgresConnection, handle: OpaquePointer, first: StatementBatch, settings: BoundStatement? = nil,
+        connection: PostgresConnection, handle: OpaquePointer, first: StatementBatch, settings: [BoundStatement] = [],
         next: @escaping @Sendable ([[QueryResult]]) throws -> StatementBatch,
         completion: @escaping @Sendable (Result<[[QueryResult]], any Error>) -> Void
     ) {
@@ -120,7 +121,7 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
     /// Sends the first batch; returns the events to wait for, or nil when the run is already
     /// over (then call ``complete()``).
     func start() -> SocketInterest? {
-        guard !self.batch.statements.isEmpty else {
+        guard !self.batch.statements.isEmpty || !self.settings.isEmpty else {
             self.connection.stateMachine.eventDrivenEnded()
             self.outcome = .success([])
             return nil
@@ -252,8 +253,8 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
     /// Queues the session's settings, when the run has a session, as the first statement of an
     /// implicit transaction. False when the run is over (the connection failed).
     private func queueSettings(tentative: Bool, pending: inout [String: String]) -> Bool {
-        guard let settings = self.settings else { return true }
-        return self.queue([settings], tentative: tentative, pending: &pending, asSettings: true)
+        guard !self.settings.isEmpty else { return true }
+        return self.queue(self.settings, tentative: tentative, pending: &pending, asSettings: true)
     }
 
     /// Queues `statements`, and the prepares of those not yet prepared (without session state,
@@ -357,7 +358,7 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
         switch (self.commands[self.current], status) {
         case (.prepare(let name, let text, _), PGRES_COMMAND_OK):
             self.connection.statementNames.prepared(text, as: name)
-        case (.settings, PGRES_TUPLES_OK), (.settings, PGRES_SINGLE_TUPLE):
+        case (.settings, PGRES_TUPLES_OK), (.settings, PGRES_SINGLE_TUPLE), (.settings, PGRES_COMMAND_OK):
             // Dropped. In single-row mode too: libpq resets that mode when a pipeline moves to
             // its next query, not when a pipeline starts, so the first query of a pipeline on a
             // connection whose last query was read in single-row mode is read in it as well.

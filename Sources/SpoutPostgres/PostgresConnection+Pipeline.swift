@@ -21,6 +21,19 @@ extension PostgresConnection {
         return try run.runBlocking().get().first ?? []
     }
 
+    /// Runs `statements`, transaction control and settings, in one pipeline: one round trip,
+    /// their results dropped, not counted as statements (``SpoutCore/QueryStatistics``), and
+    /// no transaction opened for them first. When one fails, the rest are skipped and its
+    /// error is thrown.
+    func runSettings(_ statements: [BoundStatement]) throws {
+        let handle = try self.idleHandle()
+        try self.obey(self.stateMachine.eventDrivenStarted())
+        let run = PostgresEventDrivenRun(
+            connection: self, handle: handle, first: StatementBatch([]), settings: statements,
+            next: { _ in StatementBatch([]) }, completion: { _ in })
+        _ = try run.runBlocking().get()
+    }
+
     /// Appends the rows of `result` to `collected` (created with its columns on first use),
     /// keeping at most `rowLimit` rows in all.
     static func decode(_ result: OpaquePointer, into collected: inout QueryResult?, rowLimit: Int? = nil) {

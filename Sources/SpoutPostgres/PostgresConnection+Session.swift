@@ -8,15 +8,24 @@ extension PostgresConnection {
 
     public var appliesRequestSessions: Bool { true }
 
-    /// One `SELECT set_config(...)`: the role (when the session names one) and
-    /// `request.jwt.claims`, both bound as parameters and local to the open transaction.
-    public func applySession(_ session: RequestSession) throws {
-        let statement = try Self.sessionStatement(session)
-        _ = try self.execute(statement.sql, statement.parameters)
+    /// ``begin(readOnly:)``'s statements and, after them, one `SELECT set_config(...)`: the
+    /// role (when the session names one) and `request.jwt.claims`, both bound as parameters and
+    /// local to the transaction; all in one pipeline, one round trip. When a statement fails
+    /// (a role the connection's user may not take), what was opened is rolled back.
+    public func begin(readOnly: Bool, session: RequestSession) throws {
+        var statements = try self.beginStatements(readOnly: readOnly).map { BoundStatement(try ParsedSQL.cached($0, dialect: .postgres), []) }
+        statements.append(try Self.sessionStatement(session))
+        do {
+            try self.runSettings(statements)
+        } catch {
+            if self.isInTransaction { try? self.rollback() }
+            throw error
+        }
+        self.stateMachine.transactionBegun(implicit: false)
     }
 
     /// The statement that sets `session`'s role (when it names one) and claims, local to the
-    /// transaction it runs in: ``applySession(_:)``'s, and the first of each implicit
+    /// transaction it runs in: ``begin(readOnly:session:)``'s, and the first of each implicit
     /// transaction of an event-driven run with a session.
     static func sessionStatement(_ session: RequestSession) throws -> BoundStatement {
         let claims = "set_config('\(RequestSession.claimsSetting)', :claims, true)"

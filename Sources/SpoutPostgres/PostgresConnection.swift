@@ -74,6 +74,10 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     var stateMachine: PostgresConnectionStateMachine
     /// The names of the prepared statements and server cursors.
     var statementNames = PostgresStatementNames()
+    /// Exchanges with the server so far (statements, pipelines, fetches, transaction control
+    /// and settings, each sent and waited for once): how tests tell what a request costs in
+    /// latency, where ``SpoutCore/QueryStatistics`` counts the request's statements.
+    private(set) var roundTrips = 0
     /// The cursor of the single-row query in progress: ``reset()`` closes it, so that it never
     /// reads the results of a later statement.
     weak var activeStream: PostgresSingleRowCursor?
@@ -106,7 +110,7 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         "extra_float_digits = 1", "IntervalStyle = 'iso_8601'", "bytea_output = 'hex'", "cursor_tuple_fraction = 1",
     ]
     static let transactionSettings = (PostgresConnection.unpooledSettings + ["DateStyle = 'ISO, YMD'", "TimeZone = 'UTC'"])
-        .map { "SET LOCAL \($0)" }.joined(separator: "; ")
+        .map { "SET LOCAL \($0)" }
 
     /// Takes ownership of an open `PGconn` and configures its session. On failure the
     /// connection is finished and a ``SpoutCore/DatabaseError`` is thrown.
@@ -210,8 +214,10 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         throw error
     }
 
-    /// Marks the start of a statement that `cancel()` may target.
+    /// Marks the start of a statement that `cancel()` may target: one exchange with the
+    /// server, counted in ``roundTrips``.
     func statementStarting() {
+        self.roundTrips += 1
         self.cancelState.withLock { $0.requested = false }
     }
 
@@ -431,15 +437,19 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     /// default may be read-only (``setReadOnly(_:)``). Without session state the settings
     /// follow in the same round trip (`SET LOCAL`), after committing an implicit transaction.
     public func begin(readOnly: Bool) throws {
+        try self.runCommand(self.beginStatements(readOnly: readOnly).joined(separator: "; "))
+        self.stateMachine.transactionBegun(implicit: false)
+    }
+
+    /// What ``begin(readOnly:)`` sends, one statement each, for libpq's current status.
+    func beginStatements(readOnly: Bool) -> [String] {
         switch self.stateMachine.beginRequested(readOnly: readOnly, status: self.transactionStatus) {
         case .begin(let readOnly):
-            try self.runCommand(Self.begin(readOnly: readOnly))
+            return [Self.begin(readOnly: readOnly)]
         case .beginWithSettings(let readOnly, let commitFirst, let statementTimeout):
-            try self.runCommand(
-                (commitFirst ? "COMMIT; " : "") + Self.begin(readOnly: readOnly) + "; SET LOCAL statement_timeout = \(statementTimeout); "
-                    + Self.transactionSettings)
+            return (commitFirst ? ["COMMIT"] : []) + [Self.begin(readOnly: readOnly), "SET LOCAL statement_timeout = \(statementTimeout)"]
+                + Self.transactionSettings
         }
-        self.stateMachine.transactionBegun(implicit: false)
     }
 
     private static func begin(readOnly: Bool) -> String {
