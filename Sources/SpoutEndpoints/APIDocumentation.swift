@@ -83,6 +83,11 @@ struct APIDocumentation: Sendable {
             var text = policy.anonymous ? "Takes a verified token" : "Requires a verified token"
             text += ": <code>Authorization: Bearer &lt;JWT&gt;</code>"
             if !policy.roles.isEmpty { text += ", with the role " + policy.roles.map { "<code>\(Self.escape($0))</code>" }.joined(separator: " or ") }
+            if !policy.requiredClaims.isEmpty {
+                text += policy.roles.isEmpty ? ", " : " and "
+                text += "carrying the claim" + (policy.requiredClaims.count > 1 ? "s " : " ")
+                text += policy.requiredClaims.map { "<code>\(Self.escape($0))</code>" }.joined(separator: ", ")
+            }
             html += "<p>\(text).</p>\n"
         }
         if !endpoint.parameters.isEmpty {

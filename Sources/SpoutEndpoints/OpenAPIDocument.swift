@@ -18,7 +18,7 @@ import SpoutHTTP
 /// `components.securitySchemes` when at least one endpoint needs a key. Endpoints that take a
 /// verified token (`auth: {token: jwt}`) list the scheme `bearerJWT`, `identityApiKey` when API
 /// keys carry identities (and an empty requirement too when they allow anonymous callers),
-/// with their 401 (`InvalidToken`) and 403 (`InsufficientRole`) responses.
+/// with their 401 (`InvalidToken`) and 403 (`InsufficientScope`) responses.
 struct OpenAPIDocument {
     let endpoints: EndpointSet
 
@@ -272,7 +272,7 @@ struct OpenAPIDocument {
         }
         if endpoint.tokenPolicy != nil {
             responses.set("401", ["$ref": "#/components/responses/InvalidToken"])
-            responses.set("403", ["$ref": "#/components/responses/InsufficientRole"])
+            responses.set("403", ["$ref": "#/components/responses/InsufficientScope"])
         }
         if endpoint.result != .rows { responses.set("404", ["$ref": "#/components/responses/NotFound"]) }
         if endpoint.result.shape != nil { responses.set("406", ["$ref": "#/components/responses/NotAcceptable"]) }
@@ -380,7 +380,7 @@ struct OpenAPIDocument {
                     ]
                 ])
             responses.set("InvalidToken", invalid)
-            responses.set("InsufficientRole", response("The token's role is not one the endpoint or the server allows"))
+            responses.set("InsufficientScope", response("Insufficient scope: the token's role is not one the endpoint or the server allows, or it lacks a claim the endpoint requires (auth.requiredClaims)"))
         }
         var components: JSONValue = ["schemas": ["Error": error], "responses": responses]
         var schemes: JSONValue = [:]

@@ -98,7 +98,7 @@ struct IdentityAPITests {
         }
     }
 
-    @Test("forged, expired, wrong-aud, alg none, HS/RS-confused and truncated tokens are 401 invalid_token, say why without the token, and run no SQL", arguments: PetsAPITests.backends)
+    @Test("forged, expired, not-yet-valid, wrong-aud, alg none, HS/RS-confused and truncated tokens are 401 invalid_token, say why without the token, and run no SQL", arguments: PetsAPITests.backends)
     func badTokens(_ backend: Backend) async throws {
         let fixtures = try Self.fixtures.get()
         let now = Int64(Date().timeIntervalSince1970)
@@ -112,6 +112,7 @@ struct IdentityAPITests {
             (TokenFixtures.raw(header: #"{"alg":"none"}"#, payload: #"{"sub":"Diane"}"#, signature: ""), "unsigned tokens (alg none) are not accepted"),
             (parts[0] + "." + Data(#"{"sub":"Gwen","aud":"spout-tests"}"#.utf8).base64URL + "." + parts[2], "bad signature"),
             (try await fixtures.sign(["sub": "Diane", "aud": "spout-tests", "exp": .integer(now - 3600)]), "expired token"),
+            (try await fixtures.sign(["sub": "Diane", "aud": "spout-tests", "nbf": .integer(now + 3600)]), "token not valid yet (nbf)"),
             (try await fixtures.sign(["sub": "Diane", "aud": "another-service"], algorithm: "ES256"), "wrong audience (aud)"),
             (confused, "bad signature"),
             (parts[0] + "." + parts[1], "malformed token: a JWT is three base64url parts separated by dots"),
@@ -332,6 +333,11 @@ struct IdentityAPITests {
             // The same tag with Diane's token confirms Diane's body.
             let confirmed = try await conditional(diane)
             #expect(confirmed.status == 304 && confirmed.body.isEmpty)
+
+            // `?api` says what the operation needs, and is open to all.
+            let documentation = try await service.get("/notes?api")
+            #expect(documentation.text.contains(
+                "<p>Requires a verified token: <code>Authorization: Bearer &lt;JWT&gt;</code>, with the role <code>editor</code> or <code>admin</code>.</p>"))
         }
     }
 
@@ -369,6 +375,9 @@ struct IdentityAPITests {
                 #expect(refused.text == body)
                 #expect(database.statistics.statementCount == statements, "refused before any SQL")
             }
+            let documentation = try await service.get("/contact?api")
+            #expect(documentation.text.contains(
+                "<p>Requires a verified token: <code>Authorization: Bearer &lt;JWT&gt;</code>, carrying the claims <code>email</code>, <code>address.city</code>.</p>"))
         }
         // Anonymous requests have no claims to require.
         #expect {

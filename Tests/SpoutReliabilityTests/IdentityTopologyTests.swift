@@ -52,6 +52,18 @@ struct IdentityTopologyTests {
               description: The caller's notes (row-level security), streamed or paged.
               sql: SELECT id, owner, body, pg_is_in_recovery() AS replica FROM note ORDER BY id
               page: {key: [id], size: 1, maxSize: 10}
+          /whoami/many:
+            get:
+              description: 20,000 rows, each naming the role and subject it was read as (about 1 MB).
+              sql: >-
+                SELECT g AS n, CAST(current_user AS text) AS role, CAST(:claims.sub AS text) AS sub
+                FROM generate_series(1, 20000) g
+          /whoami/more:
+            get:
+              description: The same, 400,000 rows (about 18 MB).
+              sql: >-
+                SELECT g AS n, CAST(current_user AS text) AS role, CAST(:claims.sub AS text) AS sub
+                FROM generate_series(1, 400000) g
 
         """
 
@@ -60,7 +72,7 @@ struct IdentityTopologyTests {
         "SPOUT_IDENTITY_ANONYMOUS_ROLE": "app_anon",
     ]
 
-    @Test("behind PgBouncer: RLS by the token's subject, roles from the allow-list, pets by owner, and no identity outlives its transaction",
+    @Test("behind PgBouncer: RLS by the token's subject, roles from the allow-list, pets by owner, slow streams spooled or held, and no identity outlives its transaction",
           .enabled(if: ThrowawayPostgres.isAvailable && ThrowawayPgBouncer.isAvailable))
     func behindPgBouncer() async throws {
         let cluster = try await onThread { try Self.makeCluster() }
@@ -72,11 +84,13 @@ struct IdentityTopologyTests {
         defer { directory.remove() }
         var environment = Self.environment
         environment["SPOUT_DATABASE_PREPARED_STATEMENTS"] = "false"
+        // /whoami/many spools whole; /whoami/more passes the cap and holds its connection.
+        environment["SPOUT_SPOOL_MAX_BYTES_PER_STREAM"] = "\(4 << 20)"
         let service = try await ServerProcess.start(arguments: ["--config", directory.configFile, "--no-seed"], environment: environment)
         do {
             try await Self.checkRowLevelSecurity(service, onReplica: false)
             try await Self.checkPetsByOwner(service)
-            try await Self.checkInterleavedIdentities(service)
+            try await Self.checkSlowStreams(service)
             #expect(!service.log.contains("prepared statement"))
         } catch {
             await service.stop()
@@ -185,6 +199,38 @@ struct IdentityTopologyTests {
         let changed = try await RawHTTP.postJSON(port: service.port, "/pets/Inky", #"{"sex":"m"}"#, headers: [ann])
         #expect(changed.status == 200 && changed.text.contains(#""sex":"m""#), "\(changed.text)")
         #expect(try await RawHTTP.send(port: service.port, RawHTTP.request("DELETE", "/pets/Inky", headers: [ann])).status == 204)
+    }
+
+    /// Two callers' streams whose clients stop reading: Ann's spools whole and gives its
+    /// connection back, Bob's passes the spool's cap and holds its connection, in its
+    /// transaction, while others are served with their own identities. Then both read: every
+    /// row was read as its own caller, and nothing of theirs is left on the connections.
+    static func checkSlowStreams(_ service: ServerProcess) async throws {
+        let ann = try await TestTokens.authorization(sub: "Ann")
+        let bob = try await TestTokens.authorization(sub: "Bob")
+        let spooled = try await SlowDownloadsTests.stalledDownload(service, path: "/whoami/many", headers: [ann])
+        #expect(try await eventually(within: .seconds(60)) { try SlowDownloadsTests.metric(service, "spout_pool_connections_in_use") == 0 },
+                "the spooled stream still holds its connection")
+        let held = try await SlowDownloadsTests.stalledDownload(service, path: "/whoami/more", headers: [bob])
+        #expect(try await eventually(within: .seconds(60)) { try SlowDownloadsTests.metric(service, "spout_streams_held_total") ?? 0 >= 1 },
+                "the large stream never held its connection")
+        #expect(try SlowDownloadsTests.metric(service, "spout_pool_connections_in_use") == 1)
+
+        try await Self.checkInterleavedIdentities(service)
+
+        for (box, subject, rows) in [(spooled, "Ann", 20_000), (held, "Bob", 400_000)] {
+            let response = try await onThread {
+                try box.socket.receiveUntilClosed()
+                return try RawHTTP.parse(box.socket.received)
+            }
+            #expect(response.status == 200 && response.complete)
+            let body = try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [[String: Any]])
+            #expect(body.count == rows)
+            let others = body.filter { $0["role"] as? String != Self.userRole || $0["sub"] as? String != subject }
+            #expect(others.isEmpty, "\(subject)'s stream has \(others.count) rows read as someone else: \(others.prefix(2))")
+        }
+        let after = try await service.get("/whoami")
+        #expect(after.text.hasPrefix(#"{"role":"app_anon","sub":null,"claims":"{}""#), "\(after.text)")
     }
 
     /// 480 requests from 16 concurrent clients, 24 subjects and anonymous callers interleaved:

@@ -186,12 +186,12 @@ struct SlowDownloadsTests {
         _ = try? ChildProcess.run(executable: "/bin/umount", arguments: [path])
     }
 
-    /// A download of `/salaries` that has its head and reads nothing more (a 16 KiB receive
+    /// A download of `path` that has its head and reads nothing more (a 16 KiB receive
     /// buffer): a client that stopped reading.
-    private static func stalledDownload(_ service: ServerProcess, headers: [(String, String)] = []) async throws -> SocketBox {
+    static func stalledDownload(_ service: ServerProcess, path: String = "/salaries", headers: [(String, String)] = []) async throws -> SocketBox {
         try await onThread {
             let socket = try RawSocket(port: service.port, timeout: 60, receiveBuffer: 16 * 1024)
-            try socket.send(RawHTTP.request("GET", "/salaries", headers: headers))
+            try socket.send(RawHTTP.request("GET", path, headers: headers))
             try socket.receive(atLeast: 1)
             return SocketBox(socket)
         }
