@@ -61,8 +61,8 @@ public struct KeysetQuery: Sendable, Hashable {
         "\"" + label.replacing("\"", with: "\"\"") + "\""
     }
 
-    /// `sql` without its final top-level `ORDER BY` clause and trailing semicolons (and the
-    /// whitespace around them); throws ``Unpageable`` when a top-level `LIMIT`, `OFFSET` or
+    /// `sql` without its final top-level `ORDER BY` clause and what follows its code (as
+    /// ``SQLLexer/codeEnd(of:)``: trailing semicolons, whitespace and comments); throws ``Unpageable`` when a top-level `LIMIT`, `OFFSET` or
     /// `FETCH` is present, or when ``SQLLexer`` cannot read `sql`. Keywords are read from its
     /// tokens, so none is found in a string, comment, quoted identifier or parameter name, and
     /// comments between `ORDER` and `BY` do not hide the clause.
@@ -70,17 +70,14 @@ public struct KeysetQuery: Sendable, Hashable {
         var lexer = SQLLexer(sql)
         let bytes = lexer.bytes
         var depth = 0
-        // The end of the last token that is neither whitespace nor `;`, and its value before
-        // the final top-level ORDER BY.
+        // The end of the last token that is neither trivia nor `;`, and its value before the
+        // final top-level ORDER BY.
         var end = 0
         var endBeforeOrder: Int?
         var previous: (token: SQLToken, endBefore: Int)?
         while let token = try Self.nextToken(of: &lexer) {
             switch token.kind {
-            case .whitespace:
-                continue
-            case .comment:
-                end = token.range.upperBound
+            case .whitespace, .comment:
                 continue
             case .openParenthesis:
                 depth += 1

@@ -95,6 +95,15 @@ public struct ParsedSQL: Sendable, Hashable {
         self.segments = segments
     }
 
+    /// The statement without what follows its code (``SQLLexer/codeEnd(of:)``: trailing
+    /// semicolons, whitespace and comments), so that it can be wrapped in a subquery.
+    public func withoutTrailingSemicolons() throws -> ParsedSQL {
+        let bytes = Array(self.source.utf8)
+        let end = try SQLLexer.codeEnd(of: bytes)
+        guard end < bytes.count else { return self }
+        return try ParsedSQL(String(decoding: bytes[..<end], as: UTF8.self), dialect: self.dialect)
+    }
+
     /// Parses `source` once per dialect and process; later calls return the cached result.
     public static func cached(_ source: String, dialect: SQLDialect) throws -> ParsedSQL {
         try Self.parseCache.value(for: CacheKey(source: source, dialect: dialect)) {

@@ -38,6 +38,18 @@ public struct SQLLexer: Sendable {
         return tokens
     }
 
+    /// The offset in `bytes` where the statement's code ends: after its last token that is
+    /// neither trivia nor `;`. What follows (semicolons, whitespace, comments) ends a
+    /// statement and has no place where it is wrapped in a subquery (a page, a detail batch).
+    public static func codeEnd(of bytes: [UInt8]) throws(SQLSyntaxError) -> Int {
+        var lexer = SQLLexer(bytes: bytes)
+        var end = 0
+        while let token = try lexer.next() {
+            if !token.isTrivia && !token.isPunctuation(";", in: bytes) { end = token.range.upperBound }
+        }
+        return end
+    }
+
     /// The next token; nil at the end of the text and after an error.
     public mutating func next() throws(SQLSyntaxError) -> SQLToken? {
         let start = self.index

@@ -25,7 +25,7 @@ public struct PostgresChildQueries: ChildQueryStrategy {
         child: ParsedSQL, keyNames: [String], keyColumns: [Column], keyValues: [[SQLValue]], arguments: [String: SQLValue],
         on connection: any DatabaseConnection
     ) throws -> (columns: [Column], groups: [[[SQLValue]]]) {
-        let lateral = LateralBatch(child: child, keyNames: keyNames, keyColumns: keyColumns)
+        let lateral = try LateralBatch(child: child, keyNames: keyNames, keyColumns: keyColumns)
         var bound = arguments
         for position in keyNames.indices {
             bound[lateral.arrayParameterNames[position]] = .array(keyValues.map { $0[position] })
@@ -60,7 +60,9 @@ struct LateralBatch {
     let sql: ParsedSQL
     let arrayParameterNames: [String]
 
-    init(child: ParsedSQL, keyNames: [String], keyColumns: [Column]) {
+    /// Throws ``SpoutCore/SQLSyntaxError`` only for a child the lexer cannot read, which
+    /// parsing it already refused.
+    init(child: ParsedSQL, keyNames: [String], keyColumns: [Column]) throws {
         var segments: [ParsedSQL.Segment] = [.sql("SELECT \"spout_k\".\"spout_ord\", \"spout_c\".* FROM unnest(")]
         var names: [String] = []
         var keyReference: [String: String] = [:]
@@ -74,7 +76,8 @@ struct LateralBatch {
         }
         let aliases = (1...keyNames.count).map { "\"spout_p\($0)\"" }.joined(separator: ", ")
         segments.append(.sql(") WITH ORDINALITY AS \"spout_k\"(\(aliases), \"spout_ord\")\nCROSS JOIN LATERAL (SELECT \"spout_s\".*, row_number() OVER () AS \"spout_rn\" FROM (\n"))
-        for segment in Self.trimmed(child.segments) {
+        // Wrapped in a subquery: without its trailing semicolons (and comments after them).
+        for segment in try child.withoutTrailingSemicolons().segments {
             if case .parameter(let name) = segment, let reference = keyReference[name] {
                 segments.append(.sql(reference))
             } else {
@@ -84,16 +87,6 @@ struct LateralBatch {
         segments.append(.sql("\n) AS \"spout_s\") AS \"spout_c\"\nORDER BY \"spout_k\".\"spout_ord\", \"spout_c\".\"spout_rn\""))
         self.sql = ParsedSQL(segments: segments, dialect: .postgres)
         self.arrayParameterNames = names
-    }
-
-    /// The child's segments without a trailing semicolon (it is wrapped in a subquery).
-    private static func trimmed(_ segments: [ParsedSQL.Segment]) -> [ParsedSQL.Segment] {
-        var segments = segments
-        if case .sql(var last)? = segments.last {
-            while let end = last.last, end == ";" || end.isWhitespace { last.removeLast() }
-            segments[segments.count - 1] = .sql(last)
-        }
-        return segments
     }
 }
 

@@ -239,6 +239,8 @@ import Testing
         ("SELECT a FROM t WHERE b = $$ORDER BY$$ ;\n", "SELECT a FROM t WHERE b = $$ORDER BY$$"),
         ("SELECT a FROM (SELECT a FROM t ORDER BY a LIMIT 5) s ORDER BY a", "SELECT a FROM (SELECT a FROM t ORDER BY a LIMIT 5) s"),
         ("SELECT a, row_number() OVER (ORDER BY a) FROM t", "SELECT a, row_number() OVER (ORDER BY a) FROM t"),
+        ("SELECT a FROM t; -- the end", "SELECT a FROM t"),
+        ("SELECT a FROM t ORDER BY a; /* done */\n", "SELECT a FROM t"),
     ])
     func keysetPagesDropOnlyTheFinalOrder(sql: String, body: String) throws {
         #expect(try KeysetQuery(sql, key: ["a"]).first == self.page(body))
@@ -257,6 +259,19 @@ import Testing
         } throws: { error in
             (error as? KeysetQuery.Unpageable)?.description.hasPrefix(reason) == true
         }
+    }
+
+    /// What a detail batch wraps in a subquery: the code, without what ends the statement.
+    @Test(arguments: [
+        ("SELECT a FROM t WHERE b = :b;", "SELECT a FROM t WHERE b = $1"),
+        ("SELECT a FROM t WHERE b = :b ; ; -- done\n/* really */\n", "SELECT a FROM t WHERE b = $1"),
+        ("SELECT ';' AS s, :b AS b -- a comment; not code\n", "SELECT ';' AS s, $1 AS b"),
+        ("SELECT a /* ; */ FROM t WHERE b = :b", "SELECT a /* ; */ FROM t WHERE b = $1"),
+    ])
+    func trailingSemicolonsAndCommentsAreDropped(sql: String, expected: String) throws {
+        let trimmed = try ParsedSQL(sql, dialect: .postgres).withoutTrailingSemicolons()
+        #expect(trimmed.text == expected)
+        #expect(trimmed.parameterNames == ["b"])
     }
 
     @Test func optionalClausesReadDottedParameters() throws {
