@@ -9,12 +9,13 @@ extension Database {
     ///    bytes are the same, only as fresh as the replica. Throws
     ///    ``DatabaseError/Code/poolExhausted`` after the acquire timeout, and
     ///    ``DatabaseError/Code/cancelled`` when the task is cancelled while waiting. The
-    ///    observer hears how long the wait took.
+    ///    observers (the call's and the database's, ``observer``) hear how long the wait took,
+    ///    or that it timed out.
     /// 2. Calls `body` with a ``DatabaseSession`` on that connection: its
     ///    ``DatabaseSession/run(_:)`` runs blocking calls on the database's threads under the
     ///    work's statement timeout, transaction and role.
     /// 3. Releases the lease exactly once, after `body` returns or throws (a reset that needs
-    ///    a round trip runs on the database's threads).
+    ///    a round trip runs on the database's threads). The observers hear how long it was held.
     /// 4. When `body` threw because the replica it ran on is gone
     ///    (``DatabaseSession/failsOver(_:)``) and `retryOnPrimary()` still allows it (nothing
     ///    was sent yet, say), sets the replica aside and runs `body` again on the primary.
@@ -22,6 +23,7 @@ extension Database {
         _ work: DatabaseWork, observer: (any DatabaseObserver)? = nil, retryOnPrimary: @Sendable () -> Bool = { true },
         _ body: (DatabaseSession) async throws -> T
     ) async throws -> T {
+        let observers = ObserverPair.combining(self.observer, observer)
         let waitStarted = ContinuousClock.now
         var onReplica = false
         let lease: ConnectionLease
@@ -29,10 +31,16 @@ extension Database {
             lease = replicaLease
             onReplica = true
         } else {
-            lease = try await self.lease(readOnly: work.readOnly, forStream: work.isStream)
+            do {
+                lease = try await self.lease(readOnly: work.readOnly, forStream: work.isStream)
+            } catch let error as DatabaseError where error.code == .poolExhausted {
+                observers?.acquireTimedOut(database: self.name)
+                throw error
+            }
         }
-        observer?.connectionAcquired(database: lease.databaseName, after: ContinuousClock.now - waitStarted)
-        let session = DatabaseSession(lease: lease, work: work, onReplica: onReplica, configuration: self.configuration, observer: observer)
+        let acquired = ContinuousClock.now
+        observers?.connectionAcquired(database: lease.databaseName, after: acquired - waitStarted)
+        let session = DatabaseSession(lease: lease, work: work, onReplica: onReplica, configuration: self.configuration, observer: observers)
         let result: Result<T, any Error>
         do {
             result = .success(try await body(session))
@@ -40,6 +48,7 @@ extension Database {
             result = .failure(error)
         }
         await session.end()
+        observers?.connectionReleased(database: lease.databaseName, after: ContinuousClock.now - acquired, work: session.work)
         if case .failure(let error) = result, onReplica, self.replicas?.reportFailure(on: lease, error: error) == true, retryOnPrimary() {
             var primary = work
             primary.onReplica = false

@@ -36,6 +36,9 @@ public final class Database: Sendable {
 
     /// A name for metrics and logs: `primary`, or a read replica's (`replica 1`).
     public let name: String
+    /// Hears all work on this database (``withSession(_:observer:retryOnPrimary:_:)``) besides
+    /// each call's own observer: the server's metrics; nil: none.
+    public let observer: (any DatabaseObserver)?
     /// Where this database's blocking work runs: as many threads as it has connections, plus
     /// one (releases and readiness checks never wait behind a stream).
     let threads: DatabaseThreads
@@ -44,10 +47,11 @@ public final class Database: Sendable {
     ///   timeouts testable without real time passing.
     public init(
         driver: any DatabaseDriver, configuration: DatabaseConfiguration = DatabaseConfiguration(), replicas: ReadReplicas? = nil,
-        name: String = "primary", clock: any DatabaseClock = SystemDatabaseClock()
+        name: String = "primary", observer: (any DatabaseObserver)? = nil, clock: any DatabaseClock = SystemDatabaseClock()
     ) {
         self.driver = driver
         self.name = name
+        self.observer = observer
         self.configuration = configuration
         self.replicas = replicas.flatMap { $0.replicas.isEmpty ? nil : $0 }
         let connections = configuration.maximumConnections + (driver.hasReadOnlyConnections ? 1 : 0)

@@ -11,6 +11,7 @@ import Synchronization
 ///   task's cancellation does the same for a ``run(_:)`` in progress, unless the work says
 ///   otherwise (``DatabaseWork/cancelsWithTask``).
 /// - The session never releases its lease itself: the call that made it does, once.
+/// - Its observer hears of a statement timeout in ``run(_:)`` or ``runEventDriven(on:_:then:)``.
 public final class DatabaseSession: Sendable {
     let lease: ConnectionLease
     /// The work as asked for, with `onReplica` true only when a replica's connection was lent.
@@ -57,8 +58,20 @@ public final class DatabaseSession: Sendable {
                 }
             }
         }
-        guard work.cancelsWithTask else { return try await run() }
-        return try await withTaskCancellationHandler(operation: run, onCancel: { self.cancel() })
+        return try await self.noticingTimeouts {
+            guard work.cancelsWithTask else { return try await run() }
+            return try await withTaskCancellationHandler(operation: run, onCancel: { self.cancel() })
+        }
+    }
+
+    /// Runs `body`; tells the observer when it throws ``DatabaseError/Code/statementTimeout``.
+    private func noticingTimeouts<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as DatabaseError where error.code == .statementTimeout {
+            self.observer?.statementTimedOut()
+            throw error
+        }
     }
 
     /// The connection, when its driver can run statements without a thread of its own
@@ -78,7 +91,9 @@ public final class DatabaseSession: Sendable {
         on connection: any EventDrivenConnection, _ first: StatementBatch,
         then next: @escaping @Sendable (_ results: [[QueryResult]]) throws -> StatementBatch
     ) async throws -> [[QueryResult]] {
-        try await connection.runEventDriven(first, session: self.work.session, then: next)
+        try await self.noticingTimeouts {
+            try await connection.runEventDriven(first, session: self.work.session, then: next)
+        }
     }
 
     /// Cancels the statement running on the connection, if any, and fails later statements

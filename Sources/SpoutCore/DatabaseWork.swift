@@ -35,14 +35,68 @@ public struct DatabaseWork: Sendable, Hashable {
     }
 }
 
-/// Hears what ``Database/withSession(_:observer:retryOnPrimary:_:)`` does with the pool, for
-/// metrics and logs (the HTTP layer's per-request observer, say). Called on whatever thread or
-/// task the work is on; keep it cheap.
+/// Hears what ``Database/withSession(_:observer:retryOnPrimary:_:)`` does with the pool and
+/// the statements, for metrics and logs: a database's own observer (``Database/observer``,
+/// the server's metrics) hears all of its work, a call's observer that call's. Called on
+/// whatever thread or task the work is on; keep it cheap. Every method but
+/// ``connectionAcquired(database:after:)`` does nothing by default.
 public protocol DatabaseObserver: Sendable {
     /// A connection of `database` (``Database/name``: `primary`, `replica 1`) was leased after
     /// waiting `wait`.
     func connectionAcquired(database: String, after wait: Duration)
+    /// No connection of `database` became free within the acquire timeout
+    /// (``DatabaseError/Code/poolExhausted``).
+    func acquireTimedOut(database: String)
+    /// The lease of `database` was given back after `held`, for `work`.
+    func connectionReleased(database: String, after held: Duration, work: DatabaseWork)
     /// The work's running statement is being cancelled (task cancelled, client gone); once per
     /// session at most.
     func statementCancelled()
+    /// A statement of the work ran past its timeout (``DatabaseError/Code/statementTimeout``).
+    func statementTimedOut()
+}
+
+extension DatabaseObserver {
+    public func acquireTimedOut(database: String) {}
+    public func connectionReleased(database: String, after held: Duration, work: DatabaseWork) {}
+    public func statementCancelled() {}
+    public func statementTimedOut() {}
+}
+
+/// Two observers heard as one: a database's own and a call's.
+struct ObserverPair: DatabaseObserver {
+    let first: any DatabaseObserver
+    let second: any DatabaseObserver
+
+    /// Both when both are there, else whichever is.
+    static func combining(_ first: (any DatabaseObserver)?, _ second: (any DatabaseObserver)?) -> (any DatabaseObserver)? {
+        guard let first else { return second }
+        guard let second else { return first }
+        return ObserverPair(first: first, second: second)
+    }
+
+    func connectionAcquired(database: String, after wait: Duration) {
+        self.first.connectionAcquired(database: database, after: wait)
+        self.second.connectionAcquired(database: database, after: wait)
+    }
+
+    func acquireTimedOut(database: String) {
+        self.first.acquireTimedOut(database: database)
+        self.second.acquireTimedOut(database: database)
+    }
+
+    func connectionReleased(database: String, after held: Duration, work: DatabaseWork) {
+        self.first.connectionReleased(database: database, after: held, work: work)
+        self.second.connectionReleased(database: database, after: held, work: work)
+    }
+
+    func statementCancelled() {
+        self.first.statementCancelled()
+        self.second.statementCancelled()
+    }
+
+    func statementTimedOut() {
+        self.first.statementTimedOut()
+        self.second.statementTimedOut()
+    }
 }

@@ -33,9 +33,11 @@ public enum Drivers {
     }
 
     /// Opens the database at `url` with the read replicas at `replicaURLs` (`replica 1`,
-    /// `replica 2`, ... in order), each with a pool like the primary's. Nothing connects yet.
+    /// `replica 2`, ... in order), each with a pool like the primary's, all heard by
+    /// `observer` (``SpoutCore/Database/observer``). Nothing connects yet.
     public static func open(
-        _ url: String, replicaURLs: [String], maximumLag: Duration?, configuration: DatabaseConfiguration = DatabaseConfiguration()
+        _ url: String, replicaURLs: [String], maximumLag: Duration?, configuration: DatabaseConfiguration = DatabaseConfiguration(),
+        observer: (any DatabaseObserver)? = nil
     ) throws -> Database {
         let driver = try self.driver(for: url, configuration: configuration)
         if !replicaURLs.isEmpty && driver.dialect != .postgres {
@@ -43,8 +45,9 @@ public enum Drivers {
         }
         let replicas = try replicaURLs.enumerated().map { index, replicaURL in
             let replica = try self.driver(for: replicaURL, configuration: configuration)
-            return ReadReplicas.Replica(database: Database(driver: replica, configuration: configuration, name: "replica \(index + 1)"))
+            return ReadReplicas.Replica(
+                database: Database(driver: replica, configuration: configuration, name: "replica \(index + 1)", observer: observer))
         }
-        return Database(driver: driver, configuration: configuration, replicas: ReadReplicas(replicas, maximumLag: maximumLag))
+        return Database(driver: driver, configuration: configuration, replicas: ReadReplicas(replicas, maximumLag: maximumLag), observer: observer)
     }
 }

@@ -28,14 +28,6 @@ extension DatabaseError: HTTPResponseError {
         let message = self.status == .internalServerError ? "internal server error" : self.code.name
         return ErrorResponse(status: self.status, message: message).body
     }
-
-    public var countedFailure: CountedFailure? {
-        switch self.code {
-        case .poolExhausted: return .acquireTimeout
-        case .statementTimeout: return .statementTimeout
-        default: return nil
-        }
-    }
 }
 
 /// A single-row response without a row is 404; attached arrays asked for as CSV are 406.

@@ -38,24 +38,14 @@ extension Router {
     }
 
     /// `GET /metrics`: `metrics` in the Prometheus text format (version 0.0.4), with the pool
-    /// gauges of `databases` read at that moment. A route of the same path already in the
-    /// router wins.
-    public mutating func addMetrics(_ metrics: ServerMetrics, databases: [Database]) {
+    /// gauges of `databases` read at that moment into `databaseMetrics` (which lives in
+    /// `metrics`' registry). A route of the same path already in the router wins.
+    public mutating func addMetrics(_ metrics: ServerMetrics, databaseMetrics: DatabaseMetrics, databases: [Database]) {
         guard case .notFound = self.match(.get, path: "/metrics") else { return }
         self.add(.get, "/metrics", summary: "Prometheus metrics: requests by route, streams, pools, process.") { _ in
-            for database in databases {
-                Self.recordPool(of: database, as: "primary", in: metrics)
-                for replica in database.replicas?.replicas ?? [] {
-                    Self.recordPool(of: replica.database, as: replica.name, in: metrics)
-                }
-            }
+            databaseMetrics.recordPools(of: databases)
             return Response.bytes(metrics.exposition(), contentType: "text/plain; version=0.0.4; charset=utf-8")
         }
-    }
-
-    private static func recordPool(of database: Database, as name: String, in metrics: ServerMetrics) {
-        let pool = database.poolState
-        metrics.recordPool(name, open: pool.open, inUse: pool.inUse, idle: pool.idle, waiters: pool.waiters)
     }
 }
 

@@ -45,7 +45,7 @@ struct RowResponder: Sendable {
         }
         var headers = original
         headers.replaceOrAdd(.contentType, format.contentType)
-        let observer = ExchangeObserver(exchange: self.exchange)
+        let observer = AcquireWait()
         if rows.isSentWhole {
             try await self.sendWhole(rows, status: status, headers: headers, format: format, observer: observer)
         } else {
@@ -70,7 +70,7 @@ struct RowResponder: Sendable {
     }
 
     private func sendWhole(
-        _ rows: RowResult, status: HTTPResponse.Status, headers: HTTPFields, format: OutputFormat, observer: ExchangeObserver
+        _ rows: RowResult, status: HTTPResponse.Status, headers: HTTPFields, format: OutputFormat, observer: AcquireWait
     ) async throws {
         let answer = try await rows.database.withSession(rows.work, observer: observer) { session -> WholeAnswer in
             var headers = headers
@@ -166,7 +166,7 @@ struct RowResponder: Sendable {
     }
 
     private func stream(
-        _ rows: RowResult, status: HTTPResponse.Status, headers: HTTPFields, format: OutputFormat, observer: ExchangeObserver
+        _ rows: RowResult, status: HTTPResponse.Status, headers: HTTPFields, format: OutputFormat, observer: AcquireWait
     ) async throws {
         // One sink over every attempt: a primary that replaces a failed replica streams into
         // the sink the replica left untouched.
@@ -202,7 +202,6 @@ struct RowResponder: Sendable {
             // Reading and encoding interleave on this path: one `db` figure covers both. The
             // connection is back in its pool by now.
             let held = ContinuousClock.now - at
-            self.exchange.streamHeldConnection(for: held)
             let timing = self.exchange.timingHeader ? ServerTiming.header([("acquire", observer.acquire), ("db", held)]) : nil
             var trailers: HTTPFields? = nil
             if rows.stream.rowLimit != nil, case .success(let outcome) = result {
@@ -247,26 +246,16 @@ struct RowResponder: Sendable {
     }
 }
 
-/// Tells the exchange (its metrics) what the database work of a row response did, and keeps
-/// the connection wait for `Server-Timing`.
-private final class ExchangeObserver: DatabaseObserver {
-    let exchange: ResponseExchange
+/// Keeps how long the response's last lease waited, for `Server-Timing` (the databases'
+/// metrics hear it from the database's own observer).
+private final class AcquireWait: DatabaseObserver {
     private let waited = Mutex<Duration>(.zero)
-
-    init(exchange: ResponseExchange) {
-        self.exchange = exchange
-    }
 
     /// How long the last lease waited.
     var acquire: Duration { self.waited.withLock { $0 } }
 
     func connectionAcquired(database: String, after wait: Duration) {
         self.waited.withLock { $0 = wait }
-        self.exchange.connectionAcquired(database: database, after: wait)
-    }
-
-    func statementCancelled() {
-        self.exchange.statementCancelled()
     }
 }
 

@@ -440,7 +440,6 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             if snapshot.headDelivered {
                 // Too late for a status: cut the body short (no terminating chunk) so the
                 // client sees an incomplete response, and close.
-                self.environment.metrics?.failed(with: error)
                 exchange.bytes = snapshot.byteCount
                 self.cutShort(exchange, failure: String(reflecting: error), context: context)
             } else {
@@ -462,7 +461,6 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     // MARK: Writing
 
     private func sendError(_ response: ErrorResponse, exchange: Exchange, context: ChannelHandlerContext, cause: (any Error)? = nil) {
-        if let cause, !(cause is StreamingResponseSink.ChannelClosed) { self.environment.metrics?.failed(with: cause) }
         var headers = response.headers
         headers.replaceOrAdd(.contentType, "application/json")
         let failure = response.status.code >= 500 ? cause.map { String(reflecting: $0) } : nil

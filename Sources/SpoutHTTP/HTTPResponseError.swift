@@ -1,7 +1,7 @@
 import HTTPTypes
 
 /// An error that chooses the response it becomes (``ErrorResponse``): its status, extra header
-/// fields and JSON body, and which of the server's failure counters it adds to. The HTTP layer
+/// fields and JSON body. The HTTP layer
 /// knows no other error: a module that throws its own errors through handlers conforms them
 /// (SpoutEndpoints does so for the database's).
 ///
@@ -13,21 +13,10 @@ public protocol HTTPResponseError: Error {
     var headers: HTTPFields { get }
     /// The JSON body.
     var responseBody: [UInt8] { get }
-    /// The counter of ``ServerMetrics`` the failure adds to; nil (the default) for none.
-    var countedFailure: CountedFailure? { get }
 }
 
 extension HTTPResponseError {
     public var headers: HTTPFields { HTTPFields() }
-    public var countedFailure: CountedFailure? { nil }
-}
-
-/// The failures ``ServerMetrics`` counts on their own, besides responses by status.
-public enum CountedFailure: Sendable, Hashable {
-    /// No connection became free in time (`spout_pool_acquire_timeouts_total`).
-    case acquireTimeout
-    /// A statement ran past its timeout (`spout_statement_timeouts_total`).
-    case statementTimeout
 }
 
 extension HTTPError: HTTPResponseError {

@@ -23,7 +23,7 @@ import Synchronization
 ///
 /// Built in, unless the router has it: `GET /health` (200 `{"status":"ok"}`). The server knows
 /// no database: whatever composes it with databases registers `GET /ready` and `GET /metrics`
-/// (SpoutEndpoints' `Router.addReadiness(of:)` and `Router.addMetrics(_:databases:)`).
+/// (SpoutEndpoints' `Router.addReadiness(of:)` and `Router.addMetrics(_:databaseMetrics:databases:)`).
 public final class HTTPServer: Service {
     public let configuration: ServerConfiguration
     public let statistics = ServerStatistics()

@@ -151,27 +151,12 @@ public struct ResponseExchange: Sendable {
         self.onLoop { [number] in $0.attachStreamTicket(number, ticket: ticket) }
     }
 
-    /// Records that a streamed response held a database connection for `duration`.
-    public func streamHeldConnection(for duration: Duration) {
-        self.streams?.metrics?.connectionSeconds.increment(by: Double(duration.wholeNanoseconds) / 1e9)
-    }
-
     // MARK: Failures and measurements
 
     /// Answers with the error response for `error` (``ErrorResponse``), unless a response was
     /// already sent.
     func sendFailure(_ error: any Error) {
         self.onLoop { [number] in $0.sendFailure(number, error: error) }
-    }
-
-    /// Records how long the request waited for a connection of `database`.
-    public func connectionAcquired(database: String, after wait: Duration) {
-        self.metrics?.acquiredConnection(database: database, after: wait)
-    }
-
-    /// Records that the request cancelled its statement (the client went away).
-    public func statementCancelled() {
-        self.metrics?.cancelsSent.increment()
     }
 
     private func onLoop(_ body: @escaping @Sendable (HTTPConnectionHandler) -> Void) {

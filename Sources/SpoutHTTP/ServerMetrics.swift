@@ -1,4 +1,5 @@
 import Prometheus
+import SpoutCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -18,7 +19,9 @@ import Glibc
 ///   never by raw path, so the number of series is bounded by the routes; a request that
 ///   matches no route counts under `unmatched`.
 /// - Every metric name always carries the same label names (Prometheus requires it).
-/// - Pool and process gauges are read when scraped, not on the request path.
+/// - Process gauges are read when scraped, not on the request path.
+/// - The databases' metrics are not this type's: whoever composes HTTP with databases adds
+///   theirs to ``registry`` (SpoutEndpoints' `DatabaseMetrics`).
 /// - Recording costs a dictionary lookup under a lock per request (the per-route series are
 ///   created once), plus lock-free counter updates.
 ///
@@ -30,7 +33,6 @@ public final class ServerMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
     private let series = Mutex<[SeriesKey: RouteSeries]>([:])
     private let firstBytes = Mutex<[String: DurationHistogram]>([:])
-    private let acquireWaits = Mutex<[String: DurationHistogram]>([:])
     /// The CPU seconds already added to `process_cpu_seconds_total` (a counter only grows, so
     /// each scrape adds what the process used since the last one).
     private let cpuSecondsCounted = Mutex<Double>(0)
@@ -40,12 +42,9 @@ public final class ServerMetrics: Sendable {
     let streamsInFlight: Gauge
     let backpressurePauses: Counter
     let clientDisconnects: Counter
-    let cancelsSent: Counter
-    let acquireTimeouts: Counter
-    let statementTimeouts: Counter
 
     /// The buckets of every duration histogram: 0.5 ms to 60 s.
-    static let durationBuckets: [Duration] = [
+    public static let durationBuckets: [Duration] = [
         .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
         .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
         .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10), .seconds(30), .seconds(60),
@@ -69,9 +68,6 @@ public final class ServerMetrics: Sendable {
         self.streamsInFlight = self.registry.makeGauge(descriptor: Family.streamsInFlight.descriptor)
         self.backpressurePauses = self.registry.makeCounter(descriptor: Family.backpressurePauses.descriptor)
         self.clientDisconnects = self.registry.makeCounter(descriptor: Family.clientDisconnects.descriptor)
-        self.cancelsSent = self.registry.makeCounter(descriptor: Family.statementCancels.descriptor)
-        self.acquireTimeouts = self.registry.makeCounter(descriptor: Family.acquireTimeouts.descriptor)
-        self.statementTimeouts = self.registry.makeCounter(descriptor: Family.statementTimeouts.descriptor)
     }
 
     // MARK: Recording
@@ -101,22 +97,6 @@ public final class ServerMetrics: Sendable {
         histogram.recordNanoseconds(elapsed.wholeNanoseconds)
     }
 
-    /// A row response waited `elapsed` for a connection of the database named `database`.
-    func acquiredConnection(database: String, after elapsed: Duration) {
-        let histogram = self.histogram(in: self.acquireWaits, family: .acquireWait, label: "database", value: database)
-        histogram.recordNanoseconds(elapsed.wholeNanoseconds)
-    }
-
-    /// Counts the failures that have metrics of their own (``HTTPResponseError/countedFailure``:
-    /// 503 acquire timeouts, 504 statement timeouts).
-    func failed(with error: any Error) {
-        switch (error as? any HTTPResponseError)?.countedFailure {
-        case .acquireTimeout?: self.acquireTimeouts.increment()
-        case .statementTimeout?: self.statementTimeouts.increment()
-        case nil: break
-        }
-    }
-
     private func histogram(
         in cache: borrowing Mutex<[String: DurationHistogram]>, family: Family, label: String, value: String
     ) -> DurationHistogram {
@@ -131,20 +111,11 @@ public final class ServerMetrics: Sendable {
 
     // MARK: Exposition
 
-    /// The Prometheus text format of every metric, after reading the process gauges (pool
-    /// gauges are set by whoever knows the pools: ``recordPool(_:open:inUse:idle:waiters:)``).
+    /// The Prometheus text format of every metric in ``registry``, after reading the process
+    /// gauges.
     public func exposition() -> [UInt8] {
         self.recordProcess()
         return self.registry.emitToBuffer()
-    }
-
-    /// Sets the pool gauges of the database named `database` (`primary`, `replica 1`).
-    public func recordPool(_ database: String, open: Int, inUse: Int, idle: Int, waiters: Int) {
-        let labels = [("database", database)]
-        self.registry.makeGauge(descriptor: Family.poolOpen.descriptor, labels: labels).set(to: Double(open))
-        self.registry.makeGauge(descriptor: Family.poolInUse.descriptor, labels: labels).set(to: Double(inUse))
-        self.registry.makeGauge(descriptor: Family.poolIdle.descriptor, labels: labels).set(to: Double(idle))
-        self.registry.makeGauge(descriptor: Family.poolWaiters.descriptor, labels: labels).set(to: Double(waiters))
     }
 
     /// The standard process metrics; a value this platform cannot read is left out.
@@ -176,7 +147,7 @@ extension ServerMetrics {
     /// Every metric family `/metrics` can show: its name (which `promtool check metrics`
     /// accepts) and its HELP text. A family appears once it has a series: the per-route ones
     /// after the first request of their kind, the process ones when the platform reports them.
-    enum Family: String, CaseIterable, Sendable {
+    enum Family: String, CaseIterable, MetricFamily {
         case requests = "spout_http_requests_total"
         case requestDuration = "spout_http_request_duration_seconds"
         case timeToFirstByte = "spout_http_time_to_first_byte_seconds"
@@ -187,17 +158,8 @@ extension ServerMetrics {
         case streamsSpooled = "spout_streams_spooled_total"
         case streamsHeld = "spout_streams_held_total"
         case streamsRefused = "spout_streams_refused_total"
-        case streamConnectionSeconds = "spout_stream_connection_seconds_total"
         case spoolBytes = "spout_spool_bytes"
         case clientDisconnects = "spout_client_disconnects_total"
-        case statementCancels = "spout_statement_cancels_total"
-        case statementTimeouts = "spout_statement_timeouts_total"
-        case acquireTimeouts = "spout_pool_acquire_timeouts_total"
-        case acquireWait = "spout_pool_acquire_wait_seconds"
-        case poolOpen = "spout_pool_connections_open"
-        case poolInUse = "spout_pool_connections_in_use"
-        case poolIdle = "spout_pool_connections_idle"
-        case poolWaiters = "spout_pool_waiters"
         case processCPU = "process_cpu_seconds_total"
         case processResidentMemory = "process_resident_memory_bytes"
         case processVirtualMemory = "process_virtual_memory_bytes"
@@ -218,17 +180,8 @@ extension ServerMetrics {
             case .streamsSpooled: "Streamed responses that spooled to disk because the client read slower than the database."
             case .streamsHeld: "Streamed responses that held their database connection while the client read (spool cap reached or disk refused)."
             case .streamsRefused: "Streamed responses refused with 429 by the per-address stream cap."
-            case .streamConnectionSeconds: "Seconds database connections were leased by streamed responses."
             case .spoolBytes: "Bytes of streamed responses waiting for their clients, in memory or in spool files."
             case .clientDisconnects: "Clients that closed the connection before their response was complete."
-            case .statementCancels: "Statements cancelled because their client left."
-            case .statementTimeouts: "Statements stopped by the statement timeout."
-            case .acquireTimeouts: "Requests answered 503 because no database connection was free within the acquire timeout."
-            case .acquireWait: "Time row responses waited for a database connection, in seconds, by pool."
-            case .poolOpen: "Database connections open, by pool."
-            case .poolInUse: "Database connections leased to a request, by pool."
-            case .poolIdle: "Database connections open and idle, by pool."
-            case .poolWaiters: "Requests waiting for a database connection, by pool."
             case .processCPU: "Total user and system CPU time spent, in seconds."
             case .processResidentMemory: "Resident memory size in bytes."
             case .processVirtualMemory: "Virtual memory size in bytes."
@@ -237,11 +190,21 @@ extension ServerMetrics {
             case .processStartTime: "Start time of the process since the Unix epoch, in seconds."
             }
         }
+    }
+}
 
-        /// The name and HELP text as swift-prometheus takes them.
-        var descriptor: MetricNameDescriptor {
-            MetricNameDescriptor(metricName: self.rawValue, unitName: "", helpText: self.help)
-        }
+/// A metric family: its name (the raw value, which `promtool check metrics` accepts: counters
+/// end in `_total`, units are base units) and its one-line `# HELP` text. Every metric Spout
+/// serves is made from one (``ServerMetrics/Family``, SpoutEndpoints' `DatabaseMetrics.Family`).
+public protocol MetricFamily: RawRepresentable<String>, Sendable {
+    /// What is measured and in what unit, one line.
+    var help: String { get }
+}
+
+extension MetricFamily {
+    /// The name and HELP text as swift-prometheus takes them.
+    public var descriptor: MetricNameDescriptor {
+        MetricNameDescriptor(metricName: self.rawValue, unitName: "", helpText: self.help)
     }
 }
 
@@ -342,12 +305,3 @@ extension String {
 }
 
 private struct ProcessStatusError: Error {}
-
-extension Duration {
-    /// The duration in whole nanoseconds (saturating).
-    var wholeNanoseconds: Int64 {
-        let (seconds, attoseconds) = self.components
-        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? .max : scaled &+ attoseconds / 1_000_000_000
-    }
-}

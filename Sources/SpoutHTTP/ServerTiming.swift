@@ -1,3 +1,5 @@
+import SpoutCore
+
 /// The `Server-Timing` response header (W3C Server Timing): named durations in milliseconds,
 /// shown by browsers' developer tools next to the request.
 public enum ServerTiming {

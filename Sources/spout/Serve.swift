@@ -84,14 +84,18 @@ struct Serve: AsyncParsableCommand {
         if settings.database.seed.enabled && !self.noSeed {
             try Self.seedIfNew(url: url, employees: settings.database.seed.employees, sqlDirectory: settings.resolvedSQLDirectory, logger: logger)
         }
+        // The databases' metrics share the server's registry: one /metrics.
+        let metrics = settings.server.metrics.enabled ? ServerMetrics() : nil
+        let databaseMetrics = metrics.map { DatabaseMetrics(registry: $0.registry) }
         let database = try Drivers.open(
             url, replicaURLs: settings.database.replicaUrls,
             maximumLag: settings.database.replicaMaxLagMs > 0 ? .milliseconds(settings.database.replicaMaxLagMs) : nil,
-            configuration: settings.databaseConfiguration)
-        let metrics = settings.server.metrics.enabled ? ServerMetrics() : nil
+            configuration: settings.databaseConfiguration, observer: databaseMetrics)
         let metricsPort = settings.server.metrics.port
         var router = endpoints.makeRouter(database: database, logger: logger)
-        if let metrics, metricsPort == 0 { router.addMetrics(metrics, databases: [database]) }
+        if let metrics, let databaseMetrics, metricsPort == 0 {
+            router.addMetrics(metrics, databaseMetrics: databaseMetrics, databases: [database])
+        }
         let server = HTTPServer(
             router: router,
             configuration: settings.serverConfiguration,
@@ -101,9 +105,9 @@ struct Serve: AsyncParsableCommand {
         )
         // With server.metrics.port, the metrics are served there only (with /health).
         let admin: HTTPServer? = metrics.flatMap { metrics in
-            guard metricsPort != 0 else { return nil }
+            guard metricsPort != 0, let databaseMetrics else { return nil }
             var router = Router()
-            router.addMetrics(metrics, databases: [database])
+            router.addMetrics(metrics, databaseMetrics: databaseMetrics, databases: [database])
             return HTTPServer(
                 router: router,
                 configuration: ServerConfiguration(

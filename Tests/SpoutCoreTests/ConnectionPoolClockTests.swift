@@ -10,12 +10,14 @@ import Testing
     let clock = ManualClock()
     let driver = FakeDriver()
 
-    func database(connections: Int = 1, reserve: Int = 0, replicas: ReadReplicas? = nil, name: String = "primary") -> Database {
+    func database(
+        connections: Int = 1, reserve: Int = 0, replicas: ReadReplicas? = nil, name: String = "primary", observer: (any DatabaseObserver)? = nil
+    ) -> Database {
         Database(
             driver: self.driver,
             configuration: DatabaseConfiguration(
                 maximumConnections: connections, acquireTimeout: .seconds(5), streamReserve: reserve, streamAcquireTimeout: .seconds(30)),
-            replicas: replicas, name: name, clock: self.clock)
+            replicas: replicas, name: name, observer: observer, clock: self.clock)
     }
 
     /// Waits (yielding, a few real milliseconds at a time) until `condition` holds.
@@ -169,6 +171,35 @@ import Testing
         #expect(observer.acquired.values == ["primary"])
     }
 
+    /// The database's own observer (the server's metrics) hears all of its work, and a call's
+    /// observer that call's: waits, releases, acquire and statement timeouts.
+    @Test func theDatabasesObserverHearsEveryCallBesideTheCallsOwn() async throws {
+        let metrics = CountingObserver()
+        let database = self.database(observer: metrics)
+        let call = CountingObserver()
+        let timedOut = await #expect(throws: DatabaseError.self) {
+            try await database.withSession(DatabaseWork(readOnly: true, isStream: true), observer: call) { session in
+                try await session.run { _ in throw DatabaseError(.statementTimeout, message: "canceling statement due to statement timeout") }
+            }
+        }
+        #expect(timedOut?.code == .statementTimeout)
+        try await database.withSession(DatabaseWork(readOnly: false)) { _ in () }
+        #expect(metrics.acquired.values == ["primary", "primary"])
+        #expect(metrics.released.values == ["primary stream", "primary"])
+        #expect(metrics.statementTimeouts.values.count == 1)
+        #expect(call.acquired.values == ["primary"] && call.released.values == ["primary stream"] && call.statementTimeouts.values.count == 1)
+
+        // No connection within the acquire timeout: both hear it, nothing is released.
+        let held = try await database.lease(readOnly: true)
+        let waiter = Task { try await database.withSession(DatabaseWork(readOnly: true), observer: call) { _ in () } }
+        try await self.eventually("the work waits") { database.leasesWaiting == 1 }
+        self.clock.advance(by: .seconds(5))
+        #expect(await waiter.result.failureCode == .poolExhausted)
+        #expect(metrics.acquireTimeouts.values == ["primary"] && call.acquireTimeouts.values == ["primary"])
+        #expect(metrics.released.values.count == 2)
+        held.release()
+    }
+
     @Test func aReplicaThatIsGoneIsSetAsideAndTheWorkRunsOnThePrimary() async throws {
         let replica = ReadReplicas.Replica(database: self.database(name: "replica 1"))
         let replicas = ReadReplicas([replica], retryInterval: .seconds(5), clock: self.clock)
@@ -223,13 +254,29 @@ import Testing
 final class CountingObserver: DatabaseObserver {
     let cancels = Recorder<Void>()
     let acquired = Recorder<String>()
+    /// The database, and ` stream` for a stream's work.
+    let released = Recorder<String>()
+    let acquireTimeouts = Recorder<String>()
+    let statementTimeouts = Recorder<Void>()
 
     func connectionAcquired(database: String, after wait: Duration) {
         self.acquired.append(database)
     }
 
+    func acquireTimedOut(database: String) {
+        self.acquireTimeouts.append(database)
+    }
+
+    func connectionReleased(database: String, after held: Duration, work: DatabaseWork) {
+        self.released.append(database + (work.isStream ? " stream" : ""))
+    }
+
     func statementCancelled() {
         self.cancels.append(())
+    }
+
+    func statementTimedOut() {
+        self.statementTimeouts.append(())
     }
 }
 

@@ -1,0 +1,111 @@
+import Prometheus
+import SpoutCore
+import SpoutHTTP
+import Synchronization
+
+/// The databases' metrics: pools, waits for a connection, cancelled and timed-out statements,
+/// and how long streams lease connections. The observer of every database the server opens
+/// (``SpoutCore/Database/observer``), so what ``SpoutCore/Database/withSession(_:observer:retryOnPrimary:_:)``
+/// does is counted where it happens, not by the HTTP layer; its families live in the server's
+/// registry (``SpoutHTTP/ServerMetrics/registry``) and are served with the rest.
+///
+/// Contract: every family has HELP text and a name `promtool check metrics` accepts
+/// (``Family``); series are labelled by database name (`primary`, `replica 1`), a bounded set.
+public final class DatabaseMetrics: DatabaseObserver {
+    private let registry: PrometheusCollectorRegistry
+    private let acquireWaits = Mutex<[String: DurationHistogram]>([:])
+    private let cancels: Counter
+    private let acquireTimeouts: Counter
+    private let statementTimeouts: Counter
+    private let streamConnectionSeconds: Counter
+
+    public init(registry: PrometheusCollectorRegistry) {
+        self.registry = registry
+        self.cancels = registry.makeCounter(descriptor: Family.statementCancels.descriptor)
+        self.acquireTimeouts = registry.makeCounter(descriptor: Family.acquireTimeouts.descriptor)
+        self.statementTimeouts = registry.makeCounter(descriptor: Family.statementTimeouts.descriptor)
+        self.streamConnectionSeconds = registry.makeCounter(descriptor: Family.streamConnectionSeconds.descriptor)
+    }
+
+    // MARK: DatabaseObserver
+
+    public func connectionAcquired(database: String, after wait: Duration) {
+        let histogram = self.acquireWaits.withLock { histograms in
+            if let histogram = histograms[database] { return histogram }
+            let histogram = self.registry.makeDurationHistogram(
+                descriptor: Family.acquireWait.descriptor, labels: [("database", database)], buckets: ServerMetrics.durationBuckets)
+            histograms[database] = histogram
+            return histogram
+        }
+        histogram.recordNanoseconds(wait.wholeNanoseconds)
+    }
+
+    public func acquireTimedOut(database: String) {
+        self.acquireTimeouts.increment()
+    }
+
+    public func connectionReleased(database: String, after held: Duration, work: DatabaseWork) {
+        guard work.isStream else { return }
+        self.streamConnectionSeconds.increment(by: Double(held.wholeNanoseconds) / 1e9)
+    }
+
+    public func statementCancelled() {
+        self.cancels.increment()
+    }
+
+    public func statementTimedOut() {
+        self.statementTimeouts.increment()
+    }
+
+    // MARK: Pools
+
+    /// Sets the pool gauges of `databases` and their replicas to what they hold now: called
+    /// when the metrics are scraped, not on the request path.
+    public func recordPools(of databases: [Database]) {
+        for database in databases {
+            self.recordPool(of: database, as: database.name)
+            for replica in database.replicas?.replicas ?? [] {
+                self.recordPool(of: replica.database, as: replica.name)
+            }
+        }
+    }
+
+    private func recordPool(of database: Database, as name: String) {
+        let pool = database.poolState
+        let labels = [("database", name)]
+        self.registry.makeGauge(descriptor: Family.poolOpen.descriptor, labels: labels).set(to: Double(pool.open))
+        self.registry.makeGauge(descriptor: Family.poolInUse.descriptor, labels: labels).set(to: Double(pool.inUse))
+        self.registry.makeGauge(descriptor: Family.poolIdle.descriptor, labels: labels).set(to: Double(pool.idle))
+        self.registry.makeGauge(descriptor: Family.poolWaiters.descriptor, labels: labels).set(to: Double(pool.waiters))
+    }
+}
+
+extension DatabaseMetrics {
+    /// Every family of the databases' metrics: its name and its HELP text.
+    enum Family: String, CaseIterable, MetricFamily {
+        case statementCancels = "spout_statement_cancels_total"
+        case statementTimeouts = "spout_statement_timeouts_total"
+        case acquireTimeouts = "spout_pool_acquire_timeouts_total"
+        case acquireWait = "spout_pool_acquire_wait_seconds"
+        case streamConnectionSeconds = "spout_stream_connection_seconds_total"
+        case poolOpen = "spout_pool_connections_open"
+        case poolInUse = "spout_pool_connections_in_use"
+        case poolIdle = "spout_pool_connections_idle"
+        case poolWaiters = "spout_pool_waiters"
+
+        /// The `# HELP` text: one line, what is measured and in what unit.
+        var help: String {
+            switch self {
+            case .statementCancels: "Statements cancelled because their client left."
+            case .statementTimeouts: "Statements stopped by the statement timeout."
+            case .acquireTimeouts: "Requests answered 503 because no database connection was free within the acquire timeout."
+            case .acquireWait: "Time database work waited for a connection, in seconds, by pool."
+            case .streamConnectionSeconds: "Seconds database connections were leased by streamed responses."
+            case .poolOpen: "Database connections open, by pool."
+            case .poolInUse: "Database connections leased to a request, by pool."
+            case .poolIdle: "Database connections open and idle, by pool."
+            case .poolWaiters: "Requests waiting for a database connection, by pool."
+            }
+        }
+    }
+}
