@@ -267,14 +267,7 @@ public final class HTTPServer: Service {
         guard admission == .accepted, open <= self.maximumConnections else {
             self.statistics.connectionRejected()
             let message = admission == .addressFull ? "too many connections from this address" : "too many connections"
-            let body = ErrorResponse(status: .serviceUnavailable, message: message).body
-            var buffer = channel.allocator.buffer(capacity: 160 + body.count)
-            buffer.writeString(
-                "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n"
-                    + "Retry-After: 1\r\nConnection: close\r\n\r\n"
-            )
-            buffer.writeBytes(body)
-            channel.writeAndFlush(buffer).whenComplete { _ in channel.close(promise: nil) }
+            try Self.refuse(channel, message: message)
             return
         }
         var limits = NIOHTTPDecoderLimitConfiguration()
@@ -292,6 +285,20 @@ public final class HTTPServer: Service {
             try sync.addHandler(HTTPResponseCompressor(responseCompressionPredicate: Self.compressionPredicate))
         }
         try sync.addHandler(HTTPConnectionHandler(environment: environment, arrival: arrival))
+    }
+
+    /// Answers a connection refused at accept with a 503 (JSON, `Retry-After: 1`) before
+    /// reading anything from it, framed by NIOHTTP1's encoder, then closes it.
+    private static func refuse(_ channel: any Channel, message: String) throws {
+        let body = ErrorResponse(status: .serviceUnavailable, message: message).body
+        let fields: HTTPFields = [
+            .contentType: "application/json", .contentLength: String(body.count), .retryAfter: "1", .connection: "close",
+        ]
+        try channel.pipeline.syncOperations.addHandler(HTTPResponseEncoder())
+        let head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(.serviceUnavailable), headers: HTTPHeaders(fields))
+        channel.write(HTTPServerResponsePart.head(head), promise: nil)
+        channel.write(HTTPServerResponsePart.body(.byteBuffer(channel.allocator.buffer(bytes: body))), promise: nil)
+        channel.writeAndFlush(HTTPServerResponsePart.end(nil)).whenComplete { _ in channel.close(promise: nil) }
     }
 
     /// Leaves bodiless responses (HEAD, 204) alone and removes the marker saying so; marks the

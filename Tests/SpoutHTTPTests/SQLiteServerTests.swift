@@ -427,7 +427,11 @@ struct SQLiteServerTests {
             #expect(try await first.request("GET", "/health").status == 200)
             #expect(try await second.request("GET", "/health").status == 200)
             let third = try await TestHTTPClient.get(port: fixture.port, "/health")
+            // Refused at accept, before its request is read: a whole 503 all the same.
             #expect(third.status == 503)
+            #expect(third.text == #"{"error":"too many connections"}"#)
+            #expect(third.header("content-type") == "application/json" && third.header("retry-after") == "1")
+            #expect(third.header("connection") == "close")
             #expect(fixture.server.statistics.rejectedConnections == 1)
             // Idle connections are closed by the server.
             #expect(try await first.run { try $0.readUntilClosed() }.isEmpty)
