@@ -1,0 +1,54 @@
+import HTTPTypes
+import NIOCore
+import NIOHTTP1
+
+/// One request on a connection and the response sent for it: what ``HTTPConnectionHandler``
+/// knows of it, confined to the connection's event loop. (``ResponseExchange`` is what a body
+/// producer answers through.)
+final class InFlightRequest {
+    let number: Int
+    let id: String
+    let method: HTTPMethod
+    let uri: String
+    let path: Substring
+    let queryString: Substring?
+    let version: HTTPVersion
+    /// The request's header fields, in order and spelled as received.
+    let requestFields: HTTPFields
+    let start: NIODeadline
+    /// The CORS fields every response head of this request carries (empty when CORS is off).
+    let corsHeaders: HTTPFields
+    var keepAlive: Bool
+    /// The template of the route that answers (`unmatched` when none does), for metrics.
+    var route = "unmatched"
+    /// The status code sent (0 until a response starts), for the log and metrics.
+    var status = 0
+    var bytes = 0
+    var rows: Int?
+    var sink: StreamingResponseSink?
+    var streamHead: HTTPResponseHead?
+    var task: Task<Void, Never>?
+    /// The stream counted against the per-address cap, released when the exchange ends.
+    var streamTicket: StreamAdmission.Ticket?
+
+    var isHead: Bool { self.method == .HEAD }
+
+    init(number: Int, head: HTTPRequestHead, cors: CORSPolicy) {
+        self.number = number
+        self.requestFields = HTTPFields(head.headers)
+        self.id = RequestID.make(from: self.requestFields[values: .requestID].first)
+        self.method = head.method
+        self.uri = head.uri
+        if let question = head.uri.firstIndex(of: "?") {
+            self.path = head.uri[..<question]
+            self.queryString = head.uri[head.uri.index(after: question)...]
+        } else {
+            self.path = head.uri[...]
+            self.queryString = nil
+        }
+        self.version = head.version
+        self.start = .now()
+        self.corsHeaders = cors.responseHeaders(origin: self.requestFields[values: .origin].first)
+        self.keepAlive = head.isKeepAlive
+    }
+}
