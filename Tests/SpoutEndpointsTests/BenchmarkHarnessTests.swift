@@ -7,8 +7,9 @@ import Testing
 /// judges speed: the point is that the harness keeps working as the service changes.
 ///
 /// `Benchmarks/run` is a Python program, started directly (its `#!/usr/bin/env python3`).
-/// Runs when `wrk` is installed, and always under `CI=true` (the harness installs what is
-/// missing as root, and fails when it cannot).
+/// Runs when `wrk` is installed, and always under `CI=true` (scripts/test installs the tools it
+/// needs: wrk, psql, sqlite3, curl). It runs the harness with `--no-install`: a test installs
+/// nothing; a missing tool fails it.
 @Suite struct BenchmarkHarnessTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
@@ -42,7 +43,7 @@ import Testing
         let run = try await ChildProcess.run(
             executable: Self.root.appendingPathComponent("Benchmarks/run").path,
             arguments: [
-                "--quick",
+                "--quick", "--no-install",
                 "--binary", try ChildProcess.spoutExecutable(),
                 "--results", results.path,
             ]
