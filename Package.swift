@@ -64,6 +64,9 @@ let package = Package(
         // APIs instead of their own header, method and status types (#28); already resolved
         // through swift-nio-extras, a few small files.
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        // W3C Trace Context (`traceparent`, `tracestate`): parsing and writing trace and span ids
+        // (#34). Small: a few files on swift-collections, which swift-nio already brings.
+        .package(url: "https://github.com/swift-otel/swift-w3c-trace-context.git", from: "1.0.0"),
     ],
     targets: [
         .systemLibrary(
@@ -110,6 +113,7 @@ let package = Package(
                 // HTTPFields, HTTPRequest.Method, HTTPResponse.Status: the vocabulary of requests
                 // and responses (#28); NIOHTTP1 still frames them on the wire.
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "W3CTraceContext", package: "swift-w3c-trace-context"),
             ]
         ),
         .target(

@@ -10,7 +10,8 @@ import HTTPTypes
 ///   to ASCII case) carries that origin, and every response carries `Vary: Origin` so caches
 ///   keep the variants apart. Other origins get no CORS headers (the browser then refuses to
 ///   hand the response to the page).
-/// - Responses with an allowed origin also carry `Access-Control-Expose-Headers: X-Request-Id`.
+/// - Responses with an allowed origin also carry
+///   `Access-Control-Expose-Headers: X-Request-Id, traceresponse`.
 /// - A preflight (`OPTIONS` with `Access-Control-Request-Method`) on a path with routes is 204
 ///   with `Access-Control-Allow-Methods` (the methods of the path), `Access-Control-Allow-Headers`
 ///   (``allowedHeaders``) and `Access-Control-Max-Age`; from an origin not allowed it is 403;
@@ -20,7 +21,7 @@ import HTTPTypes
 public struct CORSPolicy: Sendable, Hashable {
     /// The default of ``allowedHeaders``.
     public static let defaultAllowedHeaders = [
-        "Content-Type", "Authorization", "X-API-Key", "X-Request-Id", "Accept", "Accept-Encoding",
+        "Content-Type", "Authorization", "X-API-Key", "X-Request-Id", "Accept", "Accept-Encoding", "traceparent", "tracestate",
     ]
 
     /// Origins (`https://app.example.com`, scheme, host and port as browsers send them) or `*`.
@@ -58,7 +59,8 @@ public struct CORSPolicy: Sendable, Hashable {
         guard self.isEnabled else { return headers }
         if let allowed = self.allowOrigin(for: origin) {
             headers.append(HTTPField(name: .accessControlAllowOrigin, value: allowed))
-            headers.append(HTTPField(name: .accessControlExposeHeaders, value: HTTPField.Name.requestID.rawName))
+            let exposed = [HTTPField.Name.requestID, .traceResponse].map(\.rawName).joined(separator: ", ")
+            headers.append(HTTPField(name: .accessControlExposeHeaders, value: exposed))
         }
         if !self.allowsAnyOrigin { headers.append(HTTPField(name: .vary, value: "Origin")) }
         return headers

@@ -183,8 +183,8 @@ extension HTTPConnectionHandler {
         }
     }
 
-    /// The fields of a response head: `headers`, then the exchange's CORS fields, `X-Request-Id`
-    /// and `Connection` where the version or closing needs it.
+    /// The fields of a response head: `headers`, then the exchange's CORS fields, `X-Request-Id`,
+    /// `traceresponse` and `Connection` where the version or closing needs it.
     private func headFields(_ exchange: InFlightRequest, headers: HTTPFields) -> HTTPFields {
         var fields = headers
         for field in exchange.corsHeaders {
@@ -199,6 +199,7 @@ extension HTTPConnectionHandler {
             }
         }
         fields.replaceOrAdd(.requestID, exchange.id)
+        fields.replaceOrAdd(.traceResponse, exchange.trace.headerValue)
         if !exchange.keepAlive {
             fields.replaceOrAdd(.connection, "close")
         } else if exchange.version.minor == 0 {
@@ -218,6 +219,8 @@ extension HTTPConnectionHandler {
             duration: .nanoseconds(elapsed.nanoseconds), bytes: exchange.bytes, rows: exchange.rows)
         var metadata: Logger.Metadata = [
             "request.id": .string(exchange.id),
+            "trace.id": .string(exchange.trace.traceID),
+            "span.id": .string(exchange.trace.spanID),
             "http.method": .string(exchange.method.rawValue),
             "http.path": .string(String(exchange.path)),
             "http.status": .stringConvertible(exchange.status),

@@ -8,6 +8,13 @@ extension HTTPField.Name {
     /// `X-Request-Id`: the id of a request (the client's, when it sent one), echoed in every
     /// response and logged as `request.id`.
     public static let requestID = HTTPField.Name("X-Request-Id")!
+    /// `traceparent` (W3C Trace Context): the caller's trace and span (``RequestTrace``).
+    public static let traceParent = HTTPField.Name("traceparent")!
+    /// `tracestate` (W3C Trace Context): vendors' trace state, carried on with the trace.
+    public static let traceState = HTTPField.Name("tracestate")!
+    /// `traceresponse` (W3C Trace Context Level 2): this server's span of the request, in
+    /// `traceparent` form, on every response.
+    public static let traceResponse = HTTPField.Name("traceresponse")!
     /// `X-API-Key`: an API key, for a client that does not send it as `Authorization: Bearer`.
     public static let apiKey = HTTPField.Name("X-API-Key")!
     /// `Server-Timing`: where a row response's time went (``ServerConfiguration/timingHeader``).

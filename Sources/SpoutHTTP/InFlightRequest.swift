@@ -16,6 +16,8 @@ final class InFlightRequest {
     /// The request's header fields, in order and spelled as received.
     let requestFields: HTTPFields
     let start: NIODeadline
+    /// This server's span of the request (W3C Trace Context).
+    let trace: RequestTrace
     /// The CORS fields every response head of this request carries (empty when CORS is off).
     let corsHeaders: HTTPFields
     var keepAlive: Bool
@@ -37,6 +39,8 @@ final class InFlightRequest {
         self.number = number
         self.requestFields = HTTPFields(head.headers)
         self.id = RequestID.make(from: self.requestFields[values: .requestID].first)
+        self.trace = RequestTrace(
+            traceParent: self.requestFields[values: .traceParent].first, traceState: self.requestFields[values: .traceState].first)
         self.method = head.method
         self.uri = head.uri
         if let question = head.uri.firstIndex(of: "?") {

@@ -29,7 +29,7 @@ struct CORSTests {
             let allowed = try await TestHTTPClient.get(port: fixture.port, "/employees?limit=1", headers: [("Origin", Self.app)])
             #expect(allowed.status == 200)
             #expect(allowed.header("Access-Control-Allow-Origin") == Self.app)
-            #expect(allowed.header("Access-Control-Expose-Headers") == "X-Request-Id")
+            #expect(allowed.header("Access-Control-Expose-Headers") == "X-Request-Id, traceresponse")
             #expect(allowed.header("Vary")?.contains("Origin") == true)
             #expect(allowed.header("Access-Control-Allow-Credentials") == nil)
 
@@ -63,7 +63,7 @@ struct CORSTests {
         try await self.withServer(CORSPolicy(allowedOrigins: ["*"])) { fixture in
             let response = try await TestHTTPClient.get(port: fixture.port, "/employees/count", headers: [("Origin", "https://anyone.example")])
             #expect(response.header("Access-Control-Allow-Origin") == "*")
-            #expect(response.header("Access-Control-Expose-Headers") == "X-Request-Id")
+            #expect(response.header("Access-Control-Expose-Headers") == "X-Request-Id, traceresponse")
             #expect(response.header("Vary") == nil)
             let noOrigin = try await TestHTTPClient.get(port: fixture.port, "/employees/count")
             #expect(noOrigin.header("Access-Control-Allow-Origin") == "*")
@@ -128,7 +128,7 @@ struct CORSTests {
             #expect(plain.status == 200)
             #expect(plain.isChunked && plain.isComplete)
             #expect(plain.header("Access-Control-Allow-Origin") == Self.app)
-            #expect(plain.header("Access-Control-Expose-Headers") == "X-Request-Id")
+            #expect(plain.header("Access-Control-Expose-Headers") == "X-Request-Id, traceresponse")
             #expect(plain.header("Vary")?.contains("Origin") == true)
 
             let gzipped = try await TestHTTPClient.get(
@@ -165,7 +165,9 @@ struct CORSTests {
         #expect(policy.allowOrigin(for: Self.app + "/") == nil)
         #expect(policy.allowOrigin(for: nil) == nil)
         #expect(CORSPolicy().responseHeaders(origin: Self.app).count == 0)
-        #expect(CORSPolicy().allowedHeaders == ["Content-Type", "Authorization", "X-API-Key", "X-Request-Id", "Accept", "Accept-Encoding"])
+        #expect(CORSPolicy().allowedHeaders == [
+            "Content-Type", "Authorization", "X-API-Key", "X-Request-Id", "Accept", "Accept-Encoding", "traceparent", "tracestate",
+        ])
         #expect(CORSPolicy().maxAgeSeconds == 600)
         let methods = policy.preflightHeaders(methods: [.get, .head])
         #expect(methods[.accessControlAllowMethods] == "GET, HEAD")
