@@ -82,6 +82,7 @@ extension SpoutConfiguration {
             Setting(path: "database.statementTimeoutMs", kind: .integer(\.database.statementTimeoutMs, 0...86_400_000)),
             Setting(path: "database.fetchSize", kind: .integer(\.database.fetchSize, 1...1_000_000)),
             Setting(path: "database.preparedStatements", kind: .boolean(\.database.preparedStatements)),
+            Setting(path: "database.traceContext", kind: .boolean(\.database.traceContext)),
             Setting(path: "database.streamReserve", kind: .integer(\.database.streamReserve, 0...1_000)),
             Setting(path: "database.streamAcquireTimeoutMs", kind: .integer(\.database.streamAcquireTimeoutMs, 0...3_600_000)),
             Setting(path: "database.applicationName", kind: .optionalString(\.database.applicationName)),

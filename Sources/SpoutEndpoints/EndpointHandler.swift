@@ -38,12 +38,16 @@ struct EndpointHandler: Sendable {
     let identity: (settings: SpoutConfiguration.Identity, verifier: TokenVerifier?)
     /// The claim parameters the endpoint's statements use (`claims.sub`).
     let claimNames: Set<String>
+    /// Whether the request's trace context goes into its transaction (``session(for:_:)``).
+    let tracesIntoDatabase: Bool
 
     init(
         endpoint: Endpoint, database: Database, timeout: Duration?, documentation: APIDocumentation, logger: Logger,
-        cursorKey: PageCursorKey, identity: (settings: SpoutConfiguration.Identity, verifier: TokenVerifier?) = (.init(), nil)
+        cursorKey: PageCursorKey, tracesIntoDatabase: Bool = false,
+        identity: (settings: SpoutConfiguration.Identity, verifier: TokenVerifier?) = (.init(), nil)
     ) {
         self.identity = identity
+        self.tracesIntoDatabase = tracesIntoDatabase
         self.endpoint = endpoint
         self.database = database
         self.timeout = timeout
@@ -111,15 +115,16 @@ struct EndpointHandler: Sendable {
         }
         try self.checkRequired(request.arguments)
         let selected = try self.selectedDetails(request)
+        let session = self.session(for: identity, request)
         if let page = try self.pageRequest(request) {
-            return try self.page(page, request: request, details: selected, session: identity?.session)
+            return try self.page(page, request: request, details: selected, session: session)
         }
         let stream = try self.stream(arguments: request.arguments, details: selected)
         if self.endpoint.readOnly, let shape = self.endpoint.result.shape, self.endpoint.result != .created {
             var rows = RowResult(
                 stream: stream, database: self.database, shape: shape, readOnly: true, statementTimeout: self.timeout,
                 onReplica: self.endpoint.consistency == .replica)
-            rows.session = identity?.session
+            rows.session = session
             if shape != .array && !rows.streamsSingleRow {
                 rows.validator = .body
             } else if let version = self.version, identity == nil {
@@ -131,7 +136,7 @@ struct EndpointHandler: Sendable {
             }
             return Response(headers: self.cachingHeaders, body: .produced(rows))
         }
-        var response = try await self.runInTransaction(stream, request: request, session: identity?.session)
+        var response = try await self.runInTransaction(stream, request: request, session: session)
         if identity != nil {
             // What a write answers depends on who asked, as a read's does.
             for field in self.cachingHeaders { response.headers.replaceOrAdd(field.name, field.value) }
@@ -187,6 +192,17 @@ struct EndpointHandler: Sendable {
 
     /// One page, read whole (at most `maxSize` rows) and sent with a strong `ETag` and, unless
     /// it is the last, a `Link` to the next page.
+    /// What the request's transaction is set to: the identity's role and claims, and, with
+    /// ``tracesIntoDatabase``, the request's trace context; nil when neither.
+    private func session(for identity: RequestIdentity?, _ request: Request) -> RequestSession? {
+        var session = identity?.session
+        if self.tracesIntoDatabase, let trace = request.traceContext {
+            session = session ?? RequestSession(role: nil, claimsJSON: nil)
+            session?.traceContext = trace
+        }
+        return session
+    }
+
     private func page(_ page: PageRequest, request: Request, details: Set<String>, session: RequestSession?) throws -> Response {
         guard let pages = self.pages, let key = self.endpoint.page?.key else { preconditionFailure("not a paged endpoint") }
         var arguments = request.arguments

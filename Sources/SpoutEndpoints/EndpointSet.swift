@@ -44,6 +44,9 @@ public struct EndpointSet: Sendable {
     /// refused: endpoints that need one answer 401).
     public var identity = SpoutConfiguration.Identity()
     public var tokenVerifier: TokenVerifier? = nil
+    /// Whether each request's transaction shows its trace context to the database
+    /// (`database.traceContext`, ``SpoutCore/RequestSession/traceContext``).
+    public var tracesIntoDatabase = false
 
     /// The path of the generated OpenAPI document.
     public static let openAPIPath = "/openapi.json"
@@ -66,6 +69,7 @@ public struct EndpointSet: Sendable {
             environment: environment)
         if !configuration.cursorSecret.isEmpty { endpoints.cursorKey = PageCursorKey(secret: configuration.cursorSecret) }
         endpoints.identity = configuration.identity
+        endpoints.tracesIntoDatabase = configuration.database.traceContext
         endpoints.tokenVerifier = try Self.tokenVerifier(configuration: configuration, environment: environment)
         return endpoints
     }
@@ -121,7 +125,7 @@ public struct EndpointSet: Sendable {
         for endpoint in self.endpoints {
             let handler = EndpointHandler(
                 endpoint: endpoint, database: database, timeout: endpoint.timeout ?? self.defaultStatementTimeout,
-                documentation: documentation, logger: logger, cursorKey: self.cursorKey,
+                documentation: documentation, logger: logger, cursorKey: self.cursorKey, tracesIntoDatabase: self.tracesIntoDatabase,
                 identity: (self.identity, self.tokenVerifier))
             routes.append(
                 Route(

@@ -18,10 +18,10 @@ public struct RowResult: ResponseProducer {
     /// For a page of a paged endpoint: the `Link` target of the next page, made from how the
     /// page ended, or nil on the last page. A paged result is sent whole (its size is bounded).
     public var nextPage: (@Sendable (StreamOutcome) throws -> String?)?
-    /// Who the request runs as in the database (role and claims, PostgreSQL); nil for none.
-    /// A request with a session always runs on the database's threads in a transaction (never
-    /// event-driven), where ``DatabaseConnection/runRequest(statementTimeout:transaction:session:_:)``
-    /// sets it for that transaction only.
+    /// Who the request runs as in the database (role and claims, PostgreSQL) and its trace
+    /// context; nil for none. Set for the request's transaction only: on the database's
+    /// threads by ``DatabaseConnection/runRequest(statementTimeout:transaction:session:_:)``,
+    /// event-driven first in each implicit transaction of the pipeline.
     public var session: RequestSession? = nil
 
     /// The validators a row response can carry.

@@ -127,6 +127,9 @@ public struct SpoutConfiguration: Sendable, Hashable {
         /// The PostgreSQL connections' `application_name`; empty for `spout@HOST/PID` (see
         /// ``DatabaseConfiguration/applicationName``).
         public var applicationName = ""
+        /// PostgreSQL: each request's transaction sets `application_name` to its trace
+        /// context first (``SpoutCore/RequestSession/traceContext``).
+        public var traceContext = false
         public var seed = Seed()
 
         public init() {}

@@ -9,6 +9,10 @@ public struct Request: Sendable {
     /// The request id: the client's `X-Request-Id` when it sent one, else generated. Echoed in
     /// the response's `X-Request-Id` header and logged as `request.id`.
     public let id: String
+    /// This server's span of the request in its W3C trace, `<trace id>-<span id>` (32 and 16
+    /// lowercase hex digits, ``RequestTrace``); nil for a request the server did not receive
+    /// (a test's).
+    public let traceContext: String?
     public let method: HTTPRequest.Method
     /// The path without the query string, as sent (not percent-decoded).
     public let path: String
@@ -34,6 +38,7 @@ public struct Request: Sendable {
     /// handlers directly.
     public init(
         id: String = "test",
+        traceContext: String? = nil,
         method: HTTPRequest.Method,
         path: String,
         queryString: String? = nil,
@@ -45,17 +50,18 @@ public struct Request: Sendable {
         arguments: [String: SQLValue] = [:]
     ) {
         self.init(
-            id: id, method: method, path: path, queryString: queryString, headers: headers, body: body,
+            id: id, traceContext: traceContext, method: method, path: path, queryString: queryString, headers: headers, body: body,
             query: queryString.flatMap { try? FormURLEncoding.parse($0) } ?? RawArguments(), routeTemplate: routeTemplate,
             pathKeys: pathKeys, rawArguments: rawArguments, arguments: arguments
         )
     }
 
     init(
-        id: String, method: HTTPRequest.Method, path: String, queryString: String?, headers: HTTPFields, body: [UInt8],
+        id: String, traceContext: String?, method: HTTPRequest.Method, path: String, queryString: String?, headers: HTTPFields, body: [UInt8],
         query: RawArguments, routeTemplate: String?, pathKeys: [String: String], rawArguments: RawArguments?, arguments: [String: SQLValue]
     ) {
         self.id = id
+        self.traceContext = traceContext
         self.method = method
         self.path = path
         self.queryString = queryString

@@ -33,7 +33,7 @@ extension PostgresConnection: EventDrivenConnection {
         let handle: OpaquePointer
         let settings: [BoundStatement]
         do {
-            settings = try session.map { [try Self.sessionStatement($0)] } ?? []
+            settings = try session.map { [try self.sessionStatement($0)] } ?? []
             handle = try self.idleHandle()
             #if os(Linux)
             try self.obey(self.stateMachine.eventDrivenStarted())

@@ -14,7 +14,7 @@ extension PostgresConnection {
     /// (a role the connection's user may not take), what was opened is rolled back.
     public func begin(readOnly: Bool, session: RequestSession) throws {
         var statements = try self.beginStatements(readOnly: readOnly).map { BoundStatement(try ParsedSQL.cached($0, dialect: .postgres), []) }
-        statements.append(try Self.sessionStatement(session))
+        statements.append(try self.sessionStatement(session))
         do {
             try self.runSettings(statements)
         } catch {
@@ -24,16 +24,34 @@ extension PostgresConnection {
         self.stateMachine.transactionBegun(implicit: false)
     }
 
-    /// The statement that sets `session`'s role (when it names one) and claims, local to the
-    /// transaction it runs in: ``begin(readOnly:session:)``'s, and the first of each implicit
+    /// The statement that sets what `session` holds, local to the transaction it runs in: the
+    /// role, the claims, and an `application_name` that starts with the trace context
+    /// (``tracedApplicationName(_:)``); each bound as a parameter, so the text is one of a few
+    /// and stays prepared. ``begin(readOnly:session:)``'s, and the first of each implicit
     /// transaction of an event-driven run with a session.
-    static func sessionStatement(_ session: RequestSession) throws -> BoundStatement {
-        let claims = "set_config('\(RequestSession.claimsSetting)', :claims, true)"
+    func sessionStatement(_ session: RequestSession) throws -> BoundStatement {
+        var calls: [String] = []
+        var arguments: [String: SQLValue] = [:]
         if let role = session.role {
-            let sql = try ParsedSQL.cached("SELECT set_config('role', :role, true), \(claims)", dialect: .postgres)
-            return BoundStatement(sql, [.text(role), .text(session.claimsJSON)])
+            calls.append("set_config('role', :role, true)")
+            arguments["role"] = .text(role)
         }
-        return BoundStatement(try ParsedSQL.cached("SELECT \(claims)", dialect: .postgres), [.text(session.claimsJSON)])
+        if let claims = session.claimsJSON {
+            calls.append("set_config('\(RequestSession.claimsSetting)', :claims, true)")
+            arguments["claims"] = .text(claims)
+        }
+        if let trace = session.traceContext {
+            calls.append("set_config('application_name', :applicationName, true)")
+            arguments["applicationName"] = .text(self.tracedApplicationName(trace))
+        }
+        let sql = try ParsedSQL.cached("SELECT " + (calls.isEmpty ? "1" : calls.joined(separator: ", ")), dialect: .postgres)
+        return BoundStatement(sql, try sql.bind(arguments))
+    }
+
+    /// `<trace context> <the connection's application_name>`: the trace first, since
+    /// PostgreSQL keeps 63 bytes of an `application_name` in `pg_stat_activity`.
+    func tracedApplicationName(_ traceContext: String) -> String {
+        self.applicationName.isEmpty ? traceContext : traceContext + " " + self.applicationName
     }
 
     /// 0 when the replica has replayed all it received (an idle primary writes nothing, so the

@@ -78,6 +78,9 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     /// and settings, each sent and waited for once): how tests tell what a request costs in
     /// latency, where ``SpoutCore/QueryStatistics`` counts the request's statements.
     private(set) var roundTrips = 0
+    /// The `application_name` the server reported for the session when it opened: what a
+    /// traced transaction's name follows (``tracedApplicationName(_:)``).
+    let applicationName: String
     /// The cursor of the single-row query in progress: ``reset()`` closes it, so that it never
     /// reads the results of a later statement.
     weak var activeStream: PostgresSingleRowCursor?
@@ -129,6 +132,7 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         }
         self.handle = connection
         self.statistics = statistics
+        self.applicationName = PQparameterStatus(connection, "application_name").map { String(cString: $0) } ?? ""
         self.stateMachine = PostgresConnectionStateMachine(keepsSessionState: keepsSessionState)
         self.cancelState = Mutex(CancelState(handle: PostgresCancelHandle(cancel)))
     }

@@ -126,7 +126,8 @@ struct ConfigurationTests {
         #expect(table["maxDetailDepth"] == "SPOUT_MAX_DETAIL_DEPTH")
         #expect(table["identity.jwksUrl"] == "SPOUT_IDENTITY_JWKS_URL")
         #expect(table["identity.apiKeys"] == "SPOUT_IDENTITY_API_KEYS")
-        #expect(table.count == 57)
+        #expect(table["database.traceContext"] == "SPOUT_DATABASE_TRACE_CONTEXT")
+        #expect(table.count == 58)
         #expect(Set(table.values).count == table.count)
     }
 
