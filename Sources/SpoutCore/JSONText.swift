@@ -42,6 +42,36 @@ public enum JSONText {
         out.append(UInt8(ascii: "\""))
     }
 
+    /// Writes a driver's text bytes, which may not be valid UTF-8, as a JSON string: exactly
+    /// what ``writeString(_:to:)`` writes for `String(decoding: bytes, as: UTF8.self)` (invalid
+    /// bytes become U+FFFD). ASCII, the common case, is copied without making a `String`.
+    public static func writeString(unvalidatedUTF8 bytes: UnsafeBufferPointer<UInt8>, to out: inout ChunkedOutput) {
+        if self.isASCII(bytes) {
+            // ASCII is valid UTF-8: String(decoding:as:) would keep every byte.
+            self.writeString(utf8: bytes, to: &out)
+        } else {
+            self.writeString(String(decoding: bytes, as: UTF8.self), to: &out)
+        }
+    }
+
+    /// Whether every byte is below 0x80, eight bytes at a time.
+    @inline(__always)
+    static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        let raw = UnsafeRawPointer(base)
+        var offset = 0
+        var bits: UInt64 = 0
+        while offset + 8 <= bytes.count {
+            bits |= raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            offset += 8
+        }
+        while offset < bytes.count {
+            bits |= UInt64(base[offset])
+            offset += 1
+        }
+        return bits & 0x8080_8080_8080_8080 == 0
+    }
+
     /// Writes a signed integer in decimal, in place, without allocating.
     @inlinable @inline(__always)
     public static func writeInteger(_ value: Int64, to out: inout ChunkedOutput) {

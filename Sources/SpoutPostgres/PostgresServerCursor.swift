@@ -16,7 +16,7 @@ import SpoutCore
 /// and not failed; after the transaction has ended, ``next()`` throws. A `FETCH` sent ahead is
 /// read to its end by ``close()``, not cancelled, so the transaction goes on (a commit after a
 /// limit stopped reading succeeds); ``PostgresConnection/reset()`` cancels it instead.
-final class PostgresServerCursor: RowCursor {
+final class PostgresServerCursor: JSONWritingCursor {
     private(set) var columns: [Column] = []
     private var decoders: [PostgresColumnDecoder] = []
     private let connection: PostgresConnection
@@ -123,6 +123,16 @@ final class PostgresServerCursor: RowCursor {
     func value(at index: Int) -> SQLValue {
         guard let batch = self.batch, self.row >= 0, self.row < self.rowCount else { return .null }
         return self.decoders[index].value(in: batch, row: self.row, column: Int32(index))
+    }
+
+    /// Writes the value straight from the batch's text (``PostgresColumnDecoder/writeJSON(in:row:column:dateFormat:to:)``);
+    /// `null` where ``value(at:)`` would return `.null` because the cursor is not on a row.
+    func writeJSON(at index: Int, dateFormat: DateFormat, to out: inout ChunkedOutput) {
+        guard let batch = self.batch, self.row >= 0, self.row < self.rowCount else {
+            out.append("null")
+            return
+        }
+        self.decoders[index].writeJSON(in: batch, row: self.row, column: Int32(index), dateFormat: dateFormat, to: &out)
     }
 
     func close() {

@@ -7,7 +7,7 @@ import SpoutCore
 /// The connection is busy until ``next()`` returns `false` or throws, or ``close()`` is called
 /// (which cancels the statement if it is still running and drains the rest). Dropping an
 /// unfinished cursor closes it.
-final class PostgresSingleRowCursor: RowCursor {
+final class PostgresSingleRowCursor: JSONWritingCursor {
     let columns: [Column]
     private let decoders: [PostgresColumnDecoder]
     /// Nil for a cursor that was complete when created.
@@ -74,6 +74,16 @@ final class PostgresSingleRowCursor: RowCursor {
     func value(at index: Int) -> SQLValue {
         guard let current = self.current else { return .null }
         return self.decoders[index].value(in: current, row: 0, column: Int32(index))
+    }
+
+    /// Writes the value straight from the row's text (``PostgresColumnDecoder/writeJSON(in:row:column:dateFormat:to:)``);
+    /// `null` when the cursor is not on a row.
+    func writeJSON(at index: Int, dateFormat: DateFormat, to out: inout ChunkedOutput) {
+        guard let current = self.current else {
+            out.append("null")
+            return
+        }
+        self.decoders[index].writeJSON(in: current, row: 0, column: Int32(index), dateFormat: dateFormat, to: &out)
     }
 
     func close() {

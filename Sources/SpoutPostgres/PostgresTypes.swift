@@ -76,6 +76,49 @@ struct PostgresColumnDecoder: Sendable, Hashable {
         }
         return PostgresTextDecoder.decode(bytes, as: self.element)
     }
+
+    /// Writes field (`row`, `column`) of `result` as JSON: exactly the bytes
+    /// `JSONText.writeValue(value(in:row:column:), dateFormat:to:)` writes, straight from
+    /// libpq's text where the type allows (integers, booleans, text, dates, timestamps),
+    /// without a ``SpoutCore/SQLValue`` (nor, for ASCII text, a `String`); through
+    /// ``value(in:row:column:)`` for the others and for text that does not parse as its type.
+    @inline(__always)
+    func writeJSON(in result: OpaquePointer, row: Int32, column: Int32, dateFormat: DateFormat, to out: inout ChunkedOutput) {
+        if PQgetisnull(result, row, column) != 0 {
+            out.append("null")
+            return
+        }
+        guard !self.isArray, let start = PQgetvalue(result, row, column) else {
+            JSONText.writeValue(self.value(in: result, row: row, column: column), dateFormat: dateFormat, to: &out)
+            return
+        }
+        let bytes = UnsafeBufferPointer(
+            start: UnsafeRawPointer(start).assumingMemoryBound(to: UInt8.self), count: Int(PQgetlength(result, row, column)))
+        switch self.element {
+        case .integer:
+            if let value = PostgresTextDecoder.parseInteger(bytes) {
+                JSONText.writeInteger(value, to: &out)
+                return
+            }
+        case .bool where bytes.count == 1 && bytes[0] == UInt8(ascii: "t"):
+            out.append("true")
+            return
+        case .bool where bytes.count == 1 && bytes[0] == UInt8(ascii: "f"):
+            out.append("false")
+            return
+        case .text:
+            JSONText.writeString(unvalidatedUTF8: bytes, to: &out)
+            return
+        case .date:
+            if let days = CivilTime.parseDate(bytes) {
+                JSONText.writeDate(days: days, dateFormat: dateFormat, to: &out)
+                return
+            }
+        default:
+            break
+        }
+        JSONText.writeValue(PostgresTextDecoder.decode(bytes, as: self.element), dateFormat: dateFormat, to: &out)
+    }
 }
 
 /// The built-in type OIDs of `pg_type` that Spout maps (stable across PostgreSQL versions).

@@ -69,11 +69,8 @@ enum SQLiteJSONWriter {
             let bytes = UnsafeBufferPointer(start: pointer, count: pointer == nil ? 0 : count)
             if isDate, let days = CivilTime.parseDate(bytes) {
                 JSONText.writeDate(days: days, dateFormat: dateFormat, to: &out)
-            } else if Self.isASCII(bytes) {
-                // ASCII is valid UTF-8: String(decoding:as:) would keep every byte.
-                JSONText.writeString(utf8: bytes, to: &out)
             } else {
-                JSONText.writeString(String(decoding: bytes, as: UTF8.self), to: &out)
+                JSONText.writeString(unvalidatedUTF8: bytes, to: &out)
             }
         default:
             // A BLOB, which the reader reads as bytes whatever the column's type.
@@ -88,23 +85,5 @@ enum SQLiteJSONWriter {
         to out: inout ChunkedOutput
     ) {
         JSONText.writeValue(SQLiteValueReader.value(of: statement, at: index, type: type), dateFormat: dateFormat, to: &out)
-    }
-
-    /// Whether every byte is below 0x80, eight bytes at a time.
-    @inline(__always)
-    static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard let base = bytes.baseAddress else { return true }
-        let raw = UnsafeRawPointer(base)
-        var offset = 0
-        var bits: UInt64 = 0
-        while offset + 8 <= bytes.count {
-            bits |= raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-            offset += 8
-        }
-        while offset < bytes.count {
-            bits |= UInt64(base[offset])
-            offset += 1
-        }
-        return bits & 0x8080_8080_8080_8080 == 0
     }
 }

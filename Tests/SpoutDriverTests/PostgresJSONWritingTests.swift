@@ -1,0 +1,64 @@
+import SpoutCore
+import Testing
+
+@testable import SpoutPostgres
+
+/// PostgreSQL's cursors write JSON straight from libpq's text (``JSONWritingCursor``): for
+/// every type Spout maps, NULLs, odd values and both date formats, the bytes are exactly those
+/// of `JSONText.writeValue(value(at:))`, through a server-side cursor (streams) and in
+/// single-row mode.
+@Suite(.serialized, .enabled(if: PostgresTestEnvironment.isEnabled))
+struct PostgresJSONWritingTests {
+    static let sql = """
+        SELECT * FROM (VALUES
+          (1::int2, 2::int4, '-9223372036854775808'::int8, true, 'plain'::text, 'quote " back \\ tab \t nl
+        ctl ' || chr(1) || ' é 名前 😀'::varchar, 'pad'::char(5), 'nm'::name,
+           DATE '2024-02-29', DATE 'infinity', DATE '0044-03-15 BC', TIMESTAMP '2024-02-29 12:34:56.789',
+           TIMESTAMPTZ '1969-12-31 23:59:59.999999+00', 12345.678900::numeric, 1.5::float8, 'NaN'::float8,
+           '{"a": [1, "x"]}'::json, '{"b": 2}'::jsonb, '\\xdeadbeef'::bytea, '12:30'::time,
+           'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid, ARRAY[1, NULL, 3]::int4[], ARRAY['x', 'y"z']::text[]),
+          (NULL, NULL, 0, false, '', NULL, NULL, NULL, NULL, DATE '-infinity', NULL, NULL, NULL, NULL, NULL, '-Infinity'::float8,
+           NULL, NULL, ''::bytea, NULL, NULL, ARRAY[]::int4[], NULL)
+        ) AS v
+        """
+
+    /// Every value of every row: (the cursor's own JSON, the JSON of its value).
+    static func bothWays(_ cursor: any RowCursor, dateFormat: DateFormat) throws -> [(String, String)] {
+        let writer = try #require(cursor as? any JSONWritingCursor, "the cursor writes no JSON itself")
+        var pairs: [(String, String)] = []
+        while try cursor.next() {
+            for index in cursor.columns.indices {
+                let direct = CollectingSink()
+                var out = ChunkedOutput(sink: direct)
+                writer.writeJSON(at: index, dateFormat: dateFormat, to: &out)
+                try out.finish()
+                let viaValue = CollectingSink()
+                var other = ChunkedOutput(sink: viaValue)
+                JSONText.writeValue(cursor.value(at: index), dateFormat: dateFormat, to: &other)
+                try other.finish()
+                pairs.append((String(decoding: direct.bytes, as: UTF8.self), String(decoding: viaValue.bytes, as: UTF8.self)))
+            }
+        }
+        return pairs
+    }
+
+    @Test(arguments: [DateFormat.epochMilliseconds, .iso8601])
+    func directJSONIsTheValuesJSON(dateFormat: DateFormat) throws {
+        let connection = try PostgresTestEnvironment.connect()
+        defer { connection.close() }
+        let parsed = try ParsedSQL(Self.sql, dialect: .postgres)
+        try connection.begin(readOnly: true)
+        let streamed = try Self.bothWays(try connection.query(parsed, [], options: QueryOptions(interleaved: true)), dateFormat: dateFormat)
+        try connection.commit()
+        let single = try Self.bothWays(try connection.query(parsed, [], options: QueryOptions()), dateFormat: dateFormat)
+        for pairs in [streamed, single] {
+            #expect(pairs.count == 46)
+            for (direct, viaValue) in pairs {
+                #expect(direct == viaValue)
+            }
+        }
+        // The direct path did write what matters: text escaped, integers, dates.
+        #expect(streamed.map(\.0).contains(#""quote \" back \\ tab \t nl\nctl \u0001 é 名前 😀""#))
+        #expect(streamed.map(\.0).contains("-9223372036854775808"))
+    }
+}
