@@ -12,18 +12,11 @@ struct EmployeesLoaderTests {
 
     // MARK: The test_db fixture
 
-    @Test(.enabled(if: TestDatabases.postgresEnabled)) func loadsTheFixtureIntoPostgres() throws {
-        try self.loadsTheFixture(.postgres)
-    }
-
-    @Test func loadsTheFixtureIntoSQLite() throws {
-        try self.loadsTheFixture(.sqlite)
-    }
-
     /// Loads `Tests/Fixtures/test_db` (test_db's format, with its corners) and checks every
     /// table, the corners' values and the indexes.
-    private func loadsTheFixture(_ kind: TestDatabaseKind) throws {
-        try withTestDatabase(kind) { connection throws in
+    @Test(arguments: [SQLDialect.postgres, .sqlite])
+    func loadsTheFixture(_ dialect: SQLDialect) throws {
+        try withTestDatabase(dialect) { connection throws in
             var finished: [String] = []
             var lastProgress: [String: (rows: Int, bytesDone: Int64, bytesTotal: Int64)] = [:]
             let progress = ClosureProgressReporter(
@@ -72,7 +65,7 @@ struct EmployeesLoaderTests {
             #expect(try fetchRows(connection, "SELECT count(*) FROM titles WHERE to_date IS NULL") == [[1]])
 
             // Secondary indexes exist after the load.
-            let indexSQL = kind == .postgres
+            let indexSQL = dialect == .postgres
                 ? "SELECT indexname::text FROM pg_indexes WHERE indexname LIKE '%\\_idx' ORDER BY 1"
                 : "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE '%idx' ORDER BY 1"
             #expect(try fetchRows(connection, indexSQL).map { $0[0] } == [
@@ -84,15 +77,8 @@ struct EmployeesLoaderTests {
 
     // MARK: Existing tables
 
-    @Test(.enabled(if: TestDatabases.postgresEnabled)) func secondLoadNeedsReplaceOnPostgres() throws {
-        try self.secondLoadNeedsReplace(.postgres)
-    }
-
-    @Test func secondLoadNeedsReplaceOnSQLite() throws {
-        try self.secondLoadNeedsReplace(.sqlite)
-    }
-
-    private func secondLoadNeedsReplace(_ kind: TestDatabaseKind) throws {
+    @Test(arguments: [SQLDialect.postgres, .sqlite])
+    func secondLoadNeedsReplace(_ dialect: SQLDialect) throws {
         let small = try DataTestFixtures.makeTemporaryDirectory()
         let other = try DataTestFixtures.makeTemporaryDirectory()
         defer {
@@ -101,7 +87,7 @@ struct EmployeesLoaderTests {
         }
         let smallSummary = try EmployeesGenerator.generate(directory: small.path, employees: 40, seed: 1)
         let otherSummary = try EmployeesGenerator.generate(directory: other.path, employees: 60, seed: 2)
-        try withTestDatabase(kind) { connection throws in
+        try withTestDatabase(dialect) { connection throws in
             try self.loader.load(directory: small.path, into: connection)
             let before = try employeesCounts(connection)
             #expect(before["employees"] == 40)
@@ -145,15 +131,8 @@ struct EmployeesLoaderTests {
         ]
     }()
 
-    @Test(.enabled(if: TestDatabases.postgresEnabled)) func malformedDumpsChangeNothingOnPostgres() throws {
-        try self.malformedDumpsChangeNothing(.postgres)
-    }
-
-    @Test func malformedDumpsChangeNothingOnSQLite() throws {
-        try self.malformedDumpsChangeNothing(.sqlite)
-    }
-
-    private func malformedDumpsChangeNothing(_ kind: TestDatabaseKind) throws {
+    @Test(arguments: [SQLDialect.postgres, .sqlite])
+    func malformedDumpsChangeNothing(_ dialect: SQLDialect) throws {
         let original = try DataTestFixtures.makeTemporaryDirectory()
         let replacement = try DataTestFixtures.makeTemporaryDirectory()
         defer {
@@ -162,7 +141,7 @@ struct EmployeesLoaderTests {
         }
         try EmployeesGenerator.generate(directory: original.path, employees: 30, seed: 5)
         try EmployeesGenerator.generate(directory: replacement.path, employees: 300, seed: 6)
-        try withTestDatabase(kind) { connection throws in
+        try withTestDatabase(dialect) { connection throws in
             try connection.executeScript("CREATE TABLE keep_me (id INTEGER); INSERT INTO keep_me VALUES (1)")
             try self.loader.load(directory: original.path, into: connection)
             let before = try employeesCounts(connection)
@@ -195,24 +174,17 @@ struct EmployeesLoaderTests {
         }
     }
 
-    @Test(.enabled(if: TestDatabases.postgresEnabled)) func foreignKeysHoldOnPostgres() throws {
-        try self.foreignKeysHold(.postgres)
-    }
-
-    @Test func foreignKeysHoldOnSQLite() throws {
-        try self.foreignKeysHold(.sqlite)
-    }
-
     /// The schema's foreign keys exist after a load, and a row that violates one fails the
     /// load and changes nothing.
-    private func foreignKeysHold(_ kind: TestDatabaseKind) throws {
+    @Test(arguments: [SQLDialect.postgres, .sqlite])
+    func foreignKeysHold(_ dialect: SQLDialect) throws {
         let directory = try DataTestFixtures.makeTemporaryDirectory()
         defer { directory.remove() }
         try EmployeesGenerator.generate(directory: directory.path, employees: 50, seed: 8)
-        try withTestDatabase(kind) { connection throws in
+        try withTestDatabase(dialect) { connection throws in
             try self.loader.load(directory: directory.path, into: connection)
             let before = try employeesCounts(connection)
-            let foreignKeySQL = kind == .postgres
+            let foreignKeySQL = dialect == .postgres
                 ? "SELECT count(*) FROM pg_constraint WHERE contype = 'f' AND pg_get_constraintdef(oid) LIKE '%ON DELETE CASCADE'"
                 : "SELECT count(*) FROM sqlite_master m, pragma_foreign_key_list(m.name) f WHERE m.type = 'table' AND f.on_delete = 'CASCADE'"
             #expect(try fetchRows(connection, foreignKeySQL) == [[6]])
@@ -322,20 +294,13 @@ struct EmployeesLoaderTests {
 
     // MARK: Generated data
 
-    @Test(.enabled(if: TestDatabases.postgresEnabled)) func generatedDataLoadsIntoPostgres() throws {
-        try self.generatedDataLoads(.postgres)
-    }
-
-    @Test func generatedDataLoadsIntoSQLite() throws {
-        try self.generatedDataLoads(.sqlite)
-    }
-
-    private func generatedDataLoads(_ kind: TestDatabaseKind) throws {
+    @Test(arguments: [SQLDialect.postgres, .sqlite])
+    func generatedDataLoads(_ dialect: SQLDialect) throws {
         let directory = try DataTestFixtures.makeTemporaryDirectory()
         defer { directory.remove() }
         let employees = 20_000
         let generated = try EmployeesGenerator.generate(directory: directory.path, employees: employees, seed: 11)
-        try withTestDatabase(kind) { connection throws in
+        try withTestDatabase(dialect) { connection throws in
             let summary = try self.loader.load(directory: directory.path, into: connection)
             let counts = try employeesCounts(connection)
             #expect(counts["employees"] == Int64(employees))

@@ -21,16 +21,9 @@ struct PetsLoaderTests {
         ["Whistler", "Gwen", "bird", .null, date("1997-12-09"), .null],
     ]
 
-    @Test(.enabled(if: TestDatabases.postgresEnabled)) func seedAndTSVGiveTheSameRowsOnPostgres() throws {
-        try self.seedAndTSVGiveTheSameRows(.postgres)
-    }
-
-    @Test func seedAndTSVGiveTheSameRowsOnSQLite() throws {
-        try self.seedAndTSVGiveTheSameRows(.sqlite)
-    }
-
-    private func seedAndTSVGiveTheSameRows(_ kind: TestDatabaseKind) throws {
-        try withTestDatabase(kind) { connection throws in
+    @Test(arguments: [SQLDialect.postgres, .sqlite])
+    func seedAndTSVGiveTheSameRows(_ dialect: SQLDialect) throws {
+        try withTestDatabase(dialect) { connection throws in
             #expect(try self.loader.load(into: connection) == 9)
             #expect(try fetchRows(connection, "SELECT * FROM pet ORDER BY name") == Self.expectedPets)
             #expect {
