@@ -1,7 +1,6 @@
 import Prometheus
 import SpoutCore
 import SpoutHTTP
-import Synchronization
 
 /// The databases' metrics: pools, waits for a connection, cancelled and timed-out statements,
 /// and how long streams lease connections. The observer of every database the server opens
@@ -13,7 +12,7 @@ import Synchronization
 /// (``Family``); series are labelled by database name (`primary`, `replica 1`), a bounded set.
 public final class DatabaseMetrics: DatabaseObserver {
     private let registry: PrometheusCollectorRegistry
-    private let acquireWaits = Mutex<[String: DurationHistogram]>([:])
+    private let acquireWaits: LabeledDurationHistograms
     private let cancels: Counter
     private let acquireTimeouts: Counter
     private let statementTimeouts: Counter
@@ -21,6 +20,7 @@ public final class DatabaseMetrics: DatabaseObserver {
 
     public init(registry: PrometheusCollectorRegistry) {
         self.registry = registry
+        self.acquireWaits = LabeledDurationHistograms(registry: registry, family: Family.acquireWait, label: "database")
         self.cancels = registry.makeCounter(descriptor: Family.statementCancels.descriptor)
         self.acquireTimeouts = registry.makeCounter(descriptor: Family.acquireTimeouts.descriptor)
         self.statementTimeouts = registry.makeCounter(descriptor: Family.statementTimeouts.descriptor)
@@ -30,14 +30,7 @@ public final class DatabaseMetrics: DatabaseObserver {
     // MARK: DatabaseObserver
 
     public func connectionAcquired(database: String, after wait: Duration) {
-        let histogram = self.acquireWaits.withLock { histograms in
-            if let histogram = histograms[database] { return histogram }
-            let histogram = self.registry.makeDurationHistogram(
-                descriptor: Family.acquireWait.descriptor, labels: [("database", database)], buckets: ServerMetrics.durationBuckets)
-            histograms[database] = histogram
-            return histogram
-        }
-        histogram.recordNanoseconds(wait.wholeNanoseconds)
+        self.acquireWaits.record(wait, for: database)
     }
 
     public func acquireTimedOut(database: String) {

@@ -32,7 +32,7 @@ public final class ServerMetrics: Sendable {
     /// The registry the metrics live in.
     public let registry: PrometheusCollectorRegistry
     private let series = Mutex<[SeriesKey: RouteSeries]>([:])
-    private let firstBytes = Mutex<[String: DurationHistogram]>([:])
+    private let firstBytes: LabeledDurationHistograms
     /// The CPU seconds already added to `process_cpu_seconds_total` (a counter only grows, so
     /// each scrape adds what the process used since the last one).
     private let cpuSecondsCounted = Mutex<Double>(0)
@@ -44,7 +44,7 @@ public final class ServerMetrics: Sendable {
     let clientDisconnects: Counter
 
     /// The buckets of every duration histogram: 0.5 ms to 60 s.
-    public static let durationBuckets: [Duration] = [
+    static let durationBuckets: [Duration] = [
         .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
         .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
         .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10), .seconds(30), .seconds(60),
@@ -68,6 +68,7 @@ public final class ServerMetrics: Sendable {
         self.streamsInFlight = self.registry.makeGauge(descriptor: Family.streamsInFlight.descriptor)
         self.backpressurePauses = self.registry.makeCounter(descriptor: Family.backpressurePauses.descriptor)
         self.clientDisconnects = self.registry.makeCounter(descriptor: Family.clientDisconnects.descriptor)
+        self.firstBytes = LabeledDurationHistograms(registry: self.registry, family: Family.timeToFirstByte, label: "route")
     }
 
     // MARK: Recording
@@ -93,20 +94,7 @@ public final class ServerMetrics: Sendable {
 
     /// A streamed response sent its first byte `elapsed` after its request arrived.
     func firstByte(route: String, after elapsed: Duration) {
-        let histogram = self.histogram(in: self.firstBytes, family: .timeToFirstByte, label: "route", value: route)
-        histogram.recordNanoseconds(elapsed.wholeNanoseconds)
-    }
-
-    private func histogram(
-        in cache: borrowing Mutex<[String: DurationHistogram]>, family: Family, label: String, value: String
-    ) -> DurationHistogram {
-        cache.withLock { histograms in
-            if let histogram = histograms[value] { return histogram }
-            let histogram = self.registry.makeDurationHistogram(
-                descriptor: family.descriptor, labels: [(label, value)], buckets: Self.durationBuckets)
-            histograms[value] = histogram
-            return histogram
-        }
+        self.firstBytes.record(elapsed, for: route)
     }
 
     // MARK: Exposition
