@@ -236,7 +236,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 raw.merge(try BodyArguments.parse(bodyBytes, contentType: exchange.requestFields[values: .contentType].first))
                 let arguments = try ArgumentConversion.convert(raw, for: route.parameters)
                 request = Request(
-                    id: exchange.id, traceContext: exchange.trace.traceID + "-" + exchange.trace.spanID, method: method,
+                    id: exchange.id, traceContext: exchange.trace.ids, method: method,
                     path: String(exchange.path),
                     queryString: exchange.queryString.map(String.init),
                     headers: exchange.requestFields, body: bodyBytes, query: query,

@@ -14,6 +14,10 @@ struct RequestTrace: Sendable {
     let context: TraceContext
     /// The caller's span, when the request continued a trace.
     let parentSpanID: SpanID?
+    /// The trace id, 32 lowercase hex digits.
+    let traceID: String
+    /// The span id, 16 lowercase hex digits.
+    let spanID: String
 
     init(traceParent: String?, traceState: String?) {
         if let traceParent, let incoming = try? TraceContext(traceParentHeaderValue: traceParent, traceStateHeaderValue: traceState) {
@@ -23,13 +27,13 @@ struct RequestTrace: Sendable {
             self.context = TraceContext(traceID: .random(), spanID: .random(), flags: [], state: TraceState())
             self.parentSpanID = nil
         }
+        // Written out once: the access log and the request both use them.
+        self.traceID = self.context.traceID.description
+        self.spanID = self.context.spanID.description
     }
 
-    /// The trace id, 32 lowercase hex digits.
-    var traceID: String { self.context.traceID.description }
-
-    /// The span id, 16 lowercase hex digits.
-    var spanID: String { self.context.spanID.description }
+    /// `<trace id>-<span id>`: the span as ``Request/traceContext`` hands it on.
+    var ids: String { self.traceID + "-" + self.spanID }
 
     /// `00-<trace id>-<span id>-<flags>`: the value of `traceresponse` (and of the
     /// `traceparent` this server would send onwards).
