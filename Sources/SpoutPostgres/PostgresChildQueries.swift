@@ -25,7 +25,7 @@ public struct PostgresChildQueries: ChildQueryStrategy {
         child: ParsedSQL, keyNames: [String], keyColumns: [Column], keyValues: [[SQLValue]], arguments: [String: SQLValue],
         on connection: any DatabaseConnection
     ) throws -> (columns: [Column], groups: [[[SQLValue]]]) {
-        let lateral = try LateralBatch(child: child, keyNames: keyNames, keyColumns: keyColumns)
+        let lateral = try LateralBatch.cached(child: child, keyNames: keyNames, keyColumns: keyColumns)
         var bound = arguments
         for position in keyNames.indices {
             bound[lateral.arrayParameterNames[position]] = .array(keyValues.map { $0[position] })
@@ -56,7 +56,7 @@ public struct PostgresChildQueries: ChildQueryStrategy {
 ///
 /// where each parent-bound parameter of the child becomes `k.pN`. The child's own order is
 /// kept through `row_number()`, and parents come back in window order.
-struct LateralBatch {
+struct LateralBatch: Sendable {
     let sql: ParsedSQL
     let arrayParameterNames: [String]
 
@@ -88,6 +88,17 @@ struct LateralBatch {
         self.sql = ParsedSQL(segments: segments, dialect: .postgres)
         self.arrayParameterNames = names
     }
+
+    /// The batch built once per child, key names and key types in a process, as
+    /// ``ParentKeyCast/cached(child:keyNames:keyColumns:)`` is: every window of a stream, and
+    /// every request, binds the same few.
+    static func cached(child: ParsedSQL, keyNames: [String], keyColumns: [Column]) throws -> LateralBatch {
+        try Self.cache.value(for: ChildQueryKey(child: child, keyNames: keyNames, keyColumns: keyColumns)) {
+            try LateralBatch(child: child, keyNames: keyNames, keyColumns: keyColumns)
+        }
+    }
+
+    private static let cache = BoundedCache<ChildQueryKey, LateralBatch>(capacity: 4096)
 }
 
 /// A PostgreSQL child query run for a single parent: each parent-bound parameter becomes
@@ -116,18 +127,12 @@ struct ParentKeyCast: Sendable {
     /// The cast built once per child, key names and key types in a process: the same few
     /// children are bound for every single-row request.
     static func cached(child: ParsedSQL, keyNames: [String], keyColumns: [Column]) -> ParentKeyCast {
-        Self.cache.value(for: CacheKey(child: child.text, keyNames: keyNames, keyTypes: keyColumns.map(Self.typeName(of:)))) {
+        Self.cache.value(for: ChildQueryKey(child: child, keyNames: keyNames, keyColumns: keyColumns)) {
             ParentKeyCast(child: child, keyNames: keyNames, keyColumns: keyColumns)
         }
     }
 
-    private struct CacheKey: Hashable {
-        let child: String
-        let keyNames: [String]
-        let keyTypes: [String]
-    }
-
-    private static let cache = BoundedCache<CacheKey, ParentKeyCast>(capacity: 4096)
+    private static let cache = BoundedCache<ChildQueryKey, ParentKeyCast>(capacity: 4096)
 
     /// The PostgreSQL type of a parent column's values: its own type when it has a plain
     /// name (`int4`, `varchar`, ...), else one that holds every value of its ``ColumnType``.
@@ -147,5 +152,20 @@ struct ParentKeyCast: Sendable {
         case .bytes: return "bytea"
         case .text, .array, .unknown: return "text"
         }
+    }
+}
+
+/// What a child query rewritten for its parents depends on: the child as written (with its
+/// parameters' names: two children whose texts differ only in those bind different
+/// arguments) and its key parameters' names and types. The key of both rewrites' caches.
+private struct ChildQueryKey: Hashable, Sendable {
+    let child: String
+    let keyNames: [String]
+    let keyTypes: [String]
+
+    init(child: ParsedSQL, keyNames: [String], keyColumns: [Column]) {
+        self.child = child.source
+        self.keyNames = keyNames
+        self.keyTypes = keyColumns.map(ParentKeyCast.typeName(of:))
     }
 }
