@@ -59,18 +59,24 @@ struct PostgresColumnDecoder: Sendable, Hashable {
         self.isArray ? .array(self.element.columnType) : self.element.columnType
     }
 
+    /// The text of field (`row`, `column`) of `result` as libpq holds it; nil for NULL.
+    @inline(__always)
+    private static func text(in result: OpaquePointer, row: Int32, column: Int32) -> UnsafeBufferPointer<UInt8>? {
+        guard PQgetisnull(result, row, column) == 0, let start = PQgetvalue(result, row, column) else { return nil }
+        return UnsafeBufferPointer(
+            start: UnsafeRawPointer(start).assumingMemoryBound(to: UInt8.self), count: Int(PQgetlength(result, row, column)))
+    }
+
     /// Decodes field (`row`, `column`) of `result`. NULL becomes `.null`.
     @inline(__always)
     func value(in result: OpaquePointer, row: Int32, column: Int32) -> SQLValue {
-        if PQgetisnull(result, row, column) != 0 {
-            return .null
-        }
-        let length = Int(PQgetlength(result, row, column))
-        guard let start = PQgetvalue(result, row, column) else { return .null }
-        let bytes = UnsafeBufferPointer(
-            start: UnsafeRawPointer(start).assumingMemoryBound(to: UInt8.self),
-            count: length
-        )
+        guard let bytes = Self.text(in: result, row: row, column: column) else { return .null }
+        return self.value(of: bytes)
+    }
+
+    /// Decodes a field's text.
+    @inline(__always)
+    private func value(of bytes: UnsafeBufferPointer<UInt8>) -> SQLValue {
         if self.isArray {
             return PostgresArrayLiteral.parse(bytes, element: self.element)
         }
@@ -79,21 +85,20 @@ struct PostgresColumnDecoder: Sendable, Hashable {
 
     /// Writes field (`row`, `column`) of `result` as JSON: exactly the bytes
     /// `JSONText.writeValue(value(in:row:column:), dateFormat:to:)` writes, straight from
-    /// libpq's text where the type allows (integers, booleans, text, dates, timestamps),
-    /// without a ``SpoutCore/SQLValue`` (nor, for ASCII text, a `String`); through
-    /// ``value(in:row:column:)`` for the others and for text that does not parse as its type.
+    /// libpq's text where the type allows (integers, booleans, text, dates), without a
+    /// ``SpoutCore/SQLValue`` (nor, for ASCII text, a `String`); through the value for the
+    /// others (arrays, timestamps, numbers with a fraction, ...) and for text that does not
+    /// parse as its type.
     @inline(__always)
     func writeJSON(in result: OpaquePointer, row: Int32, column: Int32, dateFormat: DateFormat, to out: inout ChunkedOutput) {
-        if PQgetisnull(result, row, column) != 0 {
+        guard let bytes = Self.text(in: result, row: row, column: column) else {
             out.append("null")
             return
         }
-        guard !self.isArray, let start = PQgetvalue(result, row, column) else {
-            JSONText.writeValue(self.value(in: result, row: row, column: column), dateFormat: dateFormat, to: &out)
+        guard !self.isArray else {
+            JSONText.writeValue(self.value(of: bytes), dateFormat: dateFormat, to: &out)
             return
         }
-        let bytes = UnsafeBufferPointer(
-            start: UnsafeRawPointer(start).assumingMemoryBound(to: UInt8.self), count: Int(PQgetlength(result, row, column)))
         switch self.element {
         case .integer:
             if let value = PostgresTextDecoder.parseInteger(bytes) {
@@ -117,7 +122,7 @@ struct PostgresColumnDecoder: Sendable, Hashable {
         default:
             break
         }
-        JSONText.writeValue(PostgresTextDecoder.decode(bytes, as: self.element), dateFormat: dateFormat, to: &out)
+        JSONText.writeValue(self.value(of: bytes), dateFormat: dateFormat, to: &out)
     }
 }
 
