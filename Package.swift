@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 // Spout: SQL queries streamed as JSON over HTTP.
@@ -67,6 +67,13 @@ let package = Package(
         // W3C Trace Context (`traceparent`, `tracestate`): parsing and writing trace and span ids
         // (#34). Small: a few files on swift-collections, which swift-nio already brings.
         .package(url: "https://github.com/swift-otel/swift-w3c-trace-context.git", from: "1.0.0"),
+        // Spans (#34): the server's HTTP and database layers start them through the Tracing API
+        // (small: it adds swift-service-context), never through a global tracer.
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+        // The OTLP exporter behind that API, in `spout serve` only, over HTTP only (the trait:
+        // no gRPC). It brings swift-protobuf and async-http-client; its build cost is in
+        // docs/configuration.md (Tracing).
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         .systemLibrary(
@@ -114,6 +121,7 @@ let package = Package(
                 // and responses (#28); NIOHTTP1 still frames them on the wire.
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "W3CTraceContext", package: "swift-w3c-trace-context"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         .target(
@@ -130,6 +138,7 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         .target(name: "SpoutData", dependencies: ["SpoutCore"]),
@@ -145,6 +154,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "OTel", package: "swift-otel"),
             ]
         ),
         // The client library: NIO (with swift-nio-ssl for TLS) is its transport on Linux,

@@ -301,10 +301,14 @@ struct EndpointHandler: Sendable {
             let work = DatabaseWork(
                 readOnly: self.endpoint.readOnly, statementTimeout: self.timeout, transaction: .always(readOnly: self.endpoint.readOnly),
                 session: session, cancelsWithTask: self.endpoint.readOnly)
+            let spans = DatabaseSpans(request.span, database: self.database)
             outcome = try await self.database.withSession(work) { session in
-                try await session.run { connection in
-                    try Self.run(stream, result: result, format: format, dateFormat: dateFormat, on: connection)
+                let run = {
+                    try await session.run { connection in
+                        try Self.run(stream, result: result, format: format, dateFormat: dateFormat, on: connection)
+                    }
                 }
+                return try await DatabaseSpans.measure(spans, "transaction", run)
             }
         } catch {
             self.logger.debug(

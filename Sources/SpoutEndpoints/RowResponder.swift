@@ -3,6 +3,7 @@ import Logging
 import SpoutCore
 import SpoutHTTP
 import Synchronization
+import Tracing
 
 extension RowResult {
     public func produce(status: HTTPResponse.Status, headers: HTTPFields, through exchange: ResponseExchange) async throws {
@@ -45,11 +46,12 @@ struct RowResponder: Sendable {
         }
         var headers = original
         headers.replaceOrAdd(.contentType, format.contentType)
-        let observer = AcquireWait()
+        let spans = DatabaseSpans(self.exchange.request.span, database: rows.database)
+        let observer = AcquireWait(spans: spans)
         if rows.isSentWhole {
-            try await self.sendWhole(rows, status: status, headers: headers, format: format, observer: observer)
+            try await self.sendWhole(rows, status: status, headers: headers, format: format, observer: observer, spans: spans)
         } else {
-            try await self.stream(rows, status: status, headers: headers, format: format, observer: observer)
+            try await self.stream(rows, status: status, headers: headers, format: format, observer: observer, spans: spans)
         }
     }
 
@@ -70,15 +72,18 @@ struct RowResponder: Sendable {
     }
 
     private func sendWhole(
-        _ rows: RowResult, status: HTTPResponse.Status, headers: HTTPFields, format: OutputFormat, observer: AcquireWait
+        _ rows: RowResult, status: HTTPResponse.Status, headers: HTTPFields, format: OutputFormat, observer: AcquireWait,
+        spans: DatabaseSpans?
     ) async throws {
         let answer = try await rows.database.withSession(rows.work, observer: observer) { session -> WholeAnswer in
             var headers = headers
-            if case .version(let version)? = rows.validator, let tag = try await self.versionTag(version, format: format, session: session) {
+            if case .version(let version)? = rows.validator,
+                let tag = try await self.versionTag(version, format: format, session: session, spans: spans)
+            {
                 headers.replaceOrAdd(.eTag, tag.description)
                 if tag.isMatched(byIfNoneMatch: self.exchange.ifNoneMatch) { return .notModified(headers) }
             }
-            return .body(try await self.readWhole(rows, format: format, session: session), headers)
+            return .body(try await self.readWhole(rows, format: format, session: session, spans: spans), headers)
         }
         // The connection is back in its pool by now.
         switch answer {
@@ -107,46 +112,68 @@ struct RowResponder: Sendable {
     /// endpoint wants), the database waited on by the driver's I/O thread and the rows, held in
     /// memory, encoded on this task's executor; else on the database's threads. A client that
     /// goes away cancels the task, which cancels the statement.
-    private func readWhole(_ rows: RowResult, format: OutputFormat, session: DatabaseSession) async throws -> WholeBody {
+    private func readWhole(_ rows: RowResult, format: OutputFormat, session: DatabaseSession, spans: DatabaseSpans?) async throws -> WholeBody {
         let started = ContinuousClock.now
         // SQL that cannot be bound has no plan: the threads' path reports that error.
         if let connection = session.eventDrivenConnection(),
             let plan = try? PipelinedSingleRowPlan(rows.stream, shape: rows.shape, format: format, children: connection.childQueries)
         {
-            let batches = try await withTaskCancellationHandler {
-                try await session.runEventDriven(on: connection, plan.parent) { try plan.batch(after: $0) }
-            } onCancel: {
-                session.cancel()
+            let roundTrips = spans.map { _ in RoundTrips() }
+            let firstSize = plan.parent.statements.count + plan.parent.tentative.count
+            let batches: [[QueryResult]]
+            do {
+                batches = try await withTaskCancellationHandler {
+                    try await session.runEventDriven(on: connection, plan.parent) { results in
+                        let next = try plan.batch(after: results)
+                        roundTrips?.ended(next: next.statements.count + next.tentative.count)
+                        return next
+                    }
+                } onCancel: {
+                    session.cancel()
+                }
+            } catch {
+                if let spans { roundTrips?.record(into: spans, first: firstSize, from: started, to: .now, error: error) }
+                throw error
             }
             let encodeStarted = ContinuousClock.now
+            if let spans { roundTrips?.record(into: spans, first: firstSize, from: started, to: encodeStarted, error: nil) }
             let body = CollectingSink()
             let count = try plan.write(batches, as: format, shape: rows.shape, dateFormat: session.configuration.dateFormat, to: body)
+            let encoded = ContinuousClock.now
+            spans?.record("encode", from: encodeStarted, to: encoded, attributes: ["spout.rows": .int(Int64(count))])
             return WholeBody(
-                body: body.bytes, outcome: StreamOutcome(rows: count), database: encodeStarted - started,
-                encode: ContinuousClock.now - encodeStarted)
+                body: body.bytes, outcome: StreamOutcome(rows: count), database: encodeStarted - started, encode: encoded - encodeStarted)
         }
         let configuration = session.configuration
-        let (body, outcome) = try await session.run { connection in
-            let body = CollectingSink()
-            let outcome = try rows.run(as: format, to: body, on: connection, configuration: configuration)
-            return (body.bytes, outcome)
+        let run = {
+            try await session.run { connection in
+                let body = CollectingSink()
+                let outcome = try rows.run(as: format, to: body, on: connection, configuration: configuration)
+                return (body.bytes, outcome)
+            }
         }
+        let (body, outcome) = try await DatabaseSpans.measure(spans, "query", run)
         return WholeBody(body: body, outcome: outcome, database: ContinuousClock.now - started, encode: nil)
     }
 
     /// The weak tag of what `version` returns, or nil when it cannot be read (logged; the rows
     /// are still right without a validator). Throws only when the replica it ran on is gone.
-    private func versionTag(_ version: RowStream, format: OutputFormat, session: DatabaseSession) async throws -> EntityTag? {
+    private func versionTag(
+        _ version: RowStream, format: OutputFormat, session: DatabaseSession, spans: DatabaseSpans?
+    ) async throws -> EntityTag? {
         do {
-            let value = try await session.run { connection in
-                let value = CollectingSink()
-                do {
-                    try version.write(as: .json(), shape: .scalar, to: value, on: connection, dateFormat: .epochMilliseconds)
-                } catch RowStreamError.noRow {
-                    // No row is a version too (an empty table's).
+            let read = {
+                try await session.run { connection in
+                    let value = CollectingSink()
+                    do {
+                        try version.write(as: .json(), shape: .scalar, to: value, on: connection, dateFormat: .epochMilliseconds)
+                    } catch RowStreamError.noRow {
+                        // No row is a version too (an empty table's).
+                    }
+                    return value.bytes
                 }
-                return value.bytes
             }
+            let value = try await DatabaseSpans.measure(spans, "version", read)
             return EntityTag.weak(digesting: [Array(format.contentType.utf8), value])
         } catch where session.failsOver(error) {
             throw error
@@ -166,7 +193,8 @@ struct RowResponder: Sendable {
     }
 
     private func stream(
-        _ rows: RowResult, status: HTTPResponse.Status, headers: HTTPFields, format: OutputFormat, observer: AcquireWait
+        _ rows: RowResult, status: HTTPResponse.Status, headers: HTTPFields, format: OutputFormat, observer: AcquireWait,
+        spans: DatabaseSpans?
     ) async throws {
         // One sink over every attempt: a primary that replaces a failed replica streams into
         // the sink the replica left untouched.
@@ -179,13 +207,13 @@ struct RowResponder: Sendable {
                 var headers = headers
                 let existing = started.withLock { $0 }
                 if existing == nil, case .version(let version)? = rows.validator,
-                    let tag = try await self.versionTag(version, format: format, session: session)
+                    let tag = try await self.versionTag(version, format: format, session: session, spans: spans)
                 {
                     headers.replaceOrAdd(.eTag, tag.description)
                     if tag.isMatched(byIfNoneMatch: self.exchange.ifNoneMatch) { return .notModified(headers) }
                 }
                 let (sink, at) = existing ?? self.startStream(rows, status: status, headers: headers, into: started)
-                let result = await self.run(rows, format: format, session: session, sink: sink)
+                let result = await self.run(rows, format: format, session: session, sink: sink, spans: spans)
                 if case .failure(let error) = result, session.failsOver(error), sink.isUntouched { throw error }
                 return .streamed(sink, result, started: at)
             }
@@ -230,32 +258,63 @@ struct RowResponder: Sendable {
     /// sink's backpressure. A client that goes away meanwhile closes the sink, which cancels
     /// the statement, so the connection comes back soon.
     private func run(
-        _ rows: RowResult, format: OutputFormat, session: DatabaseSession, sink: StreamingResponseSink
+        _ rows: RowResult, format: OutputFormat, session: DatabaseSession, sink: StreamingResponseSink, spans: DatabaseSpans?
     ) async -> Result<StreamOutcome, any Error> {
         sink.onClose { session.cancel() }
         defer { sink.clearOnClose() }
         let configuration = session.configuration
+        let started = ContinuousClock.now
+        let result: Result<StreamOutcome, any Error>
         do {
-            return .success(
+            result = .success(
                 try await session.run { connection in
                     try rows.run(as: format, to: sink, on: connection, configuration: configuration)
                 })
         } catch {
-            return .failure(error)
+            result = .failure(error)
         }
+        if let spans {
+            switch result {
+            case .success(let outcome): spans.record("stream", from: started, to: .now, attributes: ["spout.rows": .int(Int64(outcome.rows))])
+            case .failure(let error): spans.record("stream", from: started, to: .now, error: error)
+            }
+        }
+        return result
     }
 }
 
 /// Keeps how long the response's last lease waited, for `Server-Timing` (the databases'
-/// metrics hear it from the database's own observer).
+/// metrics hear it from the database's own observer), and records the `acquire` span and a
+/// cancel when the request is traced.
 private final class AcquireWait: DatabaseObserver {
     private let waited = Mutex<Duration>(.zero)
+    private let spans: DatabaseSpans?
+    /// When the first lease was asked for (a timed-out wait's span starts here).
+    private let created = ContinuousClock.now
+
+    init(spans: DatabaseSpans?) {
+        self.spans = spans
+    }
 
     /// How long the last lease waited.
     var acquire: Duration { self.waited.withLock { $0 } }
 
     func connectionAcquired(database: String, after wait: Duration) {
         self.waited.withLock { $0 = wait }
+        if let spans = self.spans {
+            let now = ContinuousClock.now
+            spans.record("acquire", from: now - wait, to: now, attributes: ["spout.database": .string(database)])
+        }
+    }
+
+    func acquireTimedOut(database: String) {
+        self.spans?.record(
+            "acquire", from: self.created, to: .now, attributes: ["spout.database": .string(database)],
+            error: DatabaseError(.poolExhausted))
+    }
+
+    func statementCancelled() {
+        self.spans?.request.event("statement cancelled")
     }
 }
 

@@ -192,6 +192,26 @@ public struct SpoutConfiguration: Sendable, Hashable {
         }
     }
 
+    /// `tracing`: spans of requests and their database work, exported over OTLP/HTTP (#34;
+    /// docs/configuration.md, Tracing). The standard `OTEL_*` variables override these.
+    public struct Tracing: Sendable, Hashable {
+        /// Off by default. `OTEL_TRACES_EXPORTER=otlp` turns it on too; `OTEL_SDK_DISABLED=true`
+        /// or `OTEL_TRACES_EXPORTER=none` off.
+        public var enabled = false
+        /// The OTLP/HTTP collector's base URL (`/v1/traces` is added); empty: the exporter's
+        /// default, `http://localhost:4318` (`OTEL_EXPORTER_OTLP_ENDPOINT`).
+        public var endpoint = ""
+        /// `http/protobuf` (default) or `http/json` (`OTEL_EXPORTER_OTLP_PROTOCOL`).
+        public var `protocol` = "http/protobuf"
+        /// The `service.name` of the spans (`OTEL_SERVICE_NAME`).
+        public var serviceName = "spout"
+        /// The share of new traces sampled, in percent; a request that continues a trace follows
+        /// its caller's decision (`OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG`).
+        public var samplePercent = 100
+
+        public init() {}
+    }
+
     /// Values the executable passes from its command line; they win over file and environment.
     public struct Overrides: Sendable, Hashable {
         public var host: String?
@@ -208,6 +228,7 @@ public struct SpoutConfiguration: Sendable, Hashable {
     public var server = Server()
     public var database = DatabaseSettings()
     public var identity = Identity()
+    public var tracing = Tracing()
     /// How dates and timestamps are written: epoch milliseconds (default) or ISO-8601.
     public var dateFormat: DateFormat = .epochMilliseconds
     /// Endpoint files or patterns (`*` and `?` in the file name), relative to ``baseDirectory``.

@@ -1,5 +1,6 @@
 import Logging
 import NIOCore
+import Tracing
 
 /// What every connection handler of a server shares.
 struct ConnectionEnvironment: Sendable {
@@ -11,6 +12,8 @@ struct ConnectionEnvironment: Sendable {
     var metrics: ServerMetrics? = nil
     /// The spool and the per-address stream cap; nil: streams neither spool nor are capped.
     var streams: StreamServices? = nil
+    /// What starts each request's span (``RequestSpan``); nil: the server does not trace.
+    var tracer: (any Tracer)? = nil
     /// How work from other threads reaches a connection's event loop (tests replace it).
     var makeHop: @Sendable (any EventLoop) -> LoopHop = { LoopHop.eventLoop($0) }
 }

@@ -228,6 +228,7 @@ extension HTTPConnectionHandler {
             "duration.ms": .stringConvertible(Double(elapsed.nanoseconds / 1000) / 1000),
         ]
         if let rows = exchange.rows { metadata["query.rows"] = .stringConvertible(rows) }
+        exchange.trace.span?.end(status: exchange.status, requestID: exchange.id)
         if let failure {
             metadata["error"] = .string(failure)
             self.environment.logger.error("request failed", metadata: metadata)

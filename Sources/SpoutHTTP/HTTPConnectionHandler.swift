@@ -67,7 +67,8 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             guard case .idle = self.state else { return }
             self.arrival.reset()
             self.exchangeCount += 1
-            let exchange = InFlightRequest(number: self.exchangeCount, head: head, cors: self.environment.configuration.cors)
+            let exchange = InFlightRequest(
+                number: self.exchangeCount, head: head, cors: self.environment.configuration.cors, tracer: self.environment.tracer)
             if let length = exchange.requestFields[values: .contentLength].first.flatMap(Int.init),
                 length > self.environment.configuration.maximumBodySize
             {
@@ -217,6 +218,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             )
         case .found(let route, let pathKeys):
             exchange.route = route.template
+            exchange.trace.span?.routed(method: method.rawValue, template: route.template)
             if let keys = route.apiKeys {
                 let outcome = keys.check(exchange.requestFields)
                 if let refusal = APIKeySet.errorResponse(for: outcome) {
@@ -225,7 +227,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 }
             }
             let bodyBytes = Array(body.readableBytesView)
-            let request: Request
+            var request: Request
             do {
                 let query = try exchange.queryString.map { query throws(ArgumentError) in try FormURLEncoding.parse(query.utf8) } ?? RawArguments()
                 var raw = RawArguments()
@@ -246,6 +248,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 self.sendError(ErrorResponse(for: error), exchange: exchange, context: context)
                 return
             }
+            request.span = exchange.trace.span
             if exchange.version.major == 1 && exchange.version.minor == 0 {
                 // HTTP/1.0 has no chunked encoding: a streamed body ends when the connection does.
                 exchange.keepAlive = false

@@ -9,6 +9,7 @@ import NIOPosix
 import ServiceLifecycle
 import SpoutCore
 import Synchronization
+import Tracing
 
 /// An HTTP/1.1 server for a ``Router``: keep-alive, pipelining, compression, row streams with
 /// backpressure, access logging and graceful shutdown.
@@ -38,6 +39,7 @@ public final class HTTPServer: Service {
     private let quiescing: NIOLockedValueBox<ServerQuiescingHelper?>
     private let connectionFailures: ConnectionFailureLog
     private let metrics: ServerMetrics?
+    private let tracer: (any Tracer)?
     private let streams: StreamServices
     /// ``ServerConfiguration/maximumConnections``, or the automatic limit when that is 0.
     public let maximumConnections: Int
@@ -56,6 +58,8 @@ public final class HTTPServer: Service {
     ///   - eventLoopGroup: a group to run on; nil creates one the server shuts down with itself.
     ///   - metrics: where this server records its requests; nil for none. Serving them is a
     ///     route of the router's.
+    ///   - tracer: what starts a span for each request (``RequestSpan``); nil: no spans (the
+    ///     W3C trace context is still continued and answered, ``RequestTrace``).
     ///   - reservedFileDescriptors: descriptors the process needs besides client connections
     ///     (database connections, say), kept out of the automatic connection limit.
     public init(
@@ -64,8 +68,10 @@ public final class HTTPServer: Service {
         logger: Logger = Logger(label: "spout.http"),
         eventLoopGroup: (any EventLoopGroup)? = nil,
         metrics: ServerMetrics? = nil,
+        tracer: (any Tracer)? = nil,
         reservedFileDescriptors: Int = 0
     ) {
+        self.tracer = tracer
         self.configuration = configuration
         self.logger = logger
         self.metrics = metrics
@@ -110,7 +116,8 @@ public final class HTTPServer: Service {
         self.streams.spool?.start()
         let environment = ConnectionEnvironment(
             router: self.router, configuration: self.configuration,
-            logger: self.logger, statistics: self.statistics, metrics: self.metrics, streams: self.streams
+            logger: self.logger, statistics: self.statistics, metrics: self.metrics, streams: self.streams,
+            tracer: self.tracer
         )
         let configuration = self.configuration
         let failures = self.connectionFailures

@@ -1,6 +1,7 @@
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
+import Tracing
 
 /// One request on a connection and the response sent for it: what ``HTTPConnectionHandler``
 /// knows of it, confined to the connection's event loop. (``ResponseExchange`` is what a body
@@ -35,12 +36,11 @@ final class InFlightRequest {
 
     var isHead: Bool { self.method == .HEAD }
 
-    init(number: Int, head: HTTPRequestHead, cors: CORSPolicy) {
+    init(number: Int, head: HTTPRequestHead, cors: CORSPolicy, tracer: (any Tracer)?) {
         self.number = number
         self.requestFields = HTTPFields(head.headers)
         self.id = RequestID.make(from: self.requestFields[values: .requestID].first)
-        self.trace = RequestTrace(
-            traceParent: self.requestFields[values: .traceParent].first, traceState: self.requestFields[values: .traceState].first)
+        self.trace = RequestTrace(fields: self.requestFields, method: head.method.rawValue, tracer: tracer)
         self.method = head.method
         self.uri = head.uri
         if let question = head.uri.firstIndex(of: "?") {

@@ -13,6 +13,9 @@ public struct Request: Sendable {
     /// lowercase hex digits, ``RequestTrace``); nil for a request the server did not receive
     /// (a test's).
     public let traceContext: String?
+    /// The request's span, which the spans of the work done for it are children of; nil when
+    /// the server does not trace (or for a request it did not receive).
+    public internal(set) var span: RequestSpan? = nil
     public let method: HTTPRequest.Method
     /// The path without the query string, as sent (not percent-decoded).
     public let path: String

@@ -1,3 +1,5 @@
+import HTTPTypes
+import Tracing
 import W3CTraceContext
 
 /// Where a request stands in a distributed trace (W3C Trace Context): this server's span of
@@ -9,6 +11,10 @@ import W3CTraceContext
 /// ignored, as the specification asks) starts a new trace, not sampled. The response's
 /// `traceresponse` field (Trace Context Level 2) and the access log's `trace.id` and
 /// `span.id` name this span, so a user can quote it and an operator can find it.
+///
+/// When the server traces (a tracer, #34), the span is the tracer's (``RequestSpan``): its ids
+/// and flags are the ones the tracer made and exports, so the header, the log and the exported
+/// span agree; the tracer's sampler decides the flags.
 struct RequestTrace: Sendable {
     /// This server's span: its trace id, span id, flags and state.
     let context: TraceContext
@@ -19,17 +25,42 @@ struct RequestTrace: Sendable {
     /// The span id, 16 lowercase hex digits.
     let spanID: String
 
-    init(traceParent: String?, traceState: String?) {
-        if let traceParent, let incoming = try? TraceContext(traceParentHeaderValue: traceParent, traceStateHeaderValue: traceState) {
-            self.context = TraceContext(traceID: incoming.traceID, spanID: .random(), flags: incoming.flags, state: incoming.state)
-            self.parentSpanID = incoming.spanID
+    /// The tracer's span of the request; nil when the server does not trace.
+    let span: RequestSpan?
+
+    /// The trace of a request whose head carries `fields`; `tracer`: the server's, if it traces.
+    init(fields: HTTPFields, method: String, tracer: (any Tracer)?) {
+        let traceParent = fields[values: .traceParent].first
+        let traceState = fields[values: .traceState].first
+        let incoming = traceParent.flatMap { try? TraceContext(traceParentHeaderValue: $0, traceStateHeaderValue: traceState) }
+        self.parentSpanID = incoming?.spanID
+        if let tracer {
+            let span = RequestSpan(tracer: tracer, method: method, fields: fields)
+            self.span = span
+            let propagated = span.propagated
+            if let traceParent = propagated.traceParent,
+                let context = try? TraceContext(traceParentHeaderValue: traceParent, traceStateHeaderValue: propagated.traceState)
+            {
+                self.context = context
+            } else {
+                // A tracer that propagates no W3C context (configured so): ids of our own.
+                self.context = Self.ownSpan(continuing: incoming)
+            }
         } else {
-            self.context = TraceContext(traceID: .random(), spanID: .random(), flags: [], state: TraceState())
-            self.parentSpanID = nil
+            self.span = nil
+            self.context = Self.ownSpan(continuing: incoming)
         }
         // Written out once: the access log and the request both use them.
         self.traceID = self.context.traceID.description
         self.spanID = self.context.spanID.description
+    }
+
+    /// A new span id in `incoming`'s trace (its flags and state), or a new trace, not sampled.
+    private static func ownSpan(continuing incoming: TraceContext?) -> TraceContext {
+        if let incoming {
+            return TraceContext(traceID: incoming.traceID, spanID: .random(), flags: incoming.flags, state: incoming.state)
+        }
+        return TraceContext(traceID: .random(), spanID: .random(), flags: [], state: TraceState())
     }
 
     /// `<trace id>-<span id>`: the span as ``Request/traceContext`` hands it on.

@@ -96,11 +96,14 @@ struct Serve: AsyncParsableCommand {
         if let metrics, let databaseMetrics, metricsPort == 0 {
             router.addMetrics(metrics, databaseMetrics: databaseMetrics, databases: [database])
         }
+        let tracing = try TracingBackend.make(settings.tracing, environment: ProcessInfo.processInfo.environment, logger: logger)
+        if tracing != nil { logger.info("tracing: spans are exported over OTLP/HTTP") }
         let server = HTTPServer(
             router: router,
             configuration: settings.serverConfiguration,
             logger: logger,
             metrics: metrics,
+            tracer: tracing?.tracer,
             reservedFileDescriptors: database.reservedFileDescriptors
         )
         // With server.metrics.port, the metrics are served there only (with /health).
@@ -134,8 +137,11 @@ struct Serve: AsyncParsableCommand {
 
         // SIGTERM or SIGINT: the services stop in the reverse of this order, each once the one
         // after it has returned: the server drains its in-flight responses
-        // (`server.drainTimeoutSeconds`), then the metrics port closes, then the database.
-        let services: [any Service] = [DatabaseService(database: database, logger: logger)] + (admin.map { [$0] } ?? []) + [server]
+        // (`server.drainTimeoutSeconds`), then the metrics port closes, then the database, then
+        // the span exporter, which sends the spans still batched.
+        let services: [any Service] =
+            (tracing.map { [$0.service] } ?? []) + [DatabaseService(database: database, logger: logger)] + (admin.map { [$0] } ?? [])
+            + [server]
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) },

@@ -127,7 +127,8 @@ struct ConfigurationTests {
         #expect(table["identity.jwksUrl"] == "SPOUT_IDENTITY_JWKS_URL")
         #expect(table["identity.apiKeys"] == "SPOUT_IDENTITY_API_KEYS")
         #expect(table["database.traceContext"] == "SPOUT_DATABASE_TRACE_CONTEXT")
-        #expect(table.count == 58)
+        #expect(table["tracing.samplePercent"] == "SPOUT_TRACING_SAMPLE_PERCENT")
+        #expect(table.count == 63)
         #expect(Set(table.values).count == table.count)
     }
 
@@ -156,7 +157,7 @@ struct ConfigurationTests {
             ("database:\n  seed:\n    enabled: yes\n", 3, "'database.seed.enabled' must be true or false, not 'yes'"),
             ("dateFormat: unix\n", 1, "'dateFormat' must be epoch-ms or iso-8601, not 'unix'"),
             ("server: 8080\n", 1, "'server' must be a mapping (key: value lines)"),
-            ("databse:\n  url: x\n", 1, "unknown key 'databse' in the configuration (known keys: server, database, identity, dateFormat, endpoints, sqlDirectory, maxDetailDepth, cursorSecret)"),
+            ("databse:\n  url: x\n", 1, "unknown key 'databse' in the configuration (known keys: server, database, identity, tracing, dateFormat, endpoints, sqlDirectory, maxDetailDepth, cursorSecret)"),
             ("server:\n  port: 1\n  port: 2\n", 3, "duplicate key 'port' in the same mapping"),
         ])
     func fileErrors(yaml: String, line: Int, message: String) throws {

@@ -1,0 +1,98 @@
+import SpoutCore
+import SpoutHTTP
+import Synchronization
+import Tracing
+
+/// The spans of one response's database work, children of the request's span (#34): the one
+/// place that names them and their attributes.
+///
+/// Spans, by OpenTelemetry's database conventions where they apply (`db.system.name`), never
+/// with a statement's text or a parameter's value:
+/// - `acquire`: the wait for a connection (`spout.database`: `primary`, `replica 1`), failed
+///   when the pool timed out;
+/// - `pipeline`: one round trip of an event-driven run (`spout.round_trip` 1, 2;
+///   `db.operation.batch.size`: its statements), the parent row and, in the same or the next
+///   round trip, its detail batches;
+/// - `encode`: rows held in memory written as the response's body;
+/// - `query`: statements read and encoded on the database's threads (interleaved);
+/// - `stream`: a streamed response's statements, detail batches and encoding, into the sink
+///   (`spout.rows`), until the database has answered (the spool may send the rest later);
+/// - `version`: the statement of a version validator (`ETag`).
+/// A failed or cancelled span has an error status and `error.type`.
+///
+/// Made only when the request has a span; every method is then cheap and thread-safe.
+struct DatabaseSpans: Sendable {
+    let request: RequestSpan
+    let system: String
+
+    init?(_ request: RequestSpan?, database: Database) {
+        guard let request else { return nil }
+        self.request = request
+        self.system = database.dialect == .postgres ? "postgresql" : "sqlite"
+    }
+
+    /// Runs `body`, in a span `name` of `spans` (failed when it throws) when there are spans.
+    static func measure<T>(_ spans: DatabaseSpans?, _ name: String, _ body: () async throws -> T) async throws -> T {
+        guard let spans else { return try await body() }
+        let span = spans.request.startChild(name, attributes: spans.attributes([:]))
+        defer { span.end() }
+        do {
+            return try await body()
+        } catch {
+            RequestSpan.fail(span, with: error)
+            throw error
+        }
+    }
+
+    /// Records a span `name` that ran from `start` to `end`.
+    func record(
+        _ name: String, from start: ContinuousClock.Instant, to end: ContinuousClock.Instant, attributes extra: SpanAttributes = [:],
+        error: (any Error)? = nil
+    ) {
+        self.request.recordChild(name, from: start, to: end, attributes: self.attributes(extra), error: error)
+    }
+
+    private func attributes(_ extra: SpanAttributes) -> SpanAttributes {
+        var attributes = extra
+        attributes["db.system.name"] = self.system
+        return attributes
+    }
+}
+
+/// When each round trip of an event-driven run ended, and how many statements it sent: kept
+/// by the run's `then` callback (the driver's thread), read once the run is over.
+final class RoundTrips: Sendable {
+    private let marks = Mutex<[(end: ContinuousClock.Instant, next: Int)]>([])
+
+    /// A round trip ended now; the next one sends `next` statements (0: none follows).
+    func ended(next: Int) {
+        let now = ContinuousClock.now
+        self.marks.withLock { $0.append((now, next)) }
+    }
+
+    /// Records a `pipeline` span per round trip, the first of `first` statements from
+    /// `start`; the last ends at `end` when the run failed before its callback heard it.
+    func record(into spans: DatabaseSpans, first: Int, from start: ContinuousClock.Instant, to end: ContinuousClock.Instant, error: (any Error)?) {
+        let marks = self.marks.withLock { $0 }
+        var from = start
+        var size = first
+        var number = 1
+        for mark in marks {
+            spans.record("pipeline", from: from, to: mark.end, attributes: Self.attributes(number, size))
+            guard mark.next > 0 else { return }
+            from = mark.end
+            size = mark.next
+            number += 1
+        }
+        // The round trip the callback did not hear the end of: the run failed in it, or the
+        // callback's answer was its last.
+        spans.record("pipeline", from: from, to: end, attributes: Self.attributes(number, size), error: error)
+    }
+
+    private static func attributes(_ number: Int, _ size: Int) -> SpanAttributes {
+        var attributes = SpanAttributes()
+        attributes["spout.round_trip"] = number
+        attributes["db.operation.batch.size"] = size
+        return attributes
+    }
+}

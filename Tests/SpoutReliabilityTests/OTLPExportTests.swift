@@ -1,0 +1,213 @@
+import Foundation
+import SpoutCore
+import Testing
+
+/// `spout serve` with tracing on exports its spans over OTLP/HTTP (protobuf, the default) to a
+/// receiver in the test (``OTLPReceiver``), as it would to an OpenTelemetry collector: the span
+/// tree of a detail request and of a stream, continuing the caller's `traceparent`, with no
+/// parameter value, path or SQL in any attribute; errors marked; nothing exported when
+/// tracing is off. The spans are read after the service has stopped, which flushes the
+/// exporter: no waiting on time.
+@Suite("OTLP export of spans", .serialized)
+struct OTLPExportTests {
+    /// A parent row and its children, bound from the parent's `id`: a detail request.
+    static let parents = """
+        paths:
+          /parents/{id}:
+            get:
+              description: One parent and its children.
+              sql: SELECT CAST(:id AS integer) AS id, 'kept out of spans' AS note
+              result: object
+              parameters:
+                - name: id
+                  type: integer
+              details:
+                - name: children
+                  sql: SELECT CAST(:id AS integer) + 1 AS child UNION ALL SELECT CAST(:id AS integer) + 2 AS child
+
+        """
+
+    static let traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+    static let callerSpanID = "00f067aa0ba902b7"
+    /// A value no attribute may carry.
+    static let secretID = 7_345_981
+
+    @Test("a detail request: request → acquire → pipeline → encode (PostgreSQL) or query (SQLite), in the caller's trace",
+          arguments: SQLDialect.allCases)
+    func detailRequestTree(_ dialect: SQLDialect) async throws {
+        let receiver = try OTLPReceiver()
+        defer { receiver.stop() }
+        var traceResponse: String?
+        var log = ""
+        let environment = [
+            "SPOUT_TRACING_ENABLED": "true", "SPOUT_TRACING_ENDPOINT": receiver.baseURL,
+            "SPOUT_TRACING_SERVICE_NAME": "spout-otlp-test", "OTEL_BSP_SCHEDULE_DELAY": "100",
+        ]
+        var ran = false
+        try await StreamsService.with(
+            dialect, prefix: "spout_rel_otlp_detail", extraEndpoints: ["parents.yaml": Self.parents], poolSize: 2, statementTimeoutMs: 0,
+            environment: environment
+        ) { service in
+            ran = true
+            // The first: PostgreSQL learns the parent's columns; the second foresees the children.
+            let first = try await service.get("/parents/\(Self.secretID - 1)?details=children")
+            try #require(first.status == 200, "\(first.text)")
+            let response = try await service.get(
+                "/parents/\(Self.secretID)?details=children", headers: [("traceparent", "00-\(Self.traceID)-\(Self.callerSpanID)-01")])
+            try #require(response.status == 200, "\(response.text)")
+            #expect(response.text.contains("\"child\":\(Self.secretID + 2)"))
+            traceResponse = response.header("traceresponse")
+            log = service.log
+        }
+        guard ran else { return }
+        let spans = receiver.spans
+        #expect(receiver.problems.isEmpty, "\(receiver.problems)")
+        #expect(receiver.requests.allSatisfy { $0 == "POST /v1/traces application/x-protobuf" }, "\(receiver.requests)")
+
+        let request = try #require(
+            spans.first { $0.kind == 2 && $0.name == "GET /parents/{id}" && $0.parentSpanID == Self.callerSpanID }, "\(spans)")
+        #expect(request.traceID == Self.traceID)
+        #expect(request.parentSpanID == Self.callerSpanID)
+        #expect(request.serviceName == "spout-otlp-test")
+        #expect(request.attributes["http.request.method"] == "GET")
+        #expect(request.attributes["http.route"] == "/parents/{id}")
+        #expect(request.attributes["http.response.status_code"] == "200")
+        #expect(request.statusCode != 2)
+        // The response and the access log name the exported span.
+        #expect(traceResponse == "00-\(Self.traceID)-\(request.spanID)-01")
+        #expect(log.contains("span.id=\(request.spanID)") && log.contains("trace.id=\(Self.traceID)"), "\(log)")
+
+        let children = spans.filter { $0.parentSpanID == request.spanID }.sorted { $0.startNanoseconds < $1.startNanoseconds }
+        let expected = dialect == .postgres ? ["acquire", "pipeline", "encode"] : ["acquire", "query"]
+        #expect(children.map(\.name) == expected, "\(children)")
+        let system = dialect == .postgres ? "postgresql" : "sqlite"
+        for child in children {
+            #expect(child.traceID == Self.traceID)
+            #expect(child.attributes["db.system.name"] == system, "\(child)")
+            #expect(child.startNanoseconds >= request.startNanoseconds && child.endNanoseconds <= request.endNanoseconds, "\(child)")
+            #expect(child.statusCode != 2, "\(child)")
+        }
+        #expect(children.first?.attributes["spout.database"] == "primary")
+        if dialect == .postgres {
+            // One round trip: the parent with its children's statement, foreseen from the path's
+            // argument.
+            let pipeline = try #require(children.first { $0.name == "pipeline" })
+            #expect(pipeline.attributes["spout.round_trip"] == "1")
+            #expect(pipeline.attributes["db.operation.batch.size"] == "2", "\(pipeline)")
+            #expect(children.first { $0.name == "encode" }?.attributes["spout.rows"] == "1")
+            // The first request could not foresee them: its detail batch was a second round trip.
+            let firstRequest = try #require(spans.first { $0.kind == 2 && $0.name == "GET /parents/{id}" && $0.traceID != Self.traceID })
+            let firstChildren = spans.filter { $0.parentSpanID == firstRequest.spanID }.sorted { $0.startNanoseconds < $1.startNanoseconds }
+            #expect(firstChildren.map(\.name) == ["acquire", "pipeline", "pipeline", "encode"], "\(firstChildren)")
+            #expect(firstChildren.filter { $0.name == "pipeline" }.map { $0.attributes["spout.round_trip"] ?? "" } == ["1", "2"])
+            #expect(firstChildren.filter { $0.name == "pipeline" }.map { $0.attributes["db.operation.batch.size"] ?? "" } == ["1", "1"])
+        }
+        Self.expectNoValues(in: spans)
+    }
+
+    @Test("a stream: request → acquire → stream, a new trace; OTEL_TRACES_EXPORTER and OTEL_* turn it on", arguments: SQLDialect.allCases)
+    func streamTree(_ dialect: SQLDialect) async throws {
+        let receiver = try OTLPReceiver()
+        defer { receiver.stop() }
+        var ran = false
+        var traceResponse: String?
+        try await StreamsService.with(
+            dialect, prefix: "spout_rel_otlp_stream", extraEndpoints: [:], poolSize: 2, statementTimeoutMs: 0,
+            environment: [
+                "OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.baseURL, "OTEL_SERVICE_NAME": "spout-from-env",
+                "OTEL_BSP_SCHEDULE_DELAY": "100",
+            ]
+        ) { service in
+            ran = true
+            let response = try await service.get("/big?rows=3000")
+            try #require(response.status == 200 && response.complete)
+            traceResponse = response.header("traceresponse")
+        }
+        guard ran else { return }
+        let spans = receiver.spans
+        let request = try #require(spans.first { $0.kind == 2 && $0.name == "GET /big" }, "\(spans)")
+        #expect(request.parentSpanID.isEmpty)
+        #expect(request.serviceName == "spout-from-env")
+        #expect(traceResponse == "00-\(request.traceID)-\(request.spanID)-01")
+        let children = spans.filter { $0.parentSpanID == request.spanID }.sorted { $0.startNanoseconds < $1.startNanoseconds }
+        #expect(children.map(\.name) == ["acquire", "stream"], "\(children)")
+        #expect(children.last?.attributes["spout.rows"] == "3000")
+        #expect(children.allSatisfy { $0.traceID == request.traceID })
+        Self.expectNoValues(in: spans)
+    }
+
+    @Test("a statement timeout marks the request span (504) and the database span (statement_timeout)", arguments: SQLDialect.allCases)
+    func errorsAreMarked(_ dialect: SQLDialect) async throws {
+        let receiver = try OTLPReceiver()
+        defer { receiver.stop() }
+        var ran = false
+        try await StreamsService.with(
+            dialect, prefix: "spout_rel_otlp_error", extraEndpoints: ["slow.yaml": TestEndpoints.slow(dialect, timeoutMs: 200)], poolSize: 2,
+            statementTimeoutMs: 0,
+            environment: ["SPOUT_TRACING_ENABLED": "true", "SPOUT_TRACING_ENDPOINT": receiver.baseURL, "OTEL_BSP_SCHEDULE_DELAY": "100"]
+        ) { service in
+            ran = true
+            let response = try await service.get("/slow")
+            #expect(response.status == 504)
+            let missing = try await service.get("/nowhere/\(Self.secretID)")
+            #expect(missing.status == 404)
+        }
+        guard ran else { return }
+        let spans = receiver.spans
+        let request = try #require(spans.first { $0.kind == 2 && $0.name == "GET /slow" }, "\(spans)")
+        #expect(request.statusCode == 2)
+        #expect(request.attributes["error.type"] == "504")
+        #expect(request.attributes["http.response.status_code"] == "504")
+        let failed = spans.filter { $0.parentSpanID == request.spanID && $0.statusCode == 2 }
+        #expect(failed.map { $0.attributes["error.type"] } == ["statement_timeout"], "\(spans)")
+        // A path no route matches is named by its method alone, and is not an error.
+        let unrouted = try #require(spans.first { $0.kind == 2 && $0.attributes["http.response.status_code"] == "404" }, "\(spans)")
+        #expect(unrouted.name == "GET")
+        #expect(unrouted.statusCode != 2)
+        Self.expectNoValues(in: spans)
+    }
+
+    @Test("tracing off (the default): nothing is exported, even with an OTLP endpoint in the environment")
+    func offByDefault() async throws {
+        let receiver = try OTLPReceiver()
+        defer { receiver.stop() }
+        try await StreamsService.with(
+            .sqlite, prefix: "spout_rel_otlp_off", extraEndpoints: [:], poolSize: 2, statementTimeoutMs: 0,
+            environment: ["OTEL_EXPORTER_OTLP_ENDPOINT": receiver.baseURL, "OTEL_BSP_SCHEDULE_DELAY": "100"]
+        ) { service in
+            for _ in 0..<3 {
+                let one = try await service.get("/one")
+                #expect(one.status == 200)
+            }
+            let stream = try await service.get("/big?rows=100")
+            #expect(stream.status == 200)
+            #expect(!service.log.contains("tracing:"))
+        }
+        // Stopped: an exporter would have sent what it held.
+        #expect(receiver.requests.isEmpty, "\(receiver.requests)")
+    }
+
+    @Test("the receiver decodes what it is sent, and fails on what it cannot (this suite can fail)")
+    func receiverCanFail() throws {
+        // ExportTraceServiceRequest { resource_spans { scope_spans { spans { name: "x", kind: 2 } } } }
+        let span: [UInt8] = [0x2a, 0x01, 0x78, 0x30, 0x02]
+        let scope: [UInt8] = [0x12, UInt8(span.count)] + span
+        let resource: [UInt8] = [0x12, UInt8(scope.count)] + scope
+        var request: [UInt8] = [0x0a, UInt8(resource.count)] + resource
+        let spans = try OTLPDecoder.spans(inExportRequest: &request)
+        #expect(spans.map(\.name) == ["x"] && spans.map(\.kind) == [2])
+        var truncated = Array(request.dropLast())
+        #expect(throws: OTLPDecoder.Malformed.self) { try OTLPDecoder.spans(inExportRequest: &truncated) }
+    }
+
+    /// No attribute or name carries the request's values, its path or SQL.
+    static func expectNoValues(in spans: [OTLPSpan]) {
+        for span in spans {
+            for text in [span.name] + span.attributes.values {
+                #expect(!text.contains(String(Self.secretID)), "\(span)")
+                #expect(!text.contains("SELECT") && !text.contains("kept out of spans"), "\(span)")
+                #expect(!text.contains("rows=") && !text.contains("/parents/7"), "\(span)")
+            }
+        }
+    }
+}
