@@ -214,7 +214,8 @@ let package = Package(
         .testTarget(
             name: "SpoutClientTests",
             dependencies: [
-                "SpoutClient", "SpoutTestSupport",
+                // SpoutCore: SQLDialect, the one way tests say which database serves them.
+                "SpoutClient", "SpoutTestSupport", "SpoutCore",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,4 +1,5 @@
 import Foundation
+import SpoutCore
 import SpoutTestSupport
 import Testing
 
@@ -50,18 +51,20 @@ import Testing
         #expect(growth < Self.allowedGrowth, "the client's memory grew by \(growth / 1024) KiB over 299,000 rows")
     }
 
-    @Test func threeHundredThousandRowsInBoundedMemoryOnSQLite() async throws {
-        try await LiveSpout.with(extraFiles: Self.endpointFiles) { server in
-            try await Self.measure(server, database: "SQLite")
-        }
-    }
-
-    @Test(.enabled(if: TestDatabases.postgresEnabled))
-    func threeHundredThousandRowsInBoundedMemoryOnPostgreSQL() async throws {
-        let database = try await OwnThread.run { try TestDatabases.makePostgresDatabase(prefix: "spout_client") }
-        defer { database.drop() }
-        try await LiveSpout.with(extraFiles: Self.endpointFiles, extraArguments: ["--database", database.url]) { server in
-            try await Self.measure(server, database: "PostgreSQL")
+    @Test("300,000 rows stream through the client in bounded memory", arguments: SQLDialect.allCases)
+    func threeHundredThousandRowsInBoundedMemory(_ dialect: SQLDialect) async throws {
+        switch dialect {
+        case .sqlite:
+            try await LiveSpout.with(extraFiles: Self.endpointFiles) { server in
+                try await Self.measure(server, database: "SQLite")
+            }
+        case .postgres:
+            guard TestDatabases.postgresEnabled else { return }
+            let database = try await OwnThread.run { try TestDatabases.makePostgresDatabase(prefix: "spout_client") }
+            defer { database.drop() }
+            try await LiveSpout.with(extraFiles: Self.endpointFiles, extraArguments: ["--database", database.url]) { server in
+                try await Self.measure(server, database: "PostgreSQL")
+            }
         }
     }
 }

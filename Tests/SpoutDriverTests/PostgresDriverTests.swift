@@ -1,5 +1,6 @@
 import Foundation
 import SpoutCore
+import SpoutTestSupport
 import Testing
 
 @testable import SpoutPostgres
@@ -42,9 +43,9 @@ struct PostgresDriverTests {
         #expect(named.applicationName == "caf??sp?ut " + String(repeating: "x", count: 52))
     }
 
-    @Test("the server stores the application name the driver sends, as the driver reports it", .enabled(if: PostgresTestEnvironment.isEnabled))
+    @Test("the server stores the application name the driver sends, as the driver reports it", .enabled(if: TestDatabases.postgresEnabled))
     func serverSeesTheApplicationName() throws {
-        let url = try #require(PostgresTestEnvironment.url)
+        let url = try TestDatabases.requirePostgresURL()
         let driver = try PostgresDriver(url: url, applicationName: "spout test ünïcode " + String(repeating: "y", count: 70))
         let connection = try #require(try driver.connect(readOnly: false, statistics: QueryStatistics()) as? PostgresConnection)
         defer { connection.close() }
@@ -54,7 +55,7 @@ struct PostgresDriverTests {
 
     // MARK: Values
 
-    @Test(.enabled(if: PostgresTestEnvironment.isEnabled))
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
     func everyTypeRoundTripsFromSQL() throws {
         let connection = try PostgresTestEnvironment.connect()
         defer { connection.close() }
@@ -153,7 +154,7 @@ struct PostgresDriverTests {
         #expect(try cursor.next() == false)
     }
 
-    @Test(.enabled(if: PostgresTestEnvironment.isEnabled))
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
     func enumsAndUnknownTypesReadAsText() throws {
         let connection = try PostgresTestEnvironment.connect()
         defer { connection.close() }
@@ -167,7 +168,7 @@ struct PostgresDriverTests {
         }
     }
 
-    @Test(.enabled(if: PostgresTestEnvironment.isEnabled))
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
     func parametersOfEveryTypeBindAsText() throws {
         let connection = try PostgresTestEnvironment.connect()
         defer { connection.close() }
@@ -215,7 +216,7 @@ struct PostgresDriverTests {
 
     // MARK: Streaming
 
-    @Test(.enabled(if: PostgresTestEnvironment.isEnabled))
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
     func singleRowModeStreamsWithoutGrowingMemory() throws {
         let connection = try PostgresTestEnvironment.connect()
         defer { connection.close() }
@@ -242,7 +243,7 @@ struct PostgresDriverTests {
         #expect(try connection.scalar("SELECT 2") == .integer(2))
     }
 
-    @Test(.enabled(if: PostgresTestEnvironment.isEnabled))
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
     func interleavedCursorLetsOtherStatementsRunBetweenFetches() throws {
         let statistics = QueryStatistics()
         let connection = try PostgresTestEnvironment.connect(statistics: statistics)
@@ -278,7 +279,7 @@ struct PostgresDriverTests {
         #expect(connection.isInTransaction == false)
     }
 
-    @Test(.enabled(if: PostgresTestEnvironment.isEnabled))
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
     func countsStatementsButNotFetchesOrTransactionControl() throws {
         let statistics = QueryStatistics()
         let connection = try PostgresTestEnvironment.connect(statistics: statistics)
@@ -304,7 +305,7 @@ struct PostgresDriverTests {
 
     // MARK: Errors
 
-    @Test(.enabled(if: PostgresTestEnvironment.isEnabled))
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
     func mapsSQLStatesToErrorCodes() throws {
         let connection = try PostgresTestEnvironment.connect()
         defer { connection.close() }
@@ -356,7 +357,7 @@ struct PostgresDriverTests {
         }
     }
 
-    @Test(.enabled(if: PostgresTestEnvironment.isEnabled))
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
     func statementTimeoutFailsTheStatementAndKeepsTheConnection() throws {
         let connection = try PostgresTestEnvironment.connect()
         defer { connection.close() }
@@ -381,7 +382,7 @@ struct PostgresDriverTests {
         #expect(try connection.scalar("SHOW statement_timeout") == .text("200ms"))
     }
 
-    @Test(.enabled(if: PostgresTestEnvironment.isEnabled))
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
     func cancelFromAnotherThreadStopsTheStatement() throws {
         let connection = try PostgresTestEnvironment.connect()
         defer { connection.close() }
@@ -416,7 +417,7 @@ struct PostgresDriverTests {
         #expect(try connection.scalar("SELECT 3") == .integer(3))
     }
 
-    @Test(.enabled(if: PostgresTestEnvironment.isEnabled))
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
     func terminatedBackendBreaksTheConnection() throws {
         let connection = try PostgresTestEnvironment.connect()
         defer { connection.close() }
@@ -433,7 +434,7 @@ struct PostgresDriverTests {
 
     // MARK: Read-only sessions and pipelines
 
-    @Test(.enabled(if: PostgresTestEnvironment.isEnabled))
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
     func readOnlySessionRejectsWritesOutsideWriteTransactions() throws {
         let connection = try PostgresTestEnvironment.connect()
         defer { connection.close() }
@@ -461,7 +462,7 @@ struct PostgresDriverTests {
         }
     }
 
-    @Test(.enabled(if: PostgresTestEnvironment.isEnabled))
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
     func queryAllPipelinesStatementsInOneRoundTrip() throws {
         let statistics = QueryStatistics()
         let connection = try PostgresTestEnvironment.connect(statistics: statistics)
@@ -514,7 +515,7 @@ struct PostgresDriverTests {
 
     // MARK: reset
 
-    @Test(.enabled(if: PostgresTestEnvironment.isEnabled))
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
     func resetAfterAbandonedCursorsAndTransactions() throws {
         let connection = try PostgresTestEnvironment.connect()
         defer { connection.close() }
@@ -556,7 +557,7 @@ struct PostgresDriverTests {
 
     // MARK: Bulk insert
 
-    @Test(.enabled(if: PostgresTestEnvironment.isEnabled))
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
     func bulkInsertRoundTripsAwkwardValues() throws {
         let quotedTable = "\"odd \"\"table\"\"\""  // the identifier  odd "table"
         let connection = try PostgresTestEnvironment.connect()

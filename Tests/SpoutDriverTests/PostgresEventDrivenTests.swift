@@ -1,13 +1,14 @@
 import Foundation
 import SpoutCore
 import Synchronization
+import SpoutTestSupport
 import Testing
 
 @testable import SpoutPostgres
 
 /// `runEventDriven` against a real PostgreSQL: batches sent in pipeline mode on a non-blocking
 /// socket and read back by the reactor thread, with the connection usable before and after.
-@Suite(.serialized, .enabled(if: PostgresTestEnvironment.isEnabled))
+@Suite(.serialized, .enabled(if: TestDatabases.postgresEnabled))
 struct PostgresEventDrivenTests {
     struct Stop: Error {}
 

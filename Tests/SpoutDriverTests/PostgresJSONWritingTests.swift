@@ -1,4 +1,5 @@
 import SpoutCore
+import SpoutTestSupport
 import Testing
 
 @testable import SpoutPostgres
@@ -7,7 +8,7 @@ import Testing
 /// every type Spout maps, NULLs, odd values and both date formats, the bytes are exactly those
 /// of `JSONText.writeValue(value(at:))`, through a server-side cursor (streams) and in
 /// single-row mode.
-@Suite(.serialized, .enabled(if: PostgresTestEnvironment.isEnabled))
+@Suite(.serialized, .enabled(if: TestDatabases.postgresEnabled))
 struct PostgresJSONWritingTests {
     static let sql = """
         SELECT * FROM (VALUES

@@ -1,5 +1,6 @@
 import Foundation
 import SpoutCore
+import SpoutTestSupport
 import Testing
 
 @testable import SpoutPostgres
@@ -8,7 +9,7 @@ import Testing
 /// soon as a batch arrives.
 @Suite(.serialized)
 struct PostgresPrefetchTests {
-    @Test(.enabled(if: PostgresTestEnvironment.isEnabled))
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
     func readsEveryRowInOrderAndHoldsTheConnection() throws {
         let connection = try PostgresTestEnvironment.connect()
         defer { connection.close() }
@@ -30,7 +31,7 @@ struct PostgresPrefetchTests {
         try connection.commit()
     }
 
-    @Test(.enabled(if: PostgresTestEnvironment.isEnabled))
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
     func closingEarlyDropsTheFetchAheadAndKeepsTheConnection() throws {
         let connection = try PostgresTestEnvironment.connect()
         defer { connection.close() }
@@ -53,7 +54,7 @@ struct PostgresPrefetchTests {
 
     /// Closing the cursor while its `FETCH` ahead still runs (each of its rows sleeps) reads
     /// that `FETCH` to its end instead of cancelling it: a cancel would fail the transaction.
-    @Test(.enabled(if: PostgresTestEnvironment.isEnabled))
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
     func closingWhileTheFetchAheadStillRunsKeepsTheTransaction() throws {
         let connection = try PostgresTestEnvironment.connect()
         defer { connection.close() }
@@ -72,7 +73,7 @@ struct PostgresPrefetchTests {
 /// `PostgresServerCursor.batchBytes`, narrow ones in batches of `batchSize`.
 @Suite(.serialized)
 struct PostgresBatchSizeTests {
-    @Test(.enabled(if: PostgresTestEnvironment.isEnabled), arguments: [false, true])
+    @Test(.enabled(if: TestDatabases.postgresEnabled), arguments: [false, true])
     func wideRowsComeInSmallerBatches(prefetch: Bool) throws {
         let connection = try PostgresTestEnvironment.connect()
         defer { connection.close() }

@@ -1,5 +1,6 @@
 import Foundation
 import SpoutCore
+import SpoutTestSupport
 import Testing
 
 @testable import SpoutPostgres
@@ -7,13 +8,13 @@ import Testing
 /// A request's role and claims on the thread path (streams, pages, writes): set in the round
 /// trip that opens the request's transaction, with and without session state (behind a
 /// transaction pooler), and ended with the transaction.
-@Suite(.serialized, .enabled(if: PostgresTestEnvironment.isEnabled))
+@Suite(.serialized, .enabled(if: TestDatabases.postgresEnabled))
 struct PostgresRequestSessionTests {
     private static let seen = "SELECT CAST(current_user AS text) AS role, current_setting('request.jwt.claims', true) AS claims"
     private static let claims = #"{"sub":"O'Brien; -- 名前"}"#
 
     private static func connect(keepsSessionState: Bool) throws -> PostgresConnection {
-        let url = try #require(PostgresTestEnvironment.url, "SPOUT_TEST_POSTGRES_URL is not set")
+        let url = try TestDatabases.requirePostgresURL()
         let driver = try PostgresDriver(url: url, preparedStatements: keepsSessionState)
         return try #require(try driver.connect(readOnly: false, statistics: QueryStatistics()) as? PostgresConnection)
     }

@@ -1,24 +1,12 @@
 import Foundation
 import SpoutCore
 import SpoutPostgres
+import SpoutTestSupport
 import Testing
 
-/// Where the PostgreSQL integration tests find their server.
+/// Connections to the test server for the driver's own tests (its URL and the rule for when
+/// they run are ``TestDatabases``', the one gate of every PostgreSQL test).
 enum PostgresTestEnvironment {
-    /// `SPOUT_TEST_POSTGRES_URL`, when set and not empty.
-    static var url: String? {
-        guard let url = ProcessInfo.processInfo.environment["SPOUT_TEST_POSTGRES_URL"], !url.isEmpty else { return nil }
-        return url
-    }
-
-    /// Integration tests run when a server is configured, and always in CI (`CI=true`, or
-    /// `SPOUT_REQUIRE_POSTGRES=1` as in scripts/test), where a missing URL then fails them
-    /// instead of skipping silently.
-    static var isEnabled: Bool {
-        let environment = ProcessInfo.processInfo.environment
-        return self.url != nil || environment["CI"] == "true" || environment["SPOUT_REQUIRE_POSTGRES"] == "1"
-    }
-
     /// Reads the remaining rows of `cursor`.
     static func readRows(_ cursor: any RowCursor) throws -> [[SQLValue]] {
         var rows: [[SQLValue]] = []
@@ -30,7 +18,7 @@ enum PostgresTestEnvironment {
 
     /// A new connection to the test server.
     static func connect(statistics: QueryStatistics = QueryStatistics()) throws -> PostgresConnection {
-        let url = try #require(self.url, "SPOUT_TEST_POSTGRES_URL is not set")
+        let url = try TestDatabases.requirePostgresURL()
         let driver = try PostgresDriver(url: url)
         let connection = try driver.connect(readOnly: false, statistics: statistics)
         return try #require(connection as? PostgresConnection)

@@ -1,5 +1,6 @@
 import Foundation
 import SpoutCore
+import SpoutTestSupport
 import Testing
 
 @testable import SpoutPostgres
@@ -9,12 +10,12 @@ import Testing
 @Suite(.serialized)
 struct PostgresWithoutSessionStateTests {
     private static func connect() throws -> PostgresConnection {
-        let url = try #require(PostgresTestEnvironment.url, "SPOUT_TEST_POSTGRES_URL is not set")
+        let url = try TestDatabases.requirePostgresURL()
         let connection = try PostgresDriver(url: url, preparedStatements: false).connect(readOnly: false, statistics: QueryStatistics())
         return try #require(connection as? PostgresConnection)
     }
 
-    @Test(.enabled(if: PostgresTestEnvironment.isEnabled))
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
     func noNamedStatementsAndSettingsOnlyPerTransaction() throws {
         let connection = try Self.connect()
         defer { connection.close() }
@@ -48,7 +49,7 @@ struct PostgresWithoutSessionStateTests {
         #expect(connection.reset())
     }
 
-    @Test(.enabled(if: PostgresTestEnvironment.isEnabled))
+    @Test(.enabled(if: TestDatabases.postgresEnabled))
     func writesOutsideAnExplicitTransactionAreCommittedOnRelease() throws {
         let connection = try Self.connect()
         defer { connection.close() }

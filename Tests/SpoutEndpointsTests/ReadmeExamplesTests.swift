@@ -184,17 +184,22 @@ import Testing
         return commands
     }
 
-    @Test func everyExampleAnswersAsDocumentedOnSQLite() async throws {
+    /// SQLite: the embedded default as a user starts it. PostgreSQL: the same data (the same
+    /// generator, size and seed) in a database of its own, served to an ordinary login role.
+    @Test("every example answers as documented", arguments: SQLDialect.allCases)
+    func everyExampleAnswersAsDocumented(_ dialect: SQLDialect) async throws {
+        if dialect == .postgres && !TestDatabases.postgresEnabled { return }
         guard let examples = try Self.examplesToRun() else { return }
         // Blocking process work, on a thread of its own rather than a cooperative one.
-        let served = try await OwnThread.run { try Self.serve(examples, extraArguments: []) }
+        let served = try await OwnThread.run {
+            dialect == .sqlite ? try Self.serve(examples, extraArguments: []) : try Self.servedOnPostgres(examples)
+        }
         Self.compare(served, with: examples)
     }
 
-    @Test(.enabled(if: TestDatabases.postgresEnabled))
-    func everyExampleAnswersAsDocumentedOnPostgreSQL() async throws {
-        guard let examples = try Self.examplesToRun() else { return }
-        let served = try await OwnThread.run {
+    /// Serves `examples` on a new PostgreSQL database seeded as the SQLite default is.
+    private static func servedOnPostgres(_ examples: Examples) throws -> Served {
+        do {
             let database = try TestDatabases.makePostgresDatabase(prefix: "spout_docs")
             defer { database.drop() }
             // The data the SQLite default seeds itself with: the same generator, size and seed.
@@ -210,7 +215,6 @@ import Testing
             // ServedSpout passes its SQLite URL first; the last `--database` wins.
             return try Self.serve(examples, extraArguments: ["--database", url])
         }
-        Self.compare(served, with: examples)
     }
 
     /// Every example, checked to include the README's; nil (with an issue) without curl.

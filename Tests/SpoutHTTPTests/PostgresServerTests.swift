@@ -19,19 +19,8 @@ struct PostgresServerTests {
         _ configuration: ServerConfiguration = ServerConfiguration(host: "127.0.0.1", port: 0),
         _ body: (ServerFixture, TemporaryDatabase) async throws -> Void
     ) async throws {
-        let temporary = try TestDatabases.makePostgresDatabase(prefix: "spout_http")
-        defer { temporary.drop() }
-        let database = try temporary.open(DatabaseConfiguration(maximumConnections: 2, acquireTimeout: .milliseconds(300)))
-        defer { database.close() }
-        try database.withConnection(readOnly: false) { try $0.executeScript(TestSQL.postgres.schema) }
-        let fixture = try await ServerFixture.start(database: database, sql: .postgres, configuration: configuration)
-        do {
-            try await body(fixture, temporary)
-        } catch {
-            await fixture.stop()
-            throw error
-        }
-        await fixture.stop()
+        try await ServerFixture.with(
+            .postgres, configuration, database: DatabaseConfiguration(maximumConnections: 2, acquireTimeout: .milliseconds(300)), body)
     }
 
     @Test func everyStatus() async throws {
@@ -168,30 +157,6 @@ struct PostgresServerTests {
             #expect(try gunzip(responses[2].body) == responses[3].body)
             let rows = try #require(try JSONSerialization.jsonObject(with: Data(responses[3].body)) as? [[String: Any]])
             #expect(rows.count == 30000)
-        }
-    }
-
-    /// Backpressure, the path of a stream that cannot spool (`SlowDownloadsTests` and
-    /// `SpoolingSinkTests` cover the spool): the spool is off here.
-    @Test func slowReaderKeepsServerBuffersBounded() async throws {
-        var configuration = ServerConfiguration(host: "127.0.0.1", port: 0)
-        configuration.spool.isEnabled = false
-        try await self.withServer(configuration) { fixture, _ in
-            let client = try await TestHTTPClient.connect(port: fixture.port, receiveBufferSize: 16 * 1024)
-            let response = try await client.run { client -> TestHTTPClient.Response in
-                try client.send(TestHTTPClient.format("GET", "/big"))
-                var slowBytes = 0
-                while slowBytes < 512 * 1024 {
-                    guard try client.fill(atMost: 1024) else { break }
-                    slowBytes += 1024
-                    usleep(2000)
-                }
-                return try client.readResponse()
-            }
-            #expect(response.isComplete)
-            #expect(response.text.hasSuffix(#"{"id":200000,"name":"employee-200000"}]"#))
-            #expect(fixture.server.statistics.streamPauses > 0)
-            #expect(fixture.server.statistics.maximumBufferedOutboundBytes < 512 * 1024)
         }
     }
 

@@ -75,14 +75,27 @@ final class ServerFixture: Sendable {
         database databaseConfiguration: DatabaseConfiguration,
         _ body: (ServerFixture) async throws -> Void
     ) async throws {
-        let temporary = TestDatabases.makeSQLiteDatabase()
+        try await self.with(.sqlite, configuration, database: databaseConfiguration) { fixture, _ in try await body(fixture) }
+    }
+
+    /// Runs `body` with a server over a fresh database of `dialect` holding its ``TestSQL``
+    /// schema, then stops it (also when `body` throws). On PostgreSQL without a test server it
+    /// returns at once (under `CI=true` it throws ``TestDatabases/MissingServer`` instead).
+    static func with(
+        _ dialect: SQLDialect,
+        _ configuration: ServerConfiguration = ServerConfiguration(host: "127.0.0.1", port: 0),
+        database databaseConfiguration: DatabaseConfiguration,
+        _ body: (ServerFixture, TemporaryDatabase) async throws -> Void
+    ) async throws {
+        guard let temporary = try TestDatabases.make(dialect, prefix: "spout_http") else { return }
         defer { temporary.drop() }
         let database = try temporary.open(databaseConfiguration)
         defer { database.close() }
-        try database.withConnection(readOnly: false) { try $0.executeScript(TestSQL.sqlite.schema) }
-        let fixture = try await ServerFixture.start(database: database, sql: .sqlite, configuration: configuration)
+        let sql = dialect == .postgres ? TestSQL.postgres : TestSQL.sqlite
+        try database.withConnection(readOnly: false) { try $0.executeScript(sql.schema) }
+        let fixture = try await ServerFixture.start(database: database, sql: sql, configuration: configuration)
         do {
-            try await body(fixture)
+            try await body(fixture, temporary)
         } catch {
             await fixture.stop()
             throw error
