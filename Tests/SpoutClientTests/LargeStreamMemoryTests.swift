@@ -60,7 +60,7 @@ import Testing
             }
         case .postgres:
             guard TestDatabases.postgresEnabled else { return }
-            let database = try await OwnThread.run { try TestDatabases.makePostgresDatabase(prefix: "spout_client") }
+            let database = try await onThread { try TestDatabases.makePostgresDatabase(prefix: "spout_client") }
             defer { database.drop() }
             try await LiveSpout.with(extraFiles: Self.endpointFiles, extraArguments: ["--database", database.url]) { server in
                 try await Self.measure(server, database: "PostgreSQL")

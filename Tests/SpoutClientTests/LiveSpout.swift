@@ -29,7 +29,7 @@ final class LiveSpout: @unchecked Sendable {
         var attempt = 1
         while true {
             do {
-                return try await OwnThread.run {
+                return try await onThread {
                     LiveSpout(
                         served: try ServedSpout(
                             root: TestFixtures.repositoryRoot, extraArguments: extraArguments,
@@ -89,6 +89,6 @@ final class LiveSpout: @unchecked Sendable {
 
     /// Stops the server (SIGTERM, then waits) on a thread of its own.
     func stop() async {
-        _ = try? await OwnThread.run { self.served.stop() }
+        _ = try? await onThread { self.served.stop() }
     }
 }

@@ -3,6 +3,11 @@ import NIOCore
 /// The server's side of one connection, for the test to write to.
 struct ScriptedConnection: Sendable {
     let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
+    let channel: any Channel
+
+    /// Whether the connection takes more now: false once the client stopped reading and the
+    /// socket's buffers and the channel's high watermark are full (a write then waits).
+    var isWritable: Bool { self.channel.isWritable }
 
     /// Writes `text` as it is.
     func send(_ text: String) async throws {

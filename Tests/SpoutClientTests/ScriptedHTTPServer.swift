@@ -75,7 +75,7 @@ final class ScriptedHTTPServer: Sendable {
             }
             guard let request = Self.parse(text) else { return }
             self.received.withLock { $0.append(request) }
-            try await answer(request, ScriptedConnection(outbound: outbound))
+            try await answer(request, ScriptedConnection(outbound: outbound, channel: connection.channel))
             // A full close fails the writes still pending in the channel (a slow client's): shut
             // the output down once they are written, so the client reads all that was sent.
             outbound.finish()

@@ -191,7 +191,7 @@ import Testing
         if dialect == .postgres && !TestDatabases.postgresEnabled { return }
         guard let examples = try Self.examplesToRun() else { return }
         // Blocking process work, on a thread of its own rather than a cooperative one.
-        let served = try await OwnThread.run {
+        let served = try await onThread {
             dialect == .sqlite ? try Self.serve(examples, extraArguments: []) : try Self.servedOnPostgres(examples)
         }
         Self.compare(served, with: examples)

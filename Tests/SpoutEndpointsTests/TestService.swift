@@ -65,12 +65,6 @@ final class TestService: Sendable {
     }
 }
 
-/// Runs blocking work on a thread of its own.
-func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
-}
 
 /// The employees data the endpoint tests serve, always from inside the repository or generated
 /// at run time: the hand-written test_db fixture (`Tests/Fixtures/test_db`, 14 employees with

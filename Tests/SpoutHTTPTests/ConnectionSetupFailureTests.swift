@@ -28,7 +28,7 @@ import Glibc
         let port = try #require(server.boundPort)
 
         for _ in 0..<5 {
-            let answered = try await OwnThread.run { () throws -> Bool in
+            let answered = try await onThread { () throws -> Bool in
                 let client = try TestHTTPClient(port: port)
                 try? client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
                 return (try? client.readUntilClosed(limit: 4096))?.isEmpty == false
@@ -74,7 +74,7 @@ import Glibc
             logger: logger)
         try await server.start()
         let port = try #require(server.boundPort)
-        let response = try await OwnThread.run { () throws -> TestHTTPClient.Response in
+        let response = try await onThread { () throws -> TestHTTPClient.Response in
             let client = try TestHTTPClient(port: port)
             try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
             return try client.readResponse()

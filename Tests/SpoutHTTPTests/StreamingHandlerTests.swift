@@ -37,17 +37,6 @@ final class HopQueue: Sendable {
     }
 }
 
-/// Polls `condition` (running `step` first each time) until it holds; fails after 20 s so a
-/// broken implementation cannot hang the suite. Not a timing assertion: only the outcome counts.
-func waitUntil(_ what: String, step: () throws -> Void = {}, _ condition: () throws -> Bool) throws {
-    for _ in 0..<20_000 {
-        try step()
-        if try condition() { return }
-        usleep(1000)
-    }
-    Issue.record("timed out waiting until \(what)")
-    throw CancellationError()
-}
 
 @Suite("Streaming handler (EmbeddedChannel)", .serialized)
 struct StreamingHandlerTests {

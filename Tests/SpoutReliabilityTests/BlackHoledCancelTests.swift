@@ -40,6 +40,15 @@ struct BlackHoledCancelTests {
             for try await status in group { #expect(status == 200) }
         }
 
+        // The `pg_sleep` statements running in the database, seen from a connection of the test's
+        // own (not through the proxy): the events this test waits for.
+        let sleeping: @Sendable () throws -> Int = {
+            Int(try SampleData.column(database.url, """
+                SELECT count(*) FROM pg_stat_activity
+                WHERE datname = current_database() AND state = 'active' AND query LIKE '%pg_sleep%' AND pid <> pg_backend_pid()
+                """).first ?? "") ?? -1
+        }
+
         // Two clients leave mid-request: a stream (thread-pool path) and a single row waited on
         // by the reactor thread. Each makes Spout send a cancel request, which the proxy holds.
         try await onThread {
@@ -47,19 +56,16 @@ struct BlackHoledCancelTests {
             try stream.send(RawHTTP.request("GET", "/big"))
             try stream.receive(atLeast: 64 * 1024)
             stream.close(reset: true)
-            let single = try RawSocket(port: service.port, timeout: 30)
-            // Its statement ends a moment later, while the cancel request still hangs: the lease
-            // is then released on the event loop, which must not wait for that request.
-            try single.send(RawHTTP.request("GET", "/hold?seconds=1"))
-            Thread.sleep(forTimeInterval: 0.3)
-            single.close(reset: true)
         }
-        try await onThread {
-            let deadline = ContinuousClock.now + .seconds(10)
-            while proxy.heldCancels < 2 && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
-            Thread.sleep(forTimeInterval: 1.5)  // the held single row's statement has ended
-        }
-        #expect(proxy.heldCancels >= 2, "Spout sent \(proxy.heldCancels) cancel requests")
+        let single = try RawSocket(port: service.port, timeout: 30)
+        try single.send(RawHTTP.request("GET", "/hold?seconds=1"))
+        // It leaves once its statement runs; the statement ends a moment later, while the cancel
+        // request still hangs: the lease is then released on the event loop, which must not
+        // wait for that request.
+        #expect(try await eventually { try sleeping() == 1 }, "the single row's statement never started")
+        single.close(reset: true)
+        #expect(try await eventually { proxy.heldCancels >= 2 }, "Spout sent \(proxy.heldCancels) cancel requests")
+        #expect(try await eventually { try sleeping() == 0 }, "the held single row's statement did not end")
 
         // Meanwhile every other request is served at once, on every path.
         var slowest = Duration.zero

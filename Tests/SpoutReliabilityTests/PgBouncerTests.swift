@@ -75,9 +75,9 @@ struct PgBouncerTests {
                 let socket = try RawSocket(port: bounced.port, timeout: 30, receiveBuffer: 16 * 1024)
                 try socket.send(RawHTTP.request("GET", "/big?rows=50000000"))
                 try socket.receive(atLeast: 64 * 1024)
-                try Self.waitUntil("the stream's transaction is open") { try Self.streamBackends(cluster) == 1 }
+                try waitUntil("the stream's transaction is open") { try Self.streamBackends(cluster) == 1 }
                 socket.close(reset: true)
-                try Self.waitUntil("the stream's transaction has ended") { try Self.streamBackends(cluster) == 0 }
+                try waitUntil("the stream's transaction has ended") { try Self.streamBackends(cluster) == 0 }
             }
             #expect(!bounced.log.contains("prepared statement"))
         }
@@ -227,14 +227,6 @@ struct PgBouncerTests {
               AND (query LIKE 'FETCH%' OR query LIKE '%generate_series%')
             """)
         return Int(count.first ?? "") ?? -1
-    }
-
-    private static func waitUntil(_ what: String, _ condition: () throws -> Bool) throws {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while try !condition() {
-            guard ContinuousClock.now < deadline else { throw RawSocket.Failure(description: "timed out waiting until \(what)") }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
     }
 }
 

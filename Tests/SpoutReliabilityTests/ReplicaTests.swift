@@ -20,7 +20,7 @@ struct ReplicaTests {
         let replica = try await onThread { try primary.makeReplica() }
         defer { replica.remove() }
         try await onThread {
-            try Self.waitUntil("the replica has the pets") {
+            try waitUntil("the replica has the pets", within: .seconds(30)) {
                 (try? SampleData.column(replica.url(database: "employees"), "SELECT count(*) FROM pet"))?.first == "9"
             }
         }
@@ -145,13 +145,5 @@ struct ReplicaTests {
             WHERE datname = 'employees' AND state = 'active' AND query LIKE '%\(marker)%' AND pid <> pg_backend_pid()
             """)
         return count?.first.flatMap(Int.init).map { $0 > 0 } ?? false
-    }
-
-    private static func waitUntil(_ what: String, _ condition: () throws -> Bool) throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while try !condition() {
-            guard ContinuousClock.now < deadline else { throw RawSocket.Failure(description: "timed out waiting until \(what)") }
-            Thread.sleep(forTimeInterval: 0.1)
-        }
     }
 }

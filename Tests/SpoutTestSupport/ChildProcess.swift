@@ -43,7 +43,7 @@ public enum ChildProcess {
     /// long child does not hold one of Swift concurrency's few cooperative threads (tests run
     /// in parallel on them; a blocked pool starves every async test in the process).
     public static func run(executable: String, arguments: [String], environment: [String: String]? = nil) async throws -> Result {
-        try await OwnThread.run { try self.run(executable: executable, arguments: arguments, environment: environment) as Result }
+        try await onThread { try self.run(executable: executable, arguments: arguments, environment: environment) as Result }
     }
 
     public static func run(executable: String, arguments: [String], environment: [String: String]? = nil) throws -> Result {
@@ -127,12 +127,3 @@ public enum ChildProcess {
     }
 }
 
-/// Runs blocking work on a new thread and awaits its result.
-public enum OwnThread {
-    public static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread { continuation.resume(with: Swift.Result { try body() }) }
-            thread.start()
-        }
-    }
-}

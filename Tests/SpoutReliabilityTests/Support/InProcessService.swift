@@ -45,16 +45,3 @@ final class InProcessService: Sendable {
 
 /// A logger that drops everything (the access log of thousands of requests is noise here).
 let quietLogger = Logger(label: "spout.reliability", factory: { _ in SwiftLogNoOpLogHandler() })
-
-/// Waits (polling every 50 ms) until `condition` holds or `limit` passes; returns whether it
-/// held. A generous `limit` is a bound against hangs, not a timing assertion. `condition` runs
-/// on a thread of its own (it may block: connect, query, read sockets), never on a Swift
-/// concurrency thread the servers under test need.
-func eventually(within limit: Duration = .seconds(20), _ condition: @escaping @Sendable () throws -> Bool) async throws -> Bool {
-    let deadline = ContinuousClock.now + limit
-    while true {
-        if try await onThread(condition) { return true }
-        if ContinuousClock.now >= deadline { return false }
-        try? await Task.sleep(for: .milliseconds(50))
-    }
-}

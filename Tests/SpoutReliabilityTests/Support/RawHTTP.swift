@@ -1,4 +1,5 @@
 import Foundation
+import SpoutTestSupport
 
 /// An HTTP/1.1 response as read off the wire.
 struct RawResponse: Sendable {

@@ -129,11 +129,3 @@ final class RawSocket {
     }
 }
 
-/// Runs blocking work on a thread of its own, so no Swift concurrency thread blocks.
-func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        let thread = Thread { continuation.resume(with: Result { try body() }) }
-        thread.stackSize = 1 << 20
-        thread.start()
-    }
-}
