@@ -20,13 +20,14 @@ import Tracing
 /// - `version`: the statement of a version validator (`ETag`).
 /// A failed or cancelled span has an error status and `error.type`.
 ///
-/// Made only when the request has a span; every method is then cheap and thread-safe.
+/// Made only when the request has a span that records (one the sampler kept): an unsampled
+/// request makes no child spans, not even non-recording ones. Every method is thread-safe.
 struct DatabaseSpans: Sendable {
     let request: RequestSpan
     let system: String
 
     init?(_ request: RequestSpan?, database: Database) {
-        guard let request else { return nil }
+        guard let request, request.isRecording else { return nil }
         self.request = request
         self.system = database.dialect == .postgres ? "postgresql" : "sqlite"
     }

@@ -37,6 +37,10 @@ public struct RequestSpan: Sendable {
         return (carrier["traceparent"], carrier["tracestate"])
     }
 
+    /// Whether the span records (the sampler kept it): spans of the work done for a request
+    /// that is not recorded are not made at all.
+    public var isRecording: Bool { self.span.isRecording }
+
     /// Names the span after the route that answers.
     func routed(method: String, template: String) {
         self.span.operationName = method + " " + template

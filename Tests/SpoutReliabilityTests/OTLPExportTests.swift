@@ -167,6 +167,39 @@ struct OTLPExportTests {
         Self.expectNoValues(in: spans)
     }
 
+    @Test("sampling: with samplePercent 0 only requests whose caller sampled them are exported")
+    func samplingFollowsTheCaller() async throws {
+        let receiver = try OTLPReceiver()
+        defer { receiver.stop() }
+        var answers: [String: String] = [:]
+        try await StreamsService.with(
+            .sqlite, prefix: "spout_rel_otlp_sampling", extraEndpoints: [:], poolSize: 2, statementTimeoutMs: 0,
+            environment: [
+                "SPOUT_TRACING_ENABLED": "true", "SPOUT_TRACING_ENDPOINT": receiver.baseURL, "SPOUT_TRACING_SAMPLE_PERCENT": "0",
+                "OTEL_BSP_SCHEDULE_DELAY": "100",
+            ]
+        ) { service in
+            for (name, flags) in [("none", nil), ("unsampled", "00"), ("sampled", "01")] as [(String, String?)] {
+                let headers = flags.map { [("traceparent", "00-\(Self.traceID)-\(Self.callerSpanID)-\($0)")] } ?? []
+                let response = try await service.get("/one", headers: headers)
+                #expect(response.status == 200)
+                answers[name] = response.header("traceresponse")
+            }
+        }
+        let spans = receiver.spans
+        // Only the sampled request's tree: its request span and its children.
+        let requests = spans.filter { $0.kind == 2 }
+        #expect(requests.count == 1, "\(spans)")
+        let request = try #require(requests.first)
+        #expect(request.parentSpanID == Self.callerSpanID && request.traceID == Self.traceID)
+        #expect(spans.allSatisfy { $0.traceID == Self.traceID }, "\(spans)")
+        #expect(spans.filter { $0.parentSpanID == request.spanID }.map(\.name).sorted() == ["acquire", "query"], "\(spans)")
+        #expect(answers["sampled"] == "00-\(Self.traceID)-\(request.spanID)-01")
+        // The others are answered as not sampled, the caller's in its own trace.
+        #expect(answers["unsampled"]?.hasPrefix("00-\(Self.traceID)-") == true && answers["unsampled"]?.hasSuffix("-00") == true)
+        #expect(answers["none"]?.hasSuffix("-00") == true && answers["none"]?.contains(Self.traceID) == false)
+    }
+
     @Test("tracing off (the default): nothing is exported, even with an OTLP endpoint in the environment")
     func offByDefault() async throws {
         let receiver = try OTLPReceiver()
