@@ -105,7 +105,8 @@ struct OTLPExportTests {
         Self.expectNoValues(in: spans)
     }
 
-    @Test("a stream: request → acquire → stream, a new trace; OTEL_TRACES_EXPORTER and OTEL_* turn it on", arguments: SQLDialect.allCases)
+    @Test("a stream: request → acquire → stream, in the caller's trace; OTEL_TRACES_EXPORTER and OTEL_* turn it on",
+          arguments: SQLDialect.allCases)
     func streamTree(_ dialect: SQLDialect) async throws {
         let receiver = try OTLPReceiver()
         defer { receiver.stop() }
@@ -119,14 +120,15 @@ struct OTLPExportTests {
             ]
         ) { service in
             ran = true
-            let response = try await service.get("/big?rows=3000")
+            let response = try await service.get(
+                "/big?rows=3000", headers: [("traceparent", "00-\(Self.traceID)-\(Self.callerSpanID)-01")])
             try #require(response.status == 200 && response.complete)
             traceResponse = response.header("traceresponse")
         }
         guard ran else { return }
         let spans = receiver.spans
         let request = try #require(spans.first { $0.kind == 2 && $0.name == "GET /big" }, "\(spans)")
-        #expect(request.parentSpanID.isEmpty)
+        #expect(request.traceID == Self.traceID && request.parentSpanID == Self.callerSpanID)
         #expect(request.serviceName == "spout-from-env")
         #expect(traceResponse == "00-\(request.traceID)-\(request.spanID)-01")
         let children = spans.filter { $0.parentSpanID == request.spanID }.sorted { $0.startNanoseconds < $1.startNanoseconds }
