@@ -395,19 +395,19 @@ import Testing
     /// Millions of rows stream through in constant memory: run `spout export` in a child
     /// process and read its peak resident set from `wait4`.
     /// The PostgreSQL gate is per case: a clone without PostgreSQL still runs the SQLite one.
-    @Test(arguments: ["postgres", "sqlite"])
-    func fiveMillionRowsStreamInConstantMemory(database kind: String) async throws {
-        guard kind == "sqlite" || TestDatabases.postgresEnabled else { return }
+    @Test(arguments: SQLDialect.allCases)
+    func fiveMillionRowsStreamInConstantMemory(_ dialect: SQLDialect) async throws {
+        guard dialect == .sqlite || TestDatabases.postgresEnabled else { return }
         let sqlite = TestDatabases.makeSQLiteDatabase()
         defer { sqlite.drop() }
-        let url = kind == "postgres" ? try TestDatabases.requirePostgresURL() : sqlite.url
-        if kind == "sqlite" {
+        let url = dialect == .postgres ? try TestDatabases.requirePostgresURL() : sqlite.url
+        if dialect == .sqlite {
             // Read-only connections need the file to exist.
             let database = try sqlite.open()
             try database.withConnection(readOnly: false) { try $0.executeScript("CREATE TABLE IF NOT EXISTS marker (x INTEGER)") }
             database.close()
         }
-        let sql = kind == "postgres"
+        let sql = dialect == .postgres
             ? "SELECT g AS n, 'row ' || g AS label, DATE '2000-01-01' + (g % 1000) AS day FROM generate_series(1, 5000000) g"
             : "WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM s WHERE g < 5000000) SELECT g AS n, 'row ' || g AS label FROM s"
         let result = try await ChildProcess.run(

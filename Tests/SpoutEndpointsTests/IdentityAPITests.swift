@@ -10,7 +10,6 @@ import Testing
 /// parameters, and (PostgreSQL) roles and row-level security that never outlive a request.
 @Suite("Identity")
 struct IdentityAPITests {
-    typealias Backend = PetsAPITests.Backend
     static let fixtures = Result { try TokenFixtures() }
 
     /// A service on `database` with `endpoints`, verifying tokens with the fixtures' keys under
@@ -44,7 +43,7 @@ struct IdentityAPITests {
 
     /// The shipped endpoints on a pet table that Spout reaches as an ordinary role.
     static func withPets(
-        _ backend: Backend, verifier: TokenVerifier? = nil, _ body: (TestService, Database) async throws -> Void
+        _ backend: SQLDialect, verifier: TokenVerifier? = nil, _ body: (TestService, Database) async throws -> Void
     ) async throws {
         let store = try IdentityDatabase.make(backend) { connection in
             try PetsLoader(sqlDirectory: Repository.sqlDirectory).load(into: connection)
@@ -58,7 +57,7 @@ struct IdentityAPITests {
     }
 
     @Test("pets: anyone reads; only a token's subject creates, changes and deletes its own", arguments: PetsAPITests.backends)
-    func petsOwners(_ backend: Backend) async throws {
+    func petsOwners(_ backend: SQLDialect) async throws {
         try await Self.withPets(backend) { service, database in
             let diane = try await Self.token("Diane")
             let gwen = try await Self.token("Gwen")
@@ -99,7 +98,7 @@ struct IdentityAPITests {
     }
 
     @Test("forged, expired, not-yet-valid, wrong-aud, alg none, HS/RS-confused and truncated tokens are 401 invalid_token, say why without the token, and run no SQL", arguments: PetsAPITests.backends)
-    func badTokens(_ backend: Backend) async throws {
+    func badTokens(_ backend: SQLDialect) async throws {
         let fixtures = try Self.fixtures.get()
         let now = Int64(Date().timeIntervalSince1970)
         let good = try await Self.token("Diane")
@@ -136,7 +135,7 @@ struct IdentityAPITests {
     // MARK: API keys as identities
 
     @Test("an API key stands for its subject: it writes as that owner, by X-API-Key or as a bearer; an unknown key is 401", arguments: PetsAPITests.backends)
-    func apiKeyIdentities(_ backend: Backend) async throws {
+    func apiKeyIdentities(_ backend: SQLDialect) async throws {
         var configuration = SpoutConfiguration()
         configuration.identity.apiKeys = [
             .init(subject: "Gwen", keyFromEnvironment: "TEST_KEY_GWEN"), .init(subject: "Benny", keyFromEnvironment: "TEST_KEY_BENNY"),
@@ -248,7 +247,7 @@ struct IdentityAPITests {
     /// A service with the endpoint files `files` (by name, SQL inline) on an empty database of
     /// `backend` that Spout reaches as an ordinary role, verifying the fixtures' tokens.
     static func withEndpoints(
-        _ backend: Backend, _ files: [String: String], _ body: (TestService, Database) async throws -> Void
+        _ backend: SQLDialect, _ files: [String: String], _ body: (TestService, Database) async throws -> Void
     ) async throws {
         let store = try IdentityDatabase.make(backend) { _ in }
         defer { store.drop() }
@@ -260,7 +259,7 @@ struct IdentityAPITests {
     }
 
     @Test("claims reach SQL as values: quotes, ;, -- and Unicode; nested by path; missing is NULL", arguments: PetsAPITests.backends)
-    func claimsAsValues(_ backend: Backend) async throws {
+    func claimsAsValues(_ backend: SQLDialect) async throws {
         try await Self.withEndpoints(backend, ["claims.yaml": Self.claimsFile]) { service, _ in
             let hostile = "O'Brien\"; DROP TABLE pet; -- 名前 ü"
             let token = try await Self.token(hostile, extra: ["address": .object(["city": "Zürich'--"])])
@@ -292,7 +291,7 @@ struct IdentityAPITests {
 
     @Test("an endpoint's roles: 403 insufficient_scope naming them before any SQL; one caller's ETag never confirms another's body",
           arguments: PetsAPITests.backends)
-    func rolesAndPrivateTags(_ backend: Backend) async throws {
+    func rolesAndPrivateTags(_ backend: SQLDialect) async throws {
         try await Self.withEndpoints(backend, ["editors.yaml": Self.editorsFile]) { service, database in
             let refusals: [(String?, Int, String, String?)] = [
                 (try await Self.token("Diane", role: "viewer"), 403,
@@ -343,7 +342,7 @@ struct IdentityAPITests {
 
     @Test("requiredClaims: a token without one (absent or null, by path) is 403 naming it before any SQL; with them the claims reach SQL",
           arguments: PetsAPITests.backends)
-    func requiredClaims(_ backend: Backend) async throws {
+    func requiredClaims(_ backend: SQLDialect) async throws {
         let file = """
             auth:
               token: jwt
@@ -388,7 +387,7 @@ struct IdentityAPITests {
     }
 
     @Test("pets: a change by someone without a token is 401 before any SQL, as creating and deleting are", arguments: PetsAPITests.backends)
-    func anonymousChangeOfAPet(_ backend: Backend) async throws {
+    func anonymousChangeOfAPet(_ backend: SQLDialect) async throws {
         try await Self.withPets(backend) { service, database in
             let before = try await PetsAPITests.table(database)
             let statements = database.statistics.statementCount

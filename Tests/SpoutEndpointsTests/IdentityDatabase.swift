@@ -22,7 +22,7 @@ struct IdentityDatabase {
 
     /// Creates the database, runs `setup` on it as the cluster's superuser, then creates the
     /// roles (PostgreSQL).
-    static func make(_ backend: PetsAPITests.Backend, setup: @escaping @Sendable (any DatabaseConnection) throws -> Void) throws -> IdentityDatabase {
+    static func make(_ backend: SQLDialect, setup: @escaping @Sendable (any DatabaseConnection) throws -> Void) throws -> IdentityDatabase {
         let temporary = backend == .sqlite ? TestDatabases.makeSQLiteDatabase() : try TestDatabases.makePostgresDatabase(prefix: "spout_t_identity")
         let owner = try Drivers.driver(for: temporary.url).connect(readOnly: false, statistics: QueryStatistics())
         defer { owner.close() }

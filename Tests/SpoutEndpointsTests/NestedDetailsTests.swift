@@ -15,10 +15,10 @@ struct NestedDetailsTests {
         "/departments/d005?details=managers&details=managers.titles&details=employees&details=employees.titles"
         + "&details=employees.salaries"
 
-    /// Serves the shipped endpoints on `kind` ("postgres" or "sqlite") with 2,500 generated
+    /// Serves the shipped endpoints on `dialect` with 2,500 generated
     /// employees, attachments fetched in windows of 100 rows.
-    static func withService(_ kind: String, _ body: (TestService, Database) async throws -> Void) async throws {
-        let temporary = kind == "postgres" ? try TestDatabases.makePostgresDatabase(prefix: "spout_t_nested") : TestDatabases.makeSQLiteDatabase()
+    static func withService(_ dialect: SQLDialect, _ body: (TestService, Database) async throws -> Void) async throws {
+        let temporary = dialect == .postgres ? try TestDatabases.makePostgresDatabase(prefix: "spout_t_nested") : TestDatabases.makeSQLiteDatabase()
         defer { temporary.drop() }
         _ = try await onThread { try SampleData.generated(employees: 2_500, seed: 7).load(into: temporary) }
         let database = try temporary.open(DatabaseConfiguration(attachmentBatchSize: 100))
@@ -33,10 +33,10 @@ struct NestedDetailsTests {
 
     @Test(
         "a department tree is what per-parent requests return, in statements that grow with levels × windows",
-        arguments: ["postgres", "sqlite"])
-    func departmentTree(database kind: String) async throws {
-        guard kind == "sqlite" || TestDatabases.postgresEnabled else { return }
-        try await Self.withService(kind) { service, database in
+        arguments: SQLDialect.allCases)
+    func departmentTree(_ dialect: SQLDialect) async throws {
+        guard dialect == .sqlite || TestDatabases.postgresEnabled else { return }
+        try await Self.withService(dialect) { service, database in
             let before = database.statistics.statementCount
             let response = try await service.get(Self.everything)
             let statements = database.statistics.statementCount - before
@@ -75,7 +75,7 @@ struct NestedDetailsTests {
             // cursor, and per window of 100 parents one statement per detail below them.
             // (Counted before the per-employee requests above.)
             let windows = { (rows: Int) in (rows + 99) / 100 }
-            if kind == "postgres" {
+            if dialect == .postgres {
                 #expect(statements == 1 + (1 + windows(managers.count)) + (1 + 2 * windows(employees.count)))
             } else {
                 // SQLite runs a cached statement per parent, in process (no round trip).
@@ -84,10 +84,10 @@ struct NestedDetailsTests {
         }
     }
 
-    @Test("JSON Lines nests the same arrays; CSV is a 406 naming the detail", arguments: ["postgres", "sqlite"])
-    func formats(database kind: String) async throws {
-        guard kind == "sqlite" || TestDatabases.postgresEnabled else { return }
-        try await Self.withService(kind) { service, _ in
+    @Test("JSON Lines nests the same arrays; CSV is a 406 naming the detail", arguments: SQLDialect.allCases)
+    func formats(_ dialect: SQLDialect) async throws {
+        guard dialect == .sqlite || TestDatabases.postgresEnabled else { return }
+        try await Self.withService(dialect) { service, _ in
             let compact = try await service.get(Self.everything)
             let lines = try await service.get(Self.everything, accept: "application/x-ndjson")
             #expect(lines.status == 200)
@@ -103,10 +103,10 @@ struct NestedDetailsTests {
         }
     }
 
-    @Test("an unknown name lists what its level allows; a detail without its parent is refused", arguments: ["postgres", "sqlite"])
-    func refusedPaths(database kind: String) async throws {
-        guard kind == "sqlite" || TestDatabases.postgresEnabled else { return }
-        try await Self.withService(kind) { service, database in
+    @Test("an unknown name lists what its level allows; a detail without its parent is refused", arguments: SQLDialect.allCases)
+    func refusedPaths(_ dialect: SQLDialect) async throws {
+        guard dialect == .sqlite || TestDatabases.postgresEnabled else { return }
+        try await Self.withService(dialect) { service, database in
             let before = database.statistics.statementCount
             let cases: [(String, String)] = [
                 (
@@ -143,10 +143,10 @@ struct NestedDetailsTests {
     }
 
     @Test("pages carry their rows' details; a department with one level of details keeps its strong ETag",
-          arguments: ["postgres", "sqlite"])
-    func pagesAndTags(database kind: String) async throws {
-        guard kind == "sqlite" || TestDatabases.postgresEnabled else { return }
-        try await Self.withService(kind) { service, _ in
+          arguments: SQLDialect.allCases)
+    func pagesAndTags(_ dialect: SQLDialect) async throws {
+        guard dialect == .sqlite || TestDatabases.postgresEnabled else { return }
+        try await Self.withService(dialect) { service, _ in
             let page = try await service.get("/departments/d005/employees?pageSize=3&details=titles")
             #expect(page.status == 200)
             #expect(page.header("etag")?.hasPrefix("\"") == true)
@@ -189,9 +189,9 @@ struct NestedDetailsTests {
         """
 
     @Test("pages of a top level carry two levels of details each, tagged, and join to the unpaged stream; versionSql tags a streamed object",
-          arguments: ["postgres", "sqlite"])
-    func pagedTree(database kind: String) async throws {
-        guard kind == "sqlite" || TestDatabases.postgresEnabled else { return }
+          arguments: SQLDialect.allCases)
+    func pagedTree(_ dialect: SQLDialect) async throws {
+        guard dialect == .sqlite || TestDatabases.postgresEnabled else { return }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spout-paged-tree-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -199,7 +199,7 @@ struct NestedDetailsTests {
         try Self.pagedTree.write(toFile: file, atomically: true, encoding: .utf8)
         let endpoints = try EndpointSet.load(files: [file], sqlDirectory: Repository.sqlDirectory)
 
-        let temporary = kind == "postgres" ? try TestDatabases.makePostgresDatabase(prefix: "spout_t_ptree") : TestDatabases.makeSQLiteDatabase()
+        let temporary = dialect == .postgres ? try TestDatabases.makePostgresDatabase(prefix: "spout_t_ptree") : TestDatabases.makeSQLiteDatabase()
         defer { temporary.drop() }
         _ = try await onThread { try SampleData.generated(employees: 600, seed: 11).load(into: temporary) }
         let database = try temporary.open(DatabaseConfiguration(attachmentBatchSize: 100))
@@ -225,7 +225,7 @@ struct NestedDetailsTests {
                 #expect(pageRows.count <= 3)
                 #expect(pageRows.allSatisfy { ($0["employees"] as? [[String: Any]])?.allSatisfy { $0["titles"] is [Any] } == true })
                 let members = pageRows.reduce(0) { $0 + (($1["employees"] as? [Any])?.count ?? 0) }
-                if kind == "postgres" {
+                if dialect == .postgres {
                     // The page, its rows' employees (one window), their titles per window of 100.
                     #expect(statements == 1 + 1 + (members + 99) / 100, "\(target)")
                 }
