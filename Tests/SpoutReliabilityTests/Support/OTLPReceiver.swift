@@ -19,6 +19,7 @@ final class OTLPReceiver: Sendable {
     private let state = Mutex<State>(State())
 
     private struct State {
+        var bodies: [[UInt8]] = []
         var spans: [OTLPSpan] = []
         var requests: [String] = []
         var problems: [String] = []
@@ -50,6 +51,9 @@ final class OTLPReceiver: Sendable {
 
     /// The OTLP endpoint's base URL, as `OTEL_EXPORTER_OTLP_ENDPOINT` takes it.
     var baseURL: String { "http://127.0.0.1:\(self.port)" }
+
+    /// The export requests' bodies, as received.
+    var bodies: [[UInt8]] { self.state.withLock { $0.bodies } }
 
     /// Every span received so far.
     var spans: [OTLPSpan] { self.state.withLock { $0.spans } }
@@ -114,6 +118,7 @@ final class OTLPReceiver: Sendable {
         let response = "HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
         _ = Array(response.utf8).withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         guard target == "/v1/traces" else { return self.problem("a request to \(target)") }
+        self.state.withLock { $0.bodies.append(body) }
         do {
             let spans = try OTLPDecoder.spans(inExportRequest: &body)
             self.state.withLock { $0.spans.append(contentsOf: spans) }
