@@ -109,6 +109,10 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             self.log(exchange, failure: "client closed the connection")
             exchange.sink?.close()
             exchange.task?.cancel()
+        } else if case .receiving(_, _, let exchange) = self.state {
+            // Gone before its body arrived: no response and no log line, but a span that was
+            // started must end, or the tracer would hold it for good.
+            exchange.trace.span?.abandon(requestID: exchange.id)
         }
         self.state = .closing
         context.fireChannelInactive()

@@ -58,6 +58,14 @@ public struct RequestSpan: Sendable {
         self.span.end()
     }
 
+    /// Ends the span of a request whose client went away before it was answered (mid-body):
+    /// no status code; `spout.request.abandoned`, not an error of the server's.
+    func abandon(requestID: String) {
+        self.span.attributes["spout.request.id"] = requestID
+        self.span.attributes["spout.request.abandoned"] = true
+        self.span.end()
+    }
+
     /// Starts a child span now; the caller ends it.
     public func startChild(_ name: String, attributes: SpanAttributes = [:]) -> any Span {
         let child = self.tracer.startSpan(name, context: self.span.context, ofKind: .internal)

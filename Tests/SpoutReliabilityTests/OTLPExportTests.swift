@@ -63,6 +63,7 @@ struct OTLPExportTests {
             #expect(response.text.contains("\"child\":\(Self.secretID + 2)"))
             traceResponse = response.header("traceresponse")
             log = service.log
+            try await Self.awaitExport(receiver, serverSpans: 3)
         }
         guard ran else { return }
         let spans = receiver.spans
@@ -134,6 +135,7 @@ struct OTLPExportTests {
                 "/big?rows=3000", headers: [("traceparent", "00-\(Self.traceID)-\(Self.callerSpanID)-01")])
             try #require(response.status == 200 && response.complete)
             traceResponse = response.header("traceresponse")
+            try await Self.awaitExport(receiver, serverSpans: 1)
         }
         guard ran else { return }
         let spans = receiver.spans
@@ -163,6 +165,7 @@ struct OTLPExportTests {
             #expect(response.status == 504)
             let missing = try await service.get("/nowhere/\(Self.secretID)")
             #expect(missing.status == 404)
+            try await Self.awaitExport(receiver, serverSpans: 2)
         }
         guard ran else { return }
         let spans = receiver.spans
@@ -197,6 +200,7 @@ struct OTLPExportTests {
                 #expect(response.status == 200)
                 answers[name] = response.header("traceresponse")
             }
+            try await Self.awaitExport(receiver, serverSpans: 1)
         }
         let spans = receiver.spans
         // Only the sampled request's tree: its request span and its children.
@@ -252,6 +256,7 @@ struct OTLPExportTests {
             #expect(detail.status == 200)
             let stream = try await service.get("/big?rows=10")
             #expect(stream.status == 200)
+            try await Self.awaitExport(receiver, serverSpans: 2)
         }
         let bodies = receiver.bodies
         try #require(!bodies.isEmpty)
@@ -298,6 +303,14 @@ struct OTLPExportTests {
         #expect(spans.map(\.name) == ["x"] && spans.map(\.kind) == [2])
         var truncated = Array(request.dropLast())
         #expect(throws: OTLPDecoder.Malformed.self) { try OTLPDecoder.spans(inExportRequest: &truncated) }
+    }
+
+    /// Waits until `receiver` holds `serverSpans` request spans, before the service stops: a
+    /// span that ends as the process shuts down may not be exported (swift-otel's batch
+    /// processor stops with it), and these tests are about the spans of requests answered.
+    static func awaitExport(_ receiver: OTLPReceiver, serverSpans: Int) async throws {
+        let exported = try await eventually { receiver.spans.filter { $0.kind == 2 }.count >= serverSpans }
+        #expect(exported, "\(receiver.spans)")
     }
 
     /// No attribute or name carries the request's values, its path or SQL.
