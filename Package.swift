@@ -71,8 +71,9 @@ let package = Package(
         // (small: it adds swift-service-context), never through a global tracer.
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
         // The OTLP exporter behind that API, in `spout serve` only, over HTTP only (the trait:
-        // no gRPC). It brings swift-protobuf and async-http-client; its build cost is in
-        // docs/configuration.md (Tracing).
+        // no gRPC). It brings swift-protobuf and async-http-client. CI on a fresh clone, before
+        // and after (2026-11-26): clean debug build 501 -> 579 s, static release build 583 ->
+        // 611 s, the whole run 2,059 -> 2,173 s.
         .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
