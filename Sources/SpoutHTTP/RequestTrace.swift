@@ -18,8 +18,6 @@ import W3CTraceContext
 struct RequestTrace: Sendable {
     /// This server's span: its trace id, span id, flags and state.
     let context: TraceContext
-    /// The caller's span, when the request continued a trace.
-    let parentSpanID: SpanID?
     /// The trace id, 32 lowercase hex digits.
     let traceID: String
     /// The span id, 16 lowercase hex digits.
@@ -33,7 +31,6 @@ struct RequestTrace: Sendable {
         let traceParent = fields[values: .traceParent].first
         let traceState = fields[values: .traceState].first
         let incoming = traceParent.flatMap { try? TraceContext(traceParentHeaderValue: $0, traceStateHeaderValue: traceState) }
-        self.parentSpanID = incoming?.spanID
         if let tracer {
             let span = RequestSpan(tracer: tracer, method: method, fields: fields)
             self.span = span
