@@ -20,7 +20,8 @@ struct PostgresServerTests {
         _ body: (ServerFixture, TemporaryDatabase) async throws -> Void
     ) async throws {
         try await ServerFixture.with(
-            .postgres, configuration, database: DatabaseConfiguration(maximumConnections: 2, acquireTimeout: .milliseconds(300)), body)
+            .postgres, configuration,
+            database: DatabaseConfiguration(maximumConnections: 2, acquireTimeout: .milliseconds(300), streamAcquireTimeout: .seconds(1)), body)
     }
 
     @Test func everyStatus() async throws {

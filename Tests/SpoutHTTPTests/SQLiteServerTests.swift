@@ -20,7 +20,8 @@ struct SQLiteServerTests {
         _ body: (ServerFixture) async throws -> Void
     ) async throws {
         try await ServerFixture.withSQLite(
-            configuration, database: DatabaseConfiguration(maximumConnections: 2, acquireTimeout: .milliseconds(300)), body)
+            configuration, database: DatabaseConfiguration(
+                maximumConnections: 2, acquireTimeout: .milliseconds(300), streamAcquireTimeout: .seconds(1)), body)
     }
 
     @Test func shapesAndHeaders() async throws {
