@@ -175,21 +175,28 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "spout-client-example", dependencies: ["SpoutClient"]),
+        // The test kit: HTTP on the wire, waiting, child processes and served checkouts,
+        // fixtures' paths. No database in it, so the HTTP layer's tests link no driver.
         .target(
             name: "SpoutTestSupport",
-            dependencies: ["SpoutCore", "SpoutDrivers", .product(name: "Logging", package: "swift-log")],
+            dependencies: [.product(name: "Logging", package: "swift-log")],
             path: "Tests/SpoutTestSupport"
         ),
+        // Which databases a test runs on, and a fresh one per test (both drivers).
+        .target(name: "SpoutTestDatabases", dependencies: ["SpoutCore", "SpoutDrivers"], path: "Tests/SpoutTestDatabases"),
         .testTarget(name: "SpoutCoreTests", dependencies: ["SpoutCore"]),
-        .testTarget(name: "SpoutDriverTests", dependencies: ["SpoutCore", "SpoutDrivers", "SpoutPostgres", "SpoutSQLite", "SpoutTestSupport"]),
+        .testTarget(
+            name: "SpoutDriverTests",
+            dependencies: ["SpoutCore", "SpoutDrivers", "SpoutPostgres", "SpoutSQLite", "SpoutTestSupport", "SpoutTestDatabases"]
+        ),
+        // The HTTP layer alone: no database driver is linked (end-to-end server tests over a
+        // database are in SpoutEndpointsTests/Server).
         .testTarget(
             name: "SpoutHTTPTests",
             dependencies: [
-                // SpoutEndpoints: the row responses these tests serve (`Response.rows`).
-                "SpoutCore", "SpoutHTTP", "SpoutEndpoints", "SpoutDrivers", "SpoutPostgres", "SpoutSQLite", "SpoutTestSupport",
+                "SpoutCore", "SpoutHTTP", "SpoutTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -201,8 +208,15 @@ let package = Package(
         .testTarget(
             name: "SpoutEndpointsTests",
             dependencies: [
-                "SpoutCore", "SpoutDrivers", "SpoutHTTP", "SpoutEndpoints", "SpoutData", "SpoutTestSupport",
+                "SpoutCore", "SpoutDrivers", "SpoutPostgres", "SpoutSQLite", "SpoutHTTP", "SpoutEndpoints", "SpoutData",
+                "SpoutTestSupport", "SpoutTestDatabases",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Yams", package: "Yams"),
+                // Server/: the HTTP server end to end over a database, and its channel handlers.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 // Tokens signed by a real library, with keys it generates (identity tests).
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -211,7 +225,7 @@ let package = Package(
         .testTarget(
             name: "SpoutReliabilityTests",
             dependencies: [
-                "SpoutCore", "SpoutDrivers", "SpoutHTTP", "SpoutEndpoints", "SpoutData", "SpoutTestSupport",
+                "SpoutCore", "SpoutDrivers", "SpoutHTTP", "SpoutEndpoints", "SpoutData", "SpoutTestSupport", "SpoutTestDatabases",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -219,13 +233,16 @@ let package = Package(
             name: "SpoutClientTests",
             dependencies: [
                 // SpoutCore: SQLDialect, the one way tests say which database serves them.
-                "SpoutClient", "SpoutTestSupport", "SpoutCore",
+                "SpoutClient", "SpoutTestSupport", "SpoutTestDatabases", "SpoutCore",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
-        .testTarget(name: "SpoutDataTests", dependencies: ["SpoutCore", "SpoutDrivers", "SpoutPostgres", "SpoutSQLite", "SpoutData", "SpoutTestSupport"]),
+        .testTarget(
+            name: "SpoutDataTests",
+            dependencies: ["SpoutCore", "SpoutDrivers", "SpoutPostgres", "SpoutSQLite", "SpoutData", "SpoutTestSupport", "SpoutTestDatabases"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -6,11 +6,7 @@ import SpoutTestSupport
 /// A real `spout serve` (``ServedSpout``: a child process on the seeded SQLite default, as
 /// `nobody` when the tests run as root) for the client to call through real sockets.
 ///
-/// `@unchecked Sendable` because ``ServedSpout`` is not `Sendable` (it is a plain class owned
-/// by one test). This wrapper is created and stopped by one test, which awaits each step in
-/// turn: its `ServedSpout` is never touched by two threads at once. Its only mutable state
-/// is inside `ServedSpout`, read by `stop()` alone.
-final class LiveSpout: @unchecked Sendable {
+final class LiveSpout: Sendable {
     private let served: ServedSpout
 
     /// The server's URL, `http://127.0.0.1:PORT`.
@@ -21,20 +17,17 @@ final class LiveSpout: @unchecked Sendable {
         self.baseURL = URL(string: "http://127.0.0.1:\(served.port)")!
     }
 
-    /// Starts the server on a thread of its own (it seeds, then logs "listening") and returns
-    /// once it listens. `extraFiles`, `environment` and `extraArguments` are ``ServedSpout``'s.
+    /// Starts the server (it seeds, then logs "listening") and returns once it listens. `extraFiles`, `environment` and `extraArguments` are ``ServedSpout``'s.
     static func start(
         extraFiles: [String: String] = [:], environment: [String: String] = [:], extraArguments: [String] = []
     ) async throws -> LiveSpout {
         var attempt = 1
         while true {
             do {
-                return try await onThread {
-                    LiveSpout(
-                        served: try ServedSpout(
-                            root: TestFixtures.repositoryRoot, extraArguments: extraArguments,
-                            environment: ["SPOUT_JWT_SECRET": Self.tokenSecret].merging(environment) { $1 }, extraFiles: extraFiles))
-                }
+                return LiveSpout(
+                    served: try await ServedSpout.start(
+                        root: TestFixtures.repositoryRoot, extraArguments: extraArguments,
+                        environment: ["SPOUT_JWT_SECRET": Self.tokenSecret].merging(environment) { $1 }, extraFiles: extraFiles))
             } catch where attempt < 5 && String(describing: error).contains("Text file busy") {
                 // ETXTBSY: another test's child was forked while this server's copy of `spout`
                 // was still open for writing, and holds that descriptor until it execs. The
@@ -87,8 +80,8 @@ final class LiveSpout: @unchecked Sendable {
         SpoutClient(baseURL: self.baseURL, configuration: configuration)
     }
 
-    /// Stops the server (SIGTERM, then waits) on a thread of its own.
+    /// Stops the server (SIGTERM, then waits).
     func stop() async {
-        _ = try? await onThread { self.served.stop() }
+        await self.served.stop()
     }
 }

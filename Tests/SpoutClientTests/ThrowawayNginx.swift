@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOPosix
+import SpoutTestDatabases
 import SpoutTestSupport
 
 #if canImport(Glibc)

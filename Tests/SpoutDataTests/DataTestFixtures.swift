@@ -1,16 +1,14 @@
 import Foundation
 import SpoutCore
 import SpoutDrivers
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 
 /// Paths, temporary directories and database helpers shared by the SpoutData tests.
 enum DataTestFixtures {
     /// The repository's `sql` directory.
-    static let sqlDirectory: String = {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("sql").path
-    }()
+    static var sqlDirectory: String { TestFixtures.repositoryRoot.appendingPathComponent("sql").path }
 
     /// The hand-written test_db subset in `Tests/Fixtures/test_db`.
     static var sampleDirectory: String { TestFixtures.testDB }
@@ -28,13 +26,9 @@ enum DataTestFixtures {
     }
 
     static func run(_ executable: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw CommandFailed(description: "\(executable) \(arguments) exited with \(process.terminationStatus)")
+        let result = try ChildProcess.run(executable: executable, arguments: arguments) as ChildProcess.Result
+        guard result.status == 0 else {
+            throw CommandFailed(description: "\(executable) \(arguments) exited with \(result.status): \(result.standardError)")
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import SpoutCore
+import SpoutTestDatabases
 import Synchronization
 import SpoutTestSupport
 import Testing

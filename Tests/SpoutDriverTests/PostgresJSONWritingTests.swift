@@ -1,4 +1,5 @@
 import SpoutCore
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 

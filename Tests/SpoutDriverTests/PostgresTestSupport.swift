@@ -1,6 +1,7 @@
 import Foundation
 import SpoutCore
 import SpoutPostgres
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 

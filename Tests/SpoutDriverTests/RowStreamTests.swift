@@ -2,6 +2,7 @@ import Foundation
 import SpoutCore
 import SpoutDrivers
 import SpoutPostgres
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 

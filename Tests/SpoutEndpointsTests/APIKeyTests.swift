@@ -3,6 +3,7 @@ import Logging
 import SpoutCore
 import SpoutEndpoints
 import SpoutHTTP
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 
@@ -69,7 +70,7 @@ struct APIKeyTests {
     ) async throws -> HTTPTestResponse {
         var headers = headers
         if !body.isEmpty { headers.append(("Content-Type", "application/x-www-form-urlencoded")) }
-        return try await HTTPTestClient.send(port: port, method: method, path: path, headers: headers, body: Array(body.utf8))
+        return try await RawHTTP.get(port: port, path, method: method, headers: headers, body: Array(body.utf8))
     }
 
     // MARK: Loading

@@ -11,7 +11,7 @@ import Testing
 /// needs: wrk, psql, sqlite3, curl). It runs the harness with `--no-install`: a test installs
 /// nothing; a missing tool fails it.
 @Suite struct BenchmarkHarnessTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static var root: URL { TestFixtures.repositoryRoot }
 
     static var enabled: Bool {
         if ProcessInfo.processInfo.environment["CI"] == "true" { return true }

@@ -41,16 +41,20 @@ import Testing
     /// The README's first command in someone else's checkout: `data/` cannot be made there, so
     /// the embedded database goes to the user's temporary folder and the service answers.
     @Test func theEmbeddedDefaultServesWhereItsFolderCannotBeMade() async throws {
-        // Made here, not on a thread of its own: ServedSpout is not Sendable. It blocks this
-        // task while 50 employees are seeded (the suite runs one test at a time).
-        let served = try ServedSpout(root: Repository.root, environment: ["SPOUT_DATABASE_SEED_EMPLOYEES": "50"], embeddedDefault: true)
-        defer { served.stop() }
-        #expect(try await HTTPTestClient.get(port: served.port, "/health").status == 200)
-        let pet = try await HTTPTestClient.get(port: served.port, "/pets/Fluffy")
-        #expect(pet.status == 200 && pet.text.contains(#""owner":"Harold""#), "\(pet.text)")
-        let uid = try served.runningUserIDs().first ?? getuid()
-        let database = served.directory.appendingPathComponent("tmp/spout-\(uid)/spout.sqlite").path
-        #expect(FileManager.default.fileExists(atPath: database), "no database at \(database)")
+        let served = try await ServedSpout.start(
+            root: Repository.root, environment: ["SPOUT_DATABASE_SEED_EMPLOYEES": "50"], embeddedDefault: true)
+        do {
+            #expect(try await RawHTTP.get(port: served.port, "/health").status == 200)
+            let pet = try await RawHTTP.get(port: served.port, "/pets/Fluffy")
+            #expect(pet.status == 200 && pet.text.contains(#""owner":"Harold""#), "\(pet.text)")
+            let uid = try served.runningUserIDs().first ?? getuid()
+            let database = served.directory.appendingPathComponent("tmp/spout-\(uid)/spout.sqlite").path
+            #expect(FileManager.default.fileExists(atPath: database), "no database at \(database)")
+        } catch {
+            await served.stop()
+            throw error
+        }
+        await served.stop()
     }
 
     @Test func aDatabaseFolderThatCannotBeCreatedIsNamedWithTheWayOut() async throws {

@@ -2,6 +2,7 @@ import Foundation
 import SpoutCore
 import SpoutDrivers
 import SpoutEndpoints
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 

@@ -1,12 +1,13 @@
 import Foundation
 import SpoutEndpoints
+import SpoutTestSupport
 import Testing
 import Yams
 
 /// The container files cannot be built here (no Docker engine), so their settings are checked
 /// by reading them.
 @Suite struct DeploymentFilesTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static var root: URL { TestFixtures.repositoryRoot }
 
     static func read(_ path: String) throws -> String {
         try String(contentsOf: self.root.appendingPathComponent(path), encoding: .utf8)

@@ -2,6 +2,7 @@ import Foundation
 import SpoutCore
 import SpoutEndpoints
 import SpoutHTTP
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 

@@ -3,6 +3,7 @@ import JWTKit
 import SpoutCore
 import SpoutData
 import SpoutEndpoints
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 
@@ -31,8 +32,8 @@ struct IdentityAPITests {
         var headers: [(String, String)] = [("Content-Type", "application/x-www-form-urlencoded")]
         if let token { headers.append(("Authorization", "Bearer \(token)")) }
         if let apiKey { headers.append(("X-API-Key", apiKey)) }
-        let body = form.map { "\(HTTPTestClient.formEncode($0.0))=\(HTTPTestClient.formEncode($0.1))" }.joined(separator: "&")
-        return try await HTTPTestClient.send(port: service.port, method: method, path: path, headers: headers, body: Array(body.utf8))
+        let body = form.map { "\(RawHTTP.formEncode($0.0))=\(RawHTTP.formEncode($0.1))" }.joined(separator: "&")
+        return try await RawHTTP.get(port: service.port, path, method: method, headers: headers, body: Array(body.utf8))
     }
 
     static func token(_ sub: String, role: String? = nil, extra: [String: ClaimValue] = [:]) async throws -> String {
@@ -321,8 +322,7 @@ struct IdentityAPITests {
             #expect(dianes.header("vary")?.contains("Authorization") == true)
             let tag = try #require(dianes.header("etag"))
             func conditional(_ token: String) async throws -> HTTPTestResponse {
-                try await HTTPTestClient.send(
-                    port: service.port, method: "GET", path: "/notes", headers: [("Authorization", "Bearer \(token)"), ("If-None-Match", tag)])
+                try await RawHTTP.get(port: service.port, "/notes", headers: [("Authorization", "Bearer \(token)"), ("If-None-Match", tag)])
             }
             // Diane's tag with Gwen's token: Gwen's own body, never a 304 for Diane's.
             let gwens = try await conditional(gwen)

@@ -1,6 +1,7 @@
 import Foundation
 import SpoutCore
 import SpoutDrivers
+import SpoutTestDatabases
 import SpoutTestSupport
 
 /// A test database that Spout reaches as an ordinary login role, so that row-level security

@@ -1,6 +1,7 @@
 import Foundation
 import SpoutCore
 import SpoutEndpoints
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 
@@ -231,7 +232,7 @@ struct NestedDetailsTests {
                 }
                 let tag = try #require(page.header("etag"), "\(target)")
                 #expect(tag.hasPrefix("\""), "a strong ETag")
-                let again = try await HTTPTestClient.send(port: service.port, method: "GET", path: target, headers: [("If-None-Match", tag)])
+                let again = try await RawHTTP.get(port: service.port, target, headers: [("If-None-Match", tag)])
                 #expect(again.status == 304 && again.body.isEmpty, "\(target)")
                 rows += pageRows
                 pages += 1
@@ -247,8 +248,7 @@ struct NestedDetailsTests {
             let tag = try #require(object.header("etag"), "versionSql tags the streamed object")
             #expect(tag.hasPrefix("W/"))
             let before = database.statistics.statementCount
-            let confirmed = try await HTTPTestClient.send(
-                port: service.port, method: "GET", path: "/departments/d005?\(details)", headers: [("If-None-Match", tag)])
+            let confirmed = try await RawHTTP.get(port: service.port, "/departments/d005?\(details)", headers: [("If-None-Match", tag)])
             #expect(confirmed.status == 304 && confirmed.body.isEmpty)
             #expect(database.statistics.statementCount - before <= 1, "only versionSql ran")
         }

@@ -3,6 +3,7 @@ import SpoutCore
 import SpoutDrivers
 import SpoutEndpoints
 import SpoutHTTP
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 
@@ -87,7 +88,7 @@ struct PagesAndCachesTests {
                 let lastName = try #require(counts.max { $0.value < $1.value }?.key)
                 let expectedPages = (counts[lastName]! + 6) / 7
                 try #require(counts[lastName]! > 14)
-                let filter = "lastName=\(HTTPTestClient.formEncode(lastName))"
+                let filter = "lastName=\(RawHTTP.formEncode(lastName))"
 
                 for (query, accept) in [
                     ("\(filter)&details=titles&details=salaries", nil), ("\(filter)&details=titles", "application/x-ndjson"),
@@ -211,7 +212,7 @@ struct PagesAndCachesTests {
             for (name, service) in services.services {
                 let port = service.port
                 func get(_ path: String, _ headers: [(String, String)] = []) async throws -> HTTPTestResponse {
-                    try await HTTPTestClient.send(port: port, method: "GET", path: path, headers: headers)
+                    try await RawHTTP.get(port: port, path, headers: headers)
                 }
                 // An object: a strong tag, a digest of the body.
                 let fluffy = try await get("/pets/Fluffy")

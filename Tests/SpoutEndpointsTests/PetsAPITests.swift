@@ -1,6 +1,7 @@
 import Foundation
 import SpoutCore
 import SpoutEndpoints
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 
@@ -112,8 +113,8 @@ struct PetsAPITests {
                 try await IdentityAPITests.send(service, "POST", path, token: token, form: fields)
             }
             func json(_ path: String, _ json: String, as token: String) async throws -> HTTPTestResponse {
-                try await HTTPTestClient.send(
-                    port: service.port, method: "POST", path: path,
+                try await RawHTTP.get(
+                    port: service.port, path, method: "POST",
                     headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(token)")], body: Array(json.utf8))
             }
 

@@ -3,6 +3,7 @@ import SpoutCore
 import SpoutData
 import SpoutDrivers
 import SpoutEndpoints
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 
@@ -26,7 +27,7 @@ import Testing
 /// fail the test. When the tests run as root, the server runs as `nobody` with no
 /// capabilities (``ServedSpout``): the examples must work for a user, not only for root.
 @Suite struct ReadmeExamplesTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static var root: URL { TestFixtures.repositoryRoot }
 
     /// A line of a document, for messages.
     struct Location: CustomStringConvertible, Equatable {
@@ -190,18 +191,16 @@ import Testing
     func everyExampleAnswersAsDocumented(_ dialect: SQLDialect) async throws {
         if dialect == .postgres && !TestDatabases.postgresEnabled { return }
         guard let examples = try Self.examplesToRun() else { return }
-        // Blocking process work, on a thread of its own rather than a cooperative one.
-        let served = try await onThread {
-            dialect == .sqlite ? try Self.serve(examples, extraArguments: []) : try Self.servedOnPostgres(examples)
-        }
+        let served = dialect == .sqlite
+            ? try await Self.serve(examples, extraArguments: []) : try await Self.servedOnPostgres(examples)
         Self.compare(served, with: examples)
     }
 
     /// Serves `examples` on a new PostgreSQL database seeded as the SQLite default is.
-    private static func servedOnPostgres(_ examples: Examples) throws -> Served {
-        do {
-            let database = try TestDatabases.makePostgresDatabase(prefix: "spout_docs")
-            defer { database.drop() }
+    private static func servedOnPostgres(_ examples: Examples) async throws -> Served {
+        let database = try TestDatabases.makePostgresDatabase(prefix: "spout_docs")
+        defer { database.drop() }
+        let (url, role) = try await onThread {
             // The data the SQLite default seeds itself with: the same generator, size and seed.
             let shipped = try SpoutConfiguration.load(file: Repository.configFile, environment: [:])
             let connection = try Drivers.driver(for: database.url).connect(readOnly: false, statistics: QueryStatistics())
@@ -210,11 +209,11 @@ import Testing
                 connection: connection, sqlDirectory: Repository.sqlDirectory, employees: shipped.database.seed.employees)
             // Spout logs in as an ordinary role, as it should: a superuser would bypass the
             // pets' row-level security.
-            let (url, role) = try IdentityDatabase.createLoginRole(on: connection, url: database.url)
-            defer { IdentityDatabase.dropRoles([role], database: database) }
-            // ServedSpout passes its SQLite URL first; the last `--database` wins.
-            return try Self.serve(examples, extraArguments: ["--database", url])
+            return try IdentityDatabase.createLoginRole(on: connection, url: database.url)
         }
+        defer { IdentityDatabase.dropRoles([role], database: database) }
+        // ServedSpout passes its SQLite URL first; the last `--database` wins.
+        return try await Self.serve(examples, extraArguments: ["--database", url])
     }
 
     /// Every example, checked to include the README's; nil (with an issue) without curl.
@@ -236,24 +235,32 @@ import Testing
         var unprivileged: (userIDs: [UInt32], capabilities: String)?
     }
 
-    /// Serves the shipped configuration with every marked file added and runs every command.
-    /// Blocking; the comparison is left to the test's own task (see ``compare(_:with:)``).
-    static func serve(_ examples: Examples, extraArguments: [String]) throws -> Served {
+    /// Serves the shipped configuration with every marked file added and runs every command
+    /// (on a thread of its own: they block); the comparison is left to ``compare(_:with:)``.
+    static func serve(_ examples: Examples, extraArguments: [String]) async throws -> Served {
         let files = Dictionary(uniqueKeysWithValues: examples.files.map { ($0.path, $0.contents) })
-        let server = try ServedSpout(
+        let server = try await ServedSpout.start(
             root: self.root, extraArguments: extraArguments, environment: ["SPOUT_JWT_SECRET": Self.tokenSecret], extraFiles: files)
-        defer { server.stop() }
-        var served = Served(outputs: [])
-        if server.isUnprivileged {
-            served.unprivileged = (try server.runningUserIDs(), try server.effectiveCapabilities())
+        do {
+            var served = Served(outputs: [])
+            if server.isUnprivileged {
+                served.unprivileged = (try server.runningUserIDs(), try server.effectiveCapabilities())
+            }
+            let port = server.port
+            served.outputs = try await onThread {
+                try examples.commands.map { example in
+                    try self.shell(
+                        example.command
+                            .replacingOccurrences(of: "localhost:8080", with: "127.0.0.1:\(port)")
+                            .replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(port)"))
+                }
+            }
+            await server.stop()
+            return served
+        } catch {
+            await server.stop()
+            throw error
         }
-        for example in examples.commands {
-            let command = example.command
-                .replacingOccurrences(of: "localhost:8080", with: "127.0.0.1:\(server.port)")
-                .replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(server.port)")
-            served.outputs.append(try self.shell(command))
-        }
-        return served
     }
 
     static func compare(_ served: Served, with examples: Examples) {
@@ -271,22 +278,13 @@ import Testing
     static let tokenSecret = "readme-examples-secret-0123456789abcdef"
 
     static func shell(_ command: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["-c", command]
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SPOUT_") }
         environment["SPOUT_JWT_SECRET"] = Self.tokenSecret
         let executables = (try ChildProcess.spoutExecutable() as NSString).deletingLastPathComponent
         environment["PATH"] = executables + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
-        process.environment = environment
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let result = try ChildProcess.run(executable: "/bin/bash", arguments: ["-c", command], environment: environment) as ChildProcess.Result
         // CSV lines end in CRLF; the documents show them as lines.
-        var text = String(decoding: data, as: UTF8.self).replacingOccurrences(of: "\r\n", with: "\n")
+        var text = result.standardOutput.replacingOccurrences(of: "\r\n", with: "\n")
         while text.hasSuffix("\n") { text.removeLast() }
         return text
     }

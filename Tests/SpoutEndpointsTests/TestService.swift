@@ -5,13 +5,13 @@ import SpoutData
 import SpoutDrivers
 import SpoutEndpoints
 import SpoutHTTP
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 
 /// Paths of the repository, for the shipped configuration and SQL.
 enum Repository {
-    static let root: URL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
+    static var root: URL { TestFixtures.repositoryRoot }
     static var configFile: String { self.root.appendingPathComponent("config/spout.yaml").path }
     static var sqlDirectory: String { self.root.appendingPathComponent("sql").path }
 
@@ -57,7 +57,7 @@ final class TestService: Sendable {
     }
 
     func get(_ path: String, accept: String? = nil) async throws -> HTTPTestResponse {
-        try await HTTPTestClient.get(port: self.port, path, accept: accept)
+        try await RawHTTP.get(port: self.port, path, headers: accept.map { [("Accept", $0)] } ?? [])
     }
 
     func stop() async {

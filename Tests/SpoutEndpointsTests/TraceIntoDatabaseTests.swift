@@ -2,6 +2,7 @@ import Foundation
 import SpoutCore
 import SpoutDrivers
 import SpoutEndpoints
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 
@@ -83,7 +84,7 @@ struct TraceIntoDatabaseTests {
     ) async throws -> (response: HTTPTestResponse, spanID: String) {
         var headers = [("traceparent", "00-\(Self.traceID)-00f067aa0ba902b7-01")]
         if !form.isEmpty { headers.append(("Content-Type", "application/x-www-form-urlencoded")) }
-        let response = try await HTTPTestClient.send(port: service.port, method: method, path: path, headers: headers, body: Array(form.utf8))
+        let response = try await RawHTTP.get(port: service.port, path, method: method, headers: headers, body: Array(form.utf8))
         let parts = try #require(response.header("traceresponse")).split(separator: "-")
         try #require(parts.count == 4 && parts[1] == Self.traceID, "\(response.header("traceresponse") ?? "none")")
         return (response, String(parts[2]))

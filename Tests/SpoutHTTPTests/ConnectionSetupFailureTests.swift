@@ -29,7 +29,7 @@ import Glibc
 
         for _ in 0..<5 {
             let answered = try await onThread { () throws -> Bool in
-                let client = try TestHTTPClient(port: port)
+                let client = try HTTPTestConnection(port: port)
                 try? client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
                 return (try? client.readUntilClosed(limit: 4096))?.isEmpty == false
             }
@@ -74,8 +74,8 @@ import Glibc
             logger: logger)
         try await server.start()
         let port = try #require(server.boundPort)
-        let response = try await onThread { () throws -> TestHTTPClient.Response in
-            let client = try TestHTTPClient(port: port)
+        let response = try await onThread { () throws -> HTTPTestResponse in
+            let client = try HTTPTestConnection(port: port)
             try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
             return try client.readResponse()
         }

@@ -1,5 +1,6 @@
 import Foundation
 import SpoutCore
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 
@@ -67,7 +68,7 @@ struct ApplicationNameTests {
         let directory = try ServiceDirectory(
             databaseURL: bouncer.url(database: "names"), extraEndpoints: ["backend.yaml": Self.endpoints], shipped: false, poolSize: 2)
         defer { directory.remove() }
-        let service = try await ServerProcess.start(
+        let service = try await ServerProcess.serving(
             arguments: ["--config", directory.configFile, "--no-seed"],
             environment: ["SPOUT_DATABASE_PREPARED_STATEMENTS": "false", "SPOUT_DATABASE_APPLICATION_NAME": "spout-behind-bouncer"])
         // The backend that answered is one of PgBouncer's server connections; straight to
@@ -103,7 +104,7 @@ struct ApplicationNameTests {
         let directory = try ServiceDirectory(
             databaseURL: url, extraEndpoints: ["backend.yaml": Self.endpoints], shipped: false, poolSize: 2)
         defer { directory.remove() }
-        let service = try await ServerProcess.start(arguments: ["--config", directory.configFile, "--no-seed"], environment: environment)
+        let service = try await ServerProcess.serving(arguments: ["--config", directory.configFile, "--no-seed"], environment: environment)
         let names: @Sendable () async throws -> [String] = {
             var pids: Set<Int> = []
             for _ in 0..<2 { pids.insert(try await Self.backend(service)) }

@@ -1,5 +1,6 @@
 import Foundation
 import SpoutCore
+import SpoutTestDatabases
 import SpoutTestSupport
 import Synchronization
 import Testing
@@ -31,7 +32,7 @@ struct BlackHoledCancelTests {
             extraEndpoints: ["streams.yaml": TestEndpoints.streams(.postgres), "slow.yaml": TestEndpoints.slow(.postgres, timeoutMs: 30_000)],
             shipped: false, poolSize: 6, statementTimeoutMs: 0)
         defer { directory.remove() }
-        let service = try await ServerProcess.start(arguments: ["--config", directory.configFile, "--no-seed"])
+        let service = try await ServerProcess.serving(arguments: ["--config", directory.configFile, "--no-seed"])
 
         // Open every connection of the pool (concurrent requests), so that later requests find
         // one open: a single row then runs event-driven, waited on by the reactor thread.

@@ -1,5 +1,6 @@
 import Foundation
 import SpoutCore
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 
@@ -113,7 +114,7 @@ struct ClientDisconnectTests {
         }
         #expect(statuses == Array(repeating: 200, count: poolSize))
         let complete = try await service.get("/big?rows=50000")
-        #expect(complete.status == 200 && complete.complete)
+        #expect(complete.status == 200 && complete.isComplete)
         #expect(complete.text.hasSuffix("}]") && complete.text.contains(#""id":50000,"#))
 
         // Once the server is gone and the database closed, no lease is left outstanding.

@@ -1,5 +1,6 @@
 import Foundation
 import SpoutCore
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 
@@ -38,7 +39,7 @@ struct DeepStreamMemoryTests {
 
         let directory = try ServiceDirectory(databaseURL: database.url)
         defer { directory.remove() }
-        let service = try await ServerProcess.start(arguments: ["--config", directory.configFile, "--no-seed"])
+        let service = try await ServerProcess.serving(arguments: ["--config", directory.configFile, "--no-seed"])
         let body = FileManager.default.temporaryDirectory.appendingPathComponent("spout-deep-\(UUID().uuidString).json")
         defer { try? FileManager.default.removeItem(at: body) }
         do {

@@ -1,5 +1,6 @@
 import Foundation
 import SpoutCore
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 
@@ -56,7 +57,7 @@ struct ErrorDisclosureTests {
         }
         let late = try await service.get("/broken/late")
         #expect(late.status == 200)
-        #expect(!late.complete, "a stream that failed must not end like a complete one")
+        #expect(!late.isComplete, "a stream that failed must not end like a complete one")
         let tail = String(decoding: late.body.suffix(4_096), as: UTF8.self)
         for word in Self.databaseWords where word != "JSON" {
             #expect(!tail.localizedCaseInsensitiveContains(word), "the truncated body ends with '\(tail.suffix(200))'")
@@ -102,7 +103,7 @@ struct ErrorDisclosureTests {
             ("postgresql://spout_pw@\(base)?password=\(Self.wrongPassword)&connect_timeout=5", Self.wrongPassword, false),
         ]
         for run in runs {
-            let server = try await ServerProcess.start(
+            let server = try await ServerProcess.serving(
                 arguments: ["--config", directory.configFile, "--database", run.url, "--no-seed"],
                 environment: ["SPOUT_LOG_LEVEL": "trace"])
             var bodies = ""

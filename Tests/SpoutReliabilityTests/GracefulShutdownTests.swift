@@ -1,5 +1,6 @@
 import Foundation
 import SpoutCore
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 
@@ -21,7 +22,7 @@ struct GracefulShutdownTests {
             databaseURL: database.url, extraEndpoints: ["streams.yaml": TestEndpoints.streams(.sqlite)], shipped: false,
             drainTimeoutSeconds: 60)
         defer { directory.remove() }
-        let server = try await ServerProcess.start(arguments: ["--config", directory.configFile, "--no-seed"])
+        let server = try await ServerProcess.serving(arguments: ["--config", directory.configFile, "--no-seed"])
         let port = server.port
 
         let readers = try await onThread {
@@ -51,7 +52,7 @@ struct GracefulShutdownTests {
             }
         }
         for response in responses {
-            #expect(response.status == 200 && response.complete)
+            #expect(response.status == 200 && response.isComplete)
             #expect(response.text.hasSuffix(#""id":\#(Self.rows),"pad":"\#(String(repeating: "0", count: 200))"}]"#))
         }
         #expect(await server.waitForExit() == 0)
@@ -68,7 +69,7 @@ struct GracefulShutdownTests {
             databaseURL: database.url, extraEndpoints: ["streams.yaml": TestEndpoints.streams(.sqlite)], shipped: false,
             drainTimeoutSeconds: 1)
         defer { directory.remove() }
-        let server = try await ServerProcess.start(arguments: ["--config", directory.configFile, "--no-seed"])
+        let server = try await ServerProcess.serving(arguments: ["--config", directory.configFile, "--no-seed"])
 
         // A client that stops reading: its 440 MB stream cannot finish within a second.
         let box = try await onThread {
@@ -84,7 +85,7 @@ struct GracefulShutdownTests {
             return try RawHTTP.parse(box.socket.received)
         }
         #expect(response.status == 200)
-        #expect(!response.complete, "a cut stream must not look complete")
+        #expect(!response.isComplete, "a cut stream must not look complete")
         await server.stop()
     }
 }

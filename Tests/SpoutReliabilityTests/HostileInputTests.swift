@@ -1,5 +1,6 @@
 import Foundation
 import SpoutCore
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 
@@ -17,7 +18,7 @@ struct HostileInputTests {
         let before = try await onThread { try Self.fingerprint(database.url) }
         let directory = try ServiceDirectory(databaseURL: database.url, poolSize: 4)
         defer { directory.remove() }
-        let server = try await ServerProcess.start(arguments: ["--config", directory.configFile, "--no-seed"])
+        let server = try await ServerProcess.serving(arguments: ["--config", directory.configFile, "--no-seed"])
         let port = server.port
 
         let failures = try await onThread {
@@ -26,7 +27,7 @@ struct HostileInputTests {
             var statuses: [Int: Int] = [:]
             for index in 0..<Self.requests {
                 let request = generator.next()
-                let response: RawResponse?
+                let response: HTTPTestResponse?
                 do {
                     response = try RawHTTP.exchange(port: port, request.bytes, timeout: 20, halfClose: request.kind == .malformed)
                 } catch {
@@ -45,7 +46,7 @@ struct HostileInputTests {
                     if let leak = Self.leakedDetail(in: response.text) {
                         failures.append("#\(index) \(request.label): error body shows '\(leak)': \(response.text.prefix(200))")
                     }
-                    if response.header("content-type") == "application/json", response.header("content-encoding") == nil, response.complete,
+                    if response.header("content-type") == "application/json", response.header("content-encoding") == nil, response.isComplete,
                         response.header("content-length") != nil || response.header("transfer-encoding") != nil,
                         (try? JSONSerialization.jsonObject(with: Data(response.body), options: [.fragmentsAllowed])) == nil
                     {

@@ -86,7 +86,7 @@ struct IdentityTopologyTests {
         environment["SPOUT_DATABASE_PREPARED_STATEMENTS"] = "false"
         // /whoami/many spools whole; /whoami/more passes the cap and holds its connection.
         environment["SPOUT_SPOOL_MAX_BYTES_PER_STREAM"] = "\(4 << 20)"
-        let service = try await ServerProcess.start(arguments: ["--config", directory.configFile, "--no-seed"], environment: environment)
+        let service = try await ServerProcess.serving(arguments: ["--config", directory.configFile, "--no-seed"], environment: environment)
         do {
             try await Self.checkRowLevelSecurity(service, onReplica: false)
             try await Self.checkPetsByOwner(service)
@@ -119,7 +119,7 @@ struct IdentityTopologyTests {
         defer { directory.remove() }
         var environment = Self.environment
         environment["SPOUT_DATABASE_REPLICA_URLS"] = replica.url(database: "employees", user: Self.login)
-        let service = try await ServerProcess.start(arguments: ["--config", directory.configFile, "--no-seed"], environment: environment)
+        let service = try await ServerProcess.serving(arguments: ["--config", directory.configFile, "--no-seed"], environment: environment)
         do {
             try await Self.checkRowLevelSecurity(service, onReplica: true)
             try await Self.checkInterleavedIdentities(service)
@@ -223,7 +223,7 @@ struct IdentityTopologyTests {
                 try box.socket.receiveUntilClosed()
                 return try RawHTTP.parse(box.socket.received)
             }
-            #expect(response.status == 200 && response.complete)
+            #expect(response.status == 200 && response.isComplete)
             let body = try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [[String: Any]])
             #expect(body.count == rows)
             let others = body.filter { $0["role"] as? String != Self.userRole || $0["sub"] as? String != subject }

@@ -1,5 +1,6 @@
 import Foundation
 import SpoutCore
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 
@@ -96,7 +97,7 @@ struct MetricsTests {
         let directory = try ServiceDirectory(databaseURL: database.url, extraEndpoints: ["streams.yaml": TestEndpoints.streams(.sqlite)], shipped: false)
         defer { directory.remove() }
         let adminPort = try ThrowawayPostgres.freePort()
-        let separate = try await ServerProcess.start(
+        let separate = try await ServerProcess.serving(
             arguments: ["--config", directory.configFile, "--no-seed"],
             environment: ["SPOUT_METRICS_PORT": String(adminPort), "SPOUT_LOG_FORMAT": "json"])
         let one = try await separate.get("/one")
@@ -115,7 +116,7 @@ struct MetricsTests {
         #expect(access?["request.id"] is String && access?["duration.ms"] is Double && access?["time"] is String)
         await separate.stop()
 
-        let off = try await ServerProcess.start(
+        let off = try await ServerProcess.serving(
             arguments: ["--config", directory.configFile, "--no-seed"], environment: ["SPOUT_METRICS_ENABLED": "false"])
         #expect(try await off.get("/metrics").status == 404)
         await off.stop()

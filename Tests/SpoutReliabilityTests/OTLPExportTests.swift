@@ -133,7 +133,7 @@ struct OTLPExportTests {
             ran = true
             let response = try await service.get(
                 "/big?rows=3000", headers: [("traceparent", "00-\(Self.traceID)-\(Self.callerSpanID)-01")])
-            try #require(response.status == 200 && response.complete)
+            try #require(response.status == 200 && response.isComplete)
             traceResponse = response.header("traceresponse")
             try await Self.awaitExport(receiver, serverSpans: 1)
         }

@@ -41,7 +41,7 @@ struct PgBouncerTests {
                 let reference = try await direct.get(target)
                 let response = try await bounced.get(target)
                 #expect(reference.status == 200 && response.status == 200, "\(target): \(response.status) \(response.text.prefix(200))")
-                #expect(response.complete && response.body == reference.body, "\(target) differs from PostgreSQL's own answer")
+                #expect(response.isComplete && response.body == reference.body, "\(target) differs from PostgreSQL's own answer")
             }
 
             // Pets: create, update, delete.
@@ -141,8 +141,8 @@ struct PgBouncerTests {
             poolSize: 8, acquireTimeoutMs: 5_000)
         defer { directory.remove() }
         let arguments = ["--config", directory.configFile, "--no-seed"]
-        let direct = try await ServerProcess.start(arguments: arguments)
-        let bounced = try await ServerProcess.start(
+        let direct = try await ServerProcess.serving(arguments: arguments)
+        let bounced = try await ServerProcess.serving(
             arguments: arguments,
             environment: [
                 "SPOUT_DATABASE_URL": bouncer.url(database: "employees"),
@@ -188,7 +188,7 @@ struct PgBouncerTests {
     /// times; counts the responses `accept` rejects.
     private static func load(
         _ service: ServerProcess, targets: [String], clients: Int, rounds: Int,
-        accept: @escaping @Sendable (String, RawResponse) -> Bool
+        accept: @escaping @Sendable (String, HTTPTestResponse) -> Bool
     ) async throws -> LoadOutcome {
         try await withThrowingTaskGroup(of: LoadOutcome.self) { group in
             for client in 0..<clients {

@@ -41,12 +41,12 @@ struct PromtoolTests {
 
     /// Sends `service` (a ``StreamsService``) traffic of every kind — requests, a 404, a 400, a
     /// whole stream, a client that leaves mid-stream — then scrapes `/metrics`.
-    static func scrapeAfterTraffic(_ service: ServerProcess) async throws -> RawResponse {
+    static func scrapeAfterTraffic(_ service: ServerProcess) async throws -> HTTPTestResponse {
         for _ in 0..<3 { #expect(try await service.get("/one").status == 200) }
         #expect(try await service.get("/nowhere").status == 404)
         #expect(try await service.get("/big?rows=many").status == 400)
         let stream = try await service.get("/big?rows=20000")
-        #expect(stream.status == 200 && stream.complete && stream.body.count > 20_000 * 200)
+        #expect(stream.status == 200 && stream.isComplete && stream.body.count > 20_000 * 200)
         try await onThread {
             let socket = try RawSocket(port: service.port, timeout: 30, receiveBuffer: 16 * 1024)
             try socket.send(RawHTTP.request("GET", "/big"))

@@ -27,7 +27,7 @@ struct ReplicaTests {
         let directory = try ServiceDirectory(
             databaseURL: primary.url(database: "employees"), extraEndpoints: ["naps.yaml": Self.endpoints], poolSize: 4)
         defer { directory.remove() }
-        let service = try await ServerProcess.start(
+        let service = try await ServerProcess.serving(
             arguments: ["--config", directory.configFile, "--no-seed"],
             environment: [
                 "SPOUT_DATABASE_REPLICA_URLS": replica.url(database: "employees"), "SPOUT_DATABASE_REPLICA_MAX_LAG_MS": "1000",

@@ -1,5 +1,6 @@
 import Foundation
 import SpoutCore
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 
@@ -45,7 +46,7 @@ struct SQLiteConcurrencyTests {
         }
         #expect(result.writes == Array(repeating: 201, count: 30))
         for response in result.bodies {
-            #expect(response.status == 200 && response.complete)
+            #expect(response.status == 200 && response.isComplete)
             #expect(response.text.hasSuffix(#""id":\#(Self.rows),"pad":"\#(String(repeating: "0", count: 200))"}]"#))
         }
         let pets = try await service.get("/pets?owner=Reliability")

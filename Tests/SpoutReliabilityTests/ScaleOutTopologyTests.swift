@@ -37,11 +37,11 @@ struct ScaleOutTopologyTests {
 
         // A whole stream through nginx (unbuffered), and a list with details.
         let salaries = try await RawHTTP.get(port: balancer, "/salaries")
-        #expect(salaries.status == 200 && salaries.complete)
+        #expect(salaries.status == 200 && salaries.isComplete)
         let rows = try JSONSerialization.jsonObject(with: Data(salaries.body)) as? [Any]
         #expect((rows?.count ?? 0) > 1_000)
         let list = try await RawHTTP.get(port: balancer, "/departments/d005/employees?details=titles")
-        #expect(list.status == 200 && list.complete)
+        #expect(list.status == 200 && list.isComplete)
 
         // A write on the primary, read back through the balancer within moments.
         let diane = try await TestTokens.authorization(sub: "Diane")

@@ -1,5 +1,6 @@
 import Foundation
 import SpoutCore
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 
@@ -31,7 +32,7 @@ struct SchemathesisTests {
         try await onThread { try SampleData.seed(database.url, employees: 100) }
         let directory = try ServiceDirectory(databaseURL: database.url, poolSize: 4)
         defer { directory.remove() }
-        let server = try await ServerProcess.start(arguments: ["--config", directory.configFile, "--no-seed"])
+        let server = try await ServerProcess.serving(arguments: ["--config", directory.configFile, "--no-seed"])
         let reports = directory.path + "/schemathesis"
         try FileManager.default.createDirectory(atPath: reports, withIntermediateDirectories: true)
 

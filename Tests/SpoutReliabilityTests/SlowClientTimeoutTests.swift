@@ -35,7 +35,7 @@ struct SlowClientTimeoutTests {
             let elapsed = ContinuousClock.now - started
             let response = try RawHTTP.parse(received)
             #expect(response.status == 200)
-            #expect(response.complete, "the body was cut short after \(response.body.count) bytes")
+            #expect(response.isComplete, "the body was cut short after \(response.body.count) bytes")
             let rows = try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [[String: Any]])
             #expect(rows.count == Self.rows)
             #expect(rows.last?["id"] as? Int == Self.rows)

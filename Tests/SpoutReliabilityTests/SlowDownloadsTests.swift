@@ -1,5 +1,6 @@
 import Foundation
 import SpoutCore
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 
@@ -27,7 +28,7 @@ struct SlowDownloadsTests {
         try await Self.withService(dialect) { service, database in
             // What a fast client gets, in each form the slow ones ask for.
             let expected = try await service.get("/salaries", timeout: 60)
-            #expect(expected.status == 200 && expected.complete)
+            #expect(expected.status == 200 && expected.isComplete)
             #expect(expected.body.count > 4_000_000, "/salaries is only \(expected.body.count) bytes: too small to spool")
             let expectedLines = try await service.get("/salaries", headers: Self.forms[2], timeout: 60)
             #expect(expectedLines.header("content-type") == "application/x-ndjson")
@@ -77,7 +78,7 @@ struct SlowDownloadsTests {
             }
             for (index, response) in bodies.enumerated() {
                 #expect(response.status == 200)
-                #expect(response.complete)
+                #expect(response.isComplete)
                 let form = index % Self.forms.count
                 let body = form == 1 ? try gunzip(response.body) : response.body
                 let fast = form == 2 ? expectedLines.body : expected.body
@@ -127,7 +128,7 @@ struct SlowDownloadsTests {
                 try slow.socket.receiveUntilClosed()
                 return try RawHTTP.parse(slow.socket.received)
             }
-            #expect(response.status == 200 && response.complete)
+            #expect(response.status == 200 && response.isComplete)
             #expect(response.body == expected.body)
         }
     }
@@ -152,7 +153,7 @@ struct SlowDownloadsTests {
                 try slow.socket.receiveUntilClosed()
                 return try RawHTTP.parse(slow.socket.received)
             }
-            #expect(response.status == 200 && response.complete)
+            #expect(response.status == 200 && response.isComplete)
             #expect(response.body == expected.body)
             #expect(try await eventually { try Self.metric(service, "spout_spool_bytes", labels: #"medium="disk""#) == 0 })
         }
@@ -198,7 +199,7 @@ struct SlowDownloadsTests {
     }
 
     /// A request from ``otherClient``, another loopback address.
-    private static func request(_ service: ServerProcess, _ bytes: [UInt8]) async throws -> RawResponse {
+    private static func request(_ service: ServerProcess, _ bytes: [UInt8]) async throws -> HTTPTestResponse {
         try await onThread {
             guard let response = try RawHTTP.exchange(port: service.port, bytes, timeout: 30, sourceAddress: Self.otherClient) else {
                 throw RawSocket.Failure(description: "no answer")
@@ -242,7 +243,7 @@ struct SlowDownloadsTests {
         }
         let directory = try ServiceDirectory(databaseURL: database.url, poolSize: 8, acquireTimeoutMs: 5_000)
         defer { directory.remove() }
-        let service = try await ServerProcess.start(arguments: ["--config", directory.configFile, "--no-seed"], environment: environment)
+        let service = try await ServerProcess.serving(arguments: ["--config", directory.configFile, "--no-seed"], environment: environment)
         do {
             try await body(service, database)
         } catch {

@@ -1,5 +1,6 @@
 import Foundation
 import SpoutCore
+import SpoutTestDatabases
 import SpoutTestSupport
 import Synchronization
 import Testing
@@ -26,7 +27,7 @@ struct SlowReadersTests {
         // the per-address caps (tested in SlowlorisTests and SlowDownloadsTests) are off, and
         // the pool is what limits. The spool may hold 64 MiB in all: the first streams fill it
         // within a second, then hold their connections, as every stream did before the spool.
-        let server = try await ServerProcess.start(
+        let server = try await ServerProcess.serving(
             arguments: ["--config", directory.configFile, "--no-seed"],
             environment: [
                 "SPOUT_LIMITS_MAX_CONNECTIONS_PER_ADDRESS": "0", "SPOUT_LIMITS_MAX_STREAMS_PER_ADDRESS": "0",
@@ -36,7 +37,7 @@ struct SlowReadersTests {
 
         // Warm-up: a stream end to end, then the baseline.
         let warm = try await RawHTTP.get(port: port, "/big?rows=20000")
-        #expect(warm.status == 200 && warm.complete)
+        #expect(warm.status == 200 && warm.isComplete)
         let baseline = try #require(server.residentBytes)
 
         let probe = Probe()

@@ -1,6 +1,7 @@
 import Foundation
 import SpoutCore
 import SpoutHTTP
+import SpoutTestDatabases
 import SpoutTestSupport
 import Synchronization
 import Testing
@@ -31,7 +32,7 @@ struct SlowlorisTests {
         let directory = try ServiceDirectory(
             databaseURL: database.url, extraEndpoints: ["streams.yaml": TestEndpoints.streams(.sqlite)], shipped: false)
         defer { directory.remove() }
-        let service = try await ServerProcess.start(arguments: ["--config", directory.configFile, "--no-seed"])
+        let service = try await ServerProcess.serving(arguments: ["--config", directory.configFile, "--no-seed"])
         let port = service.port
 
         // The attackers block on sockets and sleeps: each runs on a thread of its own, never on

@@ -14,7 +14,9 @@ import Glibc
 public enum ChildProcess {
     public struct Result: Sendable {
         public var status: Int32
-        public var standardOutput: String
+        /// Standard output as UTF-8 text; ``outputBytes`` as written.
+        public var standardOutput: String { String(decoding: self.outputBytes, as: UTF8.self) }
+        public var outputBytes: [UInt8]
         public var standardError: String
         public var peakResidentBytes: Int
     }
@@ -86,7 +88,7 @@ public enum ChildProcess {
         let exitStatus = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         return Result(
             status: exitStatus,
-            standardOutput: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
+            outputBytes: Array((try? Data(contentsOf: URL(fileURLWithPath: outPath))) ?? Data()),
             standardError: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "",
             peakResidentBytes: peakResidentBytes
         )

@@ -21,15 +21,7 @@ private func decompress(_ data: [UInt8], tool: String) throws -> [UInt8] {
     let file = FileManager.default.temporaryDirectory.appendingPathComponent("spout-compressed-\(UUID().uuidString)")
     try Data(data).write(to: file)
     defer { try? FileManager.default.removeItem(at: file) }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: tool)
-    process.arguments = ["-dc", file.path]
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let bytes = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { throw GunzipFailure(tool: tool) }
-    return Array(bytes)
+    let result = try ChildProcess.run(executable: tool, arguments: ["-dc", file.path]) as ChildProcess.Result
+    guard result.status == 0 else { throw GunzipFailure(tool: tool) }
+    return result.outputBytes
 }

@@ -16,22 +16,31 @@ import Glibc
 /// and the data directory are staged in a temporary directory `nobody` owns, so the checkout
 /// itself may live where `nobody` cannot read (a CI clone under `/root`).
 ///
-/// Not `Sendable`: one test owns it and calls ``stop()`` when done.
-public final class ServedSpout {
-    /// The port `spout serve` reported in its "listening on" line.
-    public let port: Int
+/// Started through ``ServerProcess`` (the one way tests run the server as a process), which it
+/// exposes as ``process``.
+public final class ServedSpout: Sendable {
+    /// The server process (port, log, memory, signals).
+    public let process: ServerProcess
     /// Whether the server runs as `nobody` (the tests run as root) or as the current user.
     public let isUnprivileged: Bool
     /// The staging directory: `spout`, `config/`, `sql/` and `data/`.
     public let directory: URL
-    private let process = Process()
+
+    /// The port `spout serve` reported in its "listening on" line.
+    public var port: Int { self.process.port }
 
     /// The user the server runs as when the tests run as root.
     public static let unprivilegedUser = "nobody"
     public static let unprivilegedGroup = "nogroup"
 
-    /// Starts `spout serve --port 0 --database sqlite:<directory>/data/spout.sqlite` and waits
-    /// for its "listening" line.
+    private init(process: ServerProcess, isUnprivileged: Bool, directory: URL) {
+        self.process = process
+        self.isUnprivileged = isUnprivileged
+        self.directory = directory
+    }
+
+    /// Stages a checkout and starts `spout serve --port 0 --database
+    /// sqlite:<directory>/data/spout.sqlite` in it; returns once it listens.
     ///
     /// - Parameters:
     ///   - root: the repository (its `config/` and `sql/` are copied).
@@ -41,85 +50,55 @@ public final class ServedSpout {
     ///     to the staging directory (`config/endpoints/x.yaml`, `sql/x/y.sql`) with their text;
     ///     intermediate directories are created, an existing file is replaced. A path must be
     ///     relative and stay inside the staging directory.
-    /// - Throws: when a path of `extraFiles` is absolute or leaves the staging directory, when
-    ///   a file cannot be written, or when the server exits or closes its log before listening
-    ///   (the log is in the error).
     ///   - embeddedDefault: start without `--database`, in a directory where no user can make
     ///     `data/` (a file holds its name), with `TMPDIR` at the staging directory's `tmp/`:
     ///     the embedded default as someone else's checkout gives it.
-    public init(
+    /// - Throws: when a path of `extraFiles` is absolute or leaves the staging directory, when
+    ///   a file cannot be written, or when the server exits before listening (its log is in the
+    ///   error).
+    public static func start(
         root: URL, extraArguments: [String] = [], environment extra: [String: String] = [:],
         extraFiles: [String: String] = [:], embeddedDefault: Bool = false
-    ) throws {
+    ) async throws -> ServedSpout {
         let files = FileManager.default
-        self.directory = files.temporaryDirectory.appendingPathComponent("spout-served-\(UUID().uuidString)")
-        // With the embedded default the writable folder is the temporary one.
-        let data = self.directory.appendingPathComponent(embeddedDefault ? "tmp" : "data")
-        try files.createDirectory(at: data, withIntermediateDirectories: true)
-        if embeddedDefault { try Data().write(to: self.directory.appendingPathComponent("data")) }
-        let executable = self.directory.appendingPathComponent("spout")
-        try Self.stage(try ChildProcess.spoutExecutable(), at: executable.path)
-        for folder in ["config", "sql"] {
-            try files.copyItem(at: root.appendingPathComponent(folder), to: self.directory.appendingPathComponent(folder))
-        }
+        let directory = files.temporaryDirectory.appendingPathComponent("spout-served-\(UUID().uuidString)")
         do {
-            try Self.write(extraFiles, into: self.directory)
+            // With the embedded default the writable folder is the temporary one.
+            let data = directory.appendingPathComponent(embeddedDefault ? "tmp" : "data")
+            try files.createDirectory(at: data, withIntermediateDirectories: true)
+            if embeddedDefault { try Data().write(to: directory.appendingPathComponent("data")) }
+            let executable = directory.appendingPathComponent("spout")
+            try Self.stage(try ChildProcess.spoutExecutable(), at: executable.path)
+            for folder in ["config", "sql"] {
+                try files.copyItem(at: root.appendingPathComponent(folder), to: directory.appendingPathComponent(folder))
+            }
+            try Self.write(extraFiles, into: directory)
+
+            let isUnprivileged = geteuid() == 0
+            var prefix: [String] = []
+            if isUnprivileged {
+                // nobody must be able to reach the staging directory and write its data folder;
+                // everything else stays root's and read-only to it.
+                try files.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
+                try Self.changeOwner(of: data.path, user: Self.unprivilegedUser, group: Self.unprivilegedGroup)
+                prefix = [
+                    "/usr/bin/setpriv", "--reuid=\(Self.unprivilegedUser)", "--regid=\(Self.unprivilegedGroup)", "--clear-groups",
+                    "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
+                ]
+            }
+            var arguments: [String] = []
+            if !embeddedDefault { arguments += ["--database", "sqlite:" + data.appendingPathComponent("spout.sqlite").path] }
+            var environment = ["HOME": directory.path]
+            if embeddedDefault { environment["TMPDIR"] = data.path }
+            environment.merge(extra) { _, new in new }
+            let process = try await ServerProcess.start(
+                arguments: arguments + extraArguments, environment: environment, executable: executable.path, prefix: prefix,
+                workingDirectory: directory.path)
+            return ServedSpout(process: process, isUnprivileged: isUnprivileged, directory: directory)
         } catch {
-            try? files.removeItem(at: self.directory)
+            try? files.removeItem(at: directory)
             throw error
         }
-
-        self.isUnprivileged = geteuid() == 0
-        if self.isUnprivileged {
-            // nobody must be able to reach the staging directory and write its data folder;
-            // everything else stays root's and read-only to it.
-            try files.setAttributes([.posixPermissions: 0o755], ofItemAtPath: self.directory.path)
-            try Self.changeOwner(of: data.path, user: Self.unprivilegedUser, group: Self.unprivilegedGroup)
-            self.process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            self.process.arguments = [
-                "--reuid=\(Self.unprivilegedUser)", "--regid=\(Self.unprivilegedGroup)", "--clear-groups",
-                "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", executable.path,
-            ]
-        } else {
-            self.process.executableURL = executable
-            self.process.arguments = []
-        }
-        self.process.arguments! += ["serve", "--port", "0"]
-        if !embeddedDefault { self.process.arguments! += ["--database", "sqlite:" + data.appendingPathComponent("spout.sqlite").path] }
-        self.process.arguments! += extraArguments
-        self.process.currentDirectoryURL = self.directory
-        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SPOUT_") }
-        environment["HOME"] = self.directory.path
-        if embeddedDefault { environment["TMPDIR"] = data.path }
-        environment.merge(extra) { _, new in new }
-        self.process.environment = environment
-        let errors = Pipe()
-        self.process.standardError = errors
-        self.process.standardOutput = FileHandle.nullDevice
-        try self.process.run()
-
-        // Read the log until the "listening on http://HOST:PORT" line.
-        var log = ""
-        var found: Int?
-        let handle = errors.fileHandleForReading
-        while found == nil {
-            let data = handle.availableData
-            if data.isEmpty { break }
-            log += String(decoding: data, as: UTF8.self)
-            if let range = log.range(of: "listening on http://127.0.0.1:") {
-                let digits = log[range.upperBound...].prefix { $0.isNumber }
-                if !digits.isEmpty, log[range.upperBound...].dropFirst(digits.count).first != nil { found = Int(digits) }
-            }
-        }
-        guard let port = found else {
-            if self.process.isRunning { self.process.terminate() }
-            try? files.removeItem(at: self.directory)
-            struct DidNotStart: Error, CustomStringConvertible { var description: String }
-            throw DidNotStart(description: "spout serve did not start:\n\(log)")
-        }
-        self.port = port
-        // Keep draining the log so the child never blocks on a full pipe.
-        handle.readabilityHandler = { handle in _ = handle.availableData }
     }
 
     /// Copies the executable at `source` to `target` (mode 0755) through a descriptor opened
@@ -144,24 +123,21 @@ public final class ServedSpout {
 
     /// The uid the server process runs as, read from `/proc/PID/status` (`Uid:` real, effective…).
     public func runningUserIDs() throws -> [UInt32] {
-        let status = try String(contentsOfFile: "/proc/\(self.process.processIdentifier)/status", encoding: .utf8)
+        let status = try String(contentsOfFile: "/proc/\(self.process.pid)/status", encoding: .utf8)
         let line = status.split(separator: "\n").first { $0.hasPrefix("Uid:") } ?? ""
         return line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().compactMap { UInt32($0) }
     }
 
     /// The process's effective capability set (`CapEff:` of `/proc/PID/status`), as hex text.
     public func effectiveCapabilities() throws -> String {
-        let status = try String(contentsOfFile: "/proc/\(self.process.processIdentifier)/status", encoding: .utf8)
+        let status = try String(contentsOfFile: "/proc/\(self.process.pid)/status", encoding: .utf8)
         let line = status.split(separator: "\n").first { $0.hasPrefix("CapEff:") } ?? ""
         return line.split(separator: "\t").last.map(String.init) ?? ""
     }
 
-    /// Stops the server (SIGTERM, then waits) and removes the staging directory.
-    public func stop() {
-        if self.process.isRunning {
-            self.process.terminate()
-            self.process.waitUntilExit()
-        }
+    /// Stops the server (``ServerProcess/stop()``) and removes the staging directory.
+    public func stop() async {
+        await self.process.stop()
         try? FileManager.default.removeItem(at: self.directory)
     }
 

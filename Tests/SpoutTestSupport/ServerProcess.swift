@@ -1,5 +1,4 @@
 import Foundation
-import SpoutTestSupport
 import Synchronization
 
 #if canImport(Glibc)
@@ -7,16 +6,20 @@ import Glibc
 #endif
 
 /// `spout serve` in a child process: its port, its log, its memory and descriptors, signals and
-/// its exit status.
+/// its exit status. The one way tests run the server as a separate process; ``ServedSpout``
+/// stages a user's checkout and runs it through this.
 ///
-/// Contract: ``start(arguments:environment:)`` returns once the child logged
-/// `listening on http://HOST:PORT` (or throws with its log when it exited or never did); call
-/// ``stop()`` (or ``waitForExit()`` after a signal) before the value goes away, so that no child
-/// outlives its test.
-final class ServerProcess: Sendable {
-    let pid: pid_t
-    let port: Int
-    let logPath: String
+/// Started with ``ChildProcess/spawn(_:_:_:_:_:)`` (the signal state a shell gives a program),
+/// standard output and error to a log file, standard input from `/dev/null`.
+///
+/// Contract: ``start(arguments:environment:executable:prefix:workingDirectory:)`` returns once
+/// the child logged `listening on http://HOST:PORT` (or throws with its log when it exited or
+/// never did); call ``stop()`` (or ``waitForExit(within:)`` after a signal) before the value
+/// goes away, so that no child outlives its test.
+public final class ServerProcess: Sendable {
+    public let pid: pid_t
+    public let port: Int
+    public let logPath: String
     private let directory: String
     private let exitStatus = Mutex<Int32?>(nil)
 
@@ -27,11 +30,19 @@ final class ServerProcess: Sendable {
         self.directory = directory
     }
 
-    /// Starts `spout serve` with `arguments` (add `--config`, `--database`…); `--port 0` is
-    /// added. `environment` is added to the test process's environment, without its `SPOUT_*`
-    /// variables.
-    static func start(arguments: [String], environment: [String: String] = [:]) async throws -> ServerProcess {
-        let executable = try ChildProcess.spoutExecutable()
+    /// Starts `spout serve --port 0` followed by `arguments` (add `--config`, `--database`…).
+    /// - Parameters:
+    ///   - environment: added to the test process's environment, from which every `SPOUT_*`
+    ///     variable is removed first.
+    ///   - executable: the `spout` to run; the one built next to the tests by default.
+    ///   - prefix: a program and its arguments that exec the server (`setpriv … --`), or none;
+    ///     the server keeps the process id (``pid``) the prefix started with.
+    ///   - workingDirectory: where the server starts; the test process's by default.
+    public static func start(
+        arguments: [String], environment: [String: String] = [:], executable: String? = nil, prefix: [String] = [],
+        workingDirectory: String? = nil
+    ) async throws -> ServerProcess {
+        let executable = try executable ?? ChildProcess.spoutExecutable()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spout-serve-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let logPath = (directory as NSString).appendingPathComponent("log")
@@ -42,16 +53,18 @@ final class ServerProcess: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let argv = ([executable, "serve", "--port", "0"] + arguments).map { strdup($0) } + [nil]
+        // The working directory through coreutils' `env --chdir`, which execs the rest: Swift's
+        // Glibc module does not export `posix_spawn_file_actions_addchdir_np`.
+        let prefix = (workingDirectory.map { ["/usr/bin/env", "--chdir=\($0)"] } ?? []) + prefix
+        let program = prefix.first ?? executable
+        let argv = (prefix + [executable, "serve", "--port", "0"] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var variables = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SPOUT_") }
-        // The pets' writes need tokens: TestTokens signs them with this secret.
-        variables["SPOUT_JWT_SECRET"] = TestTokens.secret
         for (key, value) in environment { variables[key] = value }
         let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { envp.forEach { free($0) } }
         var pid: pid_t = 0
-        let spawned = ChildProcess.spawn(&pid, executable, &actions, argv, envp)
+        let spawned = ChildProcess.spawn(&pid, program, &actions, argv, envp)
         guard spawned == 0 else { throw RawSocket.Failure(description: "posix_spawn failed: \(spawned)") }
 
         let deadline = ContinuousClock.now + .seconds(120)
@@ -62,6 +75,7 @@ final class ServerProcess: Sendable {
             }
             var status: Int32 = 0
             if waitpid(pid, &status, WNOHANG) == pid {
+                try? FileManager.default.removeItem(atPath: directory)
                 throw RawSocket.Failure(description: "spout serve exited before listening (status \(status)):\n\(log)")
             }
             try await Task.sleep(for: .milliseconds(50))
@@ -72,28 +86,31 @@ final class ServerProcess: Sendable {
         throw RawSocket.Failure(description: "spout serve did not log 'listening on' in time")
     }
 
-    static func listeningPort(in log: String) -> Int? {
+    /// The port of the first `listening on http://HOST:PORT` line of `log`.
+    public static func listeningPort(in log: String) -> Int? {
         guard let range = log.range(of: "listening on http://") else { return nil }
         let rest = log[range.upperBound...]
         guard let colon = rest.firstIndex(of: ":") else { return nil }
         let digits = rest[rest.index(after: colon)...].prefix { $0.isNumber }
+        // Digits followed by something: the line was not cut in the middle of the port.
+        guard !digits.isEmpty, digits.endIndex < rest.endIndex else { return nil }
         return Int(digits)
     }
 
     /// Everything the child wrote to stdout and stderr so far.
-    var log: String { (try? String(contentsOfFile: self.logPath, encoding: .utf8)) ?? "" }
+    public var log: String { (try? String(contentsOfFile: self.logPath, encoding: .utf8)) ?? "" }
 
     /// Resident memory now (`VmRSS` of `/proc/<pid>/status`), in bytes.
-    var residentBytes: Int? { ProcessProbe.statusField("VmRSS", pid: self.pid).map { $0 * 1024 } }
+    public var residentBytes: Int? { ProcessProbe.statusField("VmRSS", pid: self.pid).map { $0 * 1024 } }
 
     /// Peak resident memory so far (`VmHWM`), in bytes.
-    var peakResidentBytes: Int? { ProcessProbe.statusField("VmHWM", pid: self.pid).map { $0 * 1024 } }
+    public var peakResidentBytes: Int? { ProcessProbe.statusField("VmHWM", pid: self.pid).map { $0 * 1024 } }
 
     /// Open file descriptors of the child.
-    var openDescriptors: Int? { ProcessProbe.descriptorCount(pid: self.pid) }
+    public var openDescriptors: Int? { ProcessProbe.descriptorCount(pid: self.pid) }
 
     /// Whether the child is still running (it has not exited).
-    var isRunning: Bool {
+    public var isRunning: Bool {
         if self.exitStatus.withLock({ $0 }) != nil { return false }
         var status: Int32 = 0
         if waitpid(self.pid, &status, WNOHANG) == self.pid {
@@ -103,17 +120,17 @@ final class ServerProcess: Sendable {
         return true
     }
 
-    func get(_ target: String, headers: [(String, String)] = [], timeout: TimeInterval = 30) async throws -> RawResponse {
+    public func get(_ target: String, headers: [(String, String)] = [], timeout: TimeInterval = 30) async throws -> HTTPTestResponse {
         try await RawHTTP.get(port: self.port, target, headers: headers, timeout: timeout)
     }
 
-    func signal(_ number: Int32) {
+    public func signal(_ number: Int32) {
         kill(self.pid, number)
     }
 
     /// Waits for the child to exit (at most `limit`, then kills it and returns nil) and returns
     /// its exit status (128 + n after signal n).
-    func waitForExit(within limit: Duration = .seconds(60)) async -> Int32? {
+    public func waitForExit(within limit: Duration = .seconds(60)) async -> Int32? {
         let deadline = ContinuousClock.now + limit
         while ContinuousClock.now < deadline {
             if !self.isRunning { return self.exitStatus.withLock { $0 } }
@@ -126,7 +143,7 @@ final class ServerProcess: Sendable {
     }
 
     /// Stops the child (SIGTERM, then SIGKILL after 15 s) and removes its log directory.
-    func stop() async {
+    public func stop() async {
         if self.isRunning {
             self.signal(SIGTERM)
             _ = await self.waitForExit(within: .seconds(15))
@@ -140,9 +157,9 @@ final class ServerProcess: Sendable {
 }
 
 /// Resources of a process, read from `/proc`.
-enum ProcessProbe {
+public enum ProcessProbe {
     /// A `kB` field of `/proc/<pid>/status` (`VmRSS`, `VmHWM`), in kB.
-    static func statusField(_ name: String, pid: pid_t) -> Int? {
+    public static func statusField(_ name: String, pid: pid_t) -> Int? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
         for line in text.split(separator: "\n") where line.hasPrefix(name + ":") {
             return Int(line.dropFirst(name.count + 1).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "")
@@ -150,19 +167,19 @@ enum ProcessProbe {
         return nil
     }
 
-    static func descriptorCount(pid: pid_t) -> Int? {
+    public static func descriptorCount(pid: pid_t) -> Int? {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd"))?.count
     }
 
     /// Open file descriptors of the test process.
-    static var ownDescriptorCount: Int {
+    public static var ownDescriptorCount: Int {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd"))?.count ?? 0
     }
 
     /// TCP sockets on this machine whose local port is `port`, except listening ones (the
     /// server's end of its client connections, in any state but TIME_WAIT, which holds no
     /// descriptor).
-    static func serverSideSockets(port: Int) -> Int {
+    public static func serverSideSockets(port: Int) -> Int {
         var count = 0
         for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
             guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { continue }

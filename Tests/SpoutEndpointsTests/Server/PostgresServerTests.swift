@@ -5,6 +5,7 @@ import SpoutEndpoints
 import SpoutDrivers
 import SpoutHTTP
 import SpoutPostgres
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 
@@ -27,64 +28,64 @@ struct PostgresServerTests {
     @Test func everyStatus() async throws {
         try await self.withServer { fixture, _ in
             let port = fixture.port
-            let list = try await TestHTTPClient.get(port: port, "/employees?limit=2")
+            let list = try await HTTPTestConnection.get(port: port, "/employees?limit=2")
             #expect(list.status == 200)
             #expect(list.text == #"[{"employeeNumber":1,"firstName":"name-1"},{"employeeNumber":2,"firstName":"name-2"}]"#)
-            let details = try await TestHTTPClient.get(port: port, "/employees/3?details=titles")
+            let details = try await HTTPTestConnection.get(port: port, "/employees/3?details=titles")
             #expect(details.text == #"{"employeeNumber":3,"firstName":"name-3","titles":[{"title":"Engineer"},{"title":"Senior Engineer"}]}"#)
-            #expect(try await TestHTTPClient.get(port: port, "/employees/count").text == "50")
-            #expect(try await TestHTTPClient.get(port: port, "/employees/999").status == 404)
+            #expect(try await HTTPTestConnection.get(port: port, "/employees/count").text == "50")
+            #expect(try await HTTPTestConnection.get(port: port, "/employees/999").status == 404)
 
-            let created = try await TestHTTPClient.get(
+            let created = try await HTTPTestConnection.get(
                 port: port, "/employees", method: "POST", headers: [("Content-Type", "application/json")],
                 body: Array(#"{"employeeNumber": 200, "firstName": "Bo"}"#.utf8)
             )
             #expect(created.status == 201)
             #expect(created.header("Location") == "/employees/200")
-            let duplicate = try await TestHTTPClient.get(
+            let duplicate = try await HTTPTestConnection.get(
                 port: port, "/employees", method: "POST", headers: [("Content-Type", "application/json")],
                 body: Array(#"{"employeeNumber": 200, "firstName": "Bo"}"#.utf8)
             )
             #expect(duplicate.status == 409)
-            let violation = try await TestHTTPClient.get(
+            let violation = try await HTTPTestConnection.get(
                 port: port, "/employees", method: "POST", headers: [("Content-Type", "application/x-www-form-urlencoded")],
                 body: Array("employeeNumber=201&firstName=".utf8)
             )
             #expect(violation.status == 422)
-            #expect(try await TestHTTPClient.get(port: port, "/employees/200", method: "DELETE").status == 204)
+            #expect(try await HTTPTestConnection.get(port: port, "/employees/200", method: "DELETE").status == 204)
 
-            let invalid = try await TestHTTPClient.get(port: port, "/cast?v=abc")
+            let invalid = try await HTTPTestConnection.get(port: port, "/cast?v=abc")
             #expect(invalid.status == 400)
             #expect(invalid.text == #"{"error":"invalid value"}"#)
 
-            let timeout = try await TestHTTPClient.get(port: port, "/timeout")
+            let timeout = try await HTTPTestConnection.get(port: port, "/timeout")
             #expect(timeout.status == 504)
             #expect(timeout.text == #"{"error":"statement timeout"}"#)
 
-            let lost = try await TestHTTPClient.get(port: port, "/terminate")
+            let lost = try await HTTPTestConnection.get(port: port, "/terminate")
             #expect(lost.status == 503)
             #expect(lost.text == #"{"error":"connection lost"}"#)
 
-            let broken = try await TestHTTPClient.get(port: port, "/broken-sql")
+            let broken = try await HTTPTestConnection.get(port: port, "/broken-sql")
             #expect(broken.status == 500)
             #expect(!broken.text.contains("no_such_secret_table") && !broken.text.contains("relation"))
 
-            let csv = try await TestHTTPClient.get(port: port, "/attached", headers: [("Accept", "text/csv")])
+            let csv = try await HTTPTestConnection.get(port: port, "/attached", headers: [("Accept", "text/csv")])
             #expect(csv.status == 406)
 
             let first = try fixture.database.leaseBlocking(readOnly: true)
             let second = try fixture.database.leaseBlocking(readOnly: true)
-            let exhausted = try await TestHTTPClient.get(port: port, "/employees")
+            let exhausted = try await HTTPTestConnection.get(port: port, "/employees")
             first.release()
             second.release()
             #expect(exhausted.status == 503)
             #expect(exhausted.header("Retry-After") == "1")
 
-            let late = try await TestHTTPClient.get(port: port, "/fail-late")
+            let late = try await HTTPTestConnection.get(port: port, "/fail-late")
             #expect(late.status == 200)
             #expect(late.isChunked && !late.isComplete)
 
-            #expect(try await TestHTTPClient.get(port: port, "/ready").status == 200)
+            #expect(try await HTTPTestConnection.get(port: port, "/ready").status == 200)
         }
     }
 
@@ -96,11 +97,11 @@ struct PostgresServerTests {
             let statistics = fixture.database.statistics
             let expected = #"{"employeeNumber":3,"firstName":"name-3","titles":[{"title":"Engineer"},{"title":"Senior Engineer"}]}"#
             // The first requests open the pool's connections (on the thread pool).
-            for _ in 0..<2 { #expect(try await TestHTTPClient.get(port: port, "/employees/3?details=titles").text == expected) }
+            for _ in 0..<2 { #expect(try await HTTPTestConnection.get(port: port, "/employees/3?details=titles").text == expected) }
             let runs = statistics.eventDrivenRunCount
             let statements = statistics.statementCount
             for _ in 0..<10 {
-                let response = try await TestHTTPClient.get(port: port, "/employees/3?details=titles")
+                let response = try await HTTPTestConnection.get(port: port, "/employees/3?details=titles")
                 #expect(response.status == 200)
                 #expect(response.text == expected)
                 #expect(response.header("Content-Length") == String(expected.utf8.count))
@@ -109,44 +110,27 @@ struct PostgresServerTests {
             #expect(statistics.eventDrivenRunCount - runs == 10)
             #expect(statistics.statementCount - statements == 20, "parent and child, no statement per row")
 
-            let missing = try await TestHTTPClient.get(port: port, "/employees/999?details=titles")
+            let missing = try await HTTPTestConnection.get(port: port, "/employees/999?details=titles")
             #expect(missing.status == 404)
-            #expect(try await TestHTTPClient.get(port: port, "/employees/count").text == "50")
-            let lines = try await TestHTTPClient.get(port: port, "/employees/4", headers: [("Accept", "application/x-ndjson")])
+            #expect(try await HTTPTestConnection.get(port: port, "/employees/count").text == "50")
+            let lines = try await HTTPTestConnection.get(port: port, "/employees/4", headers: [("Accept", "application/x-ndjson")])
             #expect(lines.text == #"{"employeeNumber":4,"firstName":"name-4"}"# + "\n")
             #expect(statistics.eventDrivenRunCount - runs == 13)
             // Array responses stream from the thread pool as before.
-            #expect(try await TestHTTPClient.get(port: port, "/employees?limit=1").text == #"[{"employeeNumber":1,"firstName":"name-1"}]"#)
+            #expect(try await HTTPTestConnection.get(port: port, "/employees?limit=1").text == #"[{"employeeNumber":1,"firstName":"name-1"}]"#)
             #expect(statistics.eventDrivenRunCount - runs == 13)
         }
     }
 
-    @Test func unreachableServerIsNotReady() async throws {
-        let unreachable = Database(driver: try PostgresDriver(url: "postgresql://spout@127.0.0.1:1/postgres?connect_timeout=2"))
-        var router = Router()
-        router.add(.get, "/rows") { _ in .rows(try unreachable.query("SELECT 1"), database: unreachable) }
-        router.addReadiness(of: [unreachable])
-        let server = HTTPServer(router: router, configuration: ServerConfiguration(host: "127.0.0.1", port: 0))
-        try await server.start()
-        let port = try #require(server.boundPort)
-        let ready = try await TestHTTPClient.get(port: port, "/ready")
-        let rows = try await TestHTTPClient.get(port: port, "/rows")
-        await server.shutdown()
-        #expect(ready.status == 503)
-        #expect(rows.status == 503)
-        #expect(rows.text == #"{"error":"connection failed"}"#)
-        #expect(!rows.text.contains("spout@"))
-    }
-
     @Test func formatsCompressionAndPipelining() async throws {
         try await self.withServer { fixture, _ in
-            let client = try await TestHTTPClient.connect(port: fixture.port)
-            let responses = try await client.run { client -> [TestHTTPClient.Response] in
+            let client = try await HTTPTestConnection.connect(port: fixture.port)
+            let responses = try await client.run { client -> [HTTPTestResponse] in
                 try client.send(
-                    TestHTTPClient.format("GET", "/big?count=5", headers: [("Accept", "application/x-ndjson")])
-                        + TestHTTPClient.format("GET", "/big?count=4000", headers: [("Accept", "text/csv")])
-                        + TestHTTPClient.format("GET", "/big?count=30000", headers: [("Accept-Encoding", "gzip")])
-                        + TestHTTPClient.format("GET", "/big?count=30000")
+                    RawHTTP.request("GET", "/big?count=5", headers: [("Accept", "application/x-ndjson")], close: false)
+                        + RawHTTP.request("GET", "/big?count=4000", headers: [("Accept", "text/csv")], close: false)
+                        + RawHTTP.request("GET", "/big?count=30000", headers: [("Accept-Encoding", "gzip")], close: false)
+                        + RawHTTP.request("GET", "/big?count=30000", close: false)
                 )
                 return try (0..<4).map { _ in try client.readResponse() }
             }
@@ -194,8 +178,8 @@ struct PostgresServerTests {
             }
 
             // Before the first byte: generate_series materializes its rows before returning any.
-            let early = try await TestHTTPClient.connect(port: fixture.port)
-            try await early.run { try $0.send(TestHTTPClient.format("GET", "/big?count=1000000000", headers: [("X-Request-Id", "pg-early")])) }
+            let early = try await HTTPTestConnection.connect(port: fixture.port)
+            try await early.run { try $0.send(RawHTTP.request("GET", "/big?count=1000000000", headers: [("X-Request-Id", "pg-early")], close: false)) }
             try await NIOThreadPool.singleton.runIfActive {
                 try waitUntil("the early query runs") { try activeCount("generate_series(1, $1)") == 1 }
             }
@@ -206,9 +190,9 @@ struct PostgresServerTests {
             }
 
             // Mid-stream: the client has read part of the body, then goes away.
-            let client = try await TestHTTPClient.connect(port: fixture.port, receiveBufferSize: 16 * 1024)
+            let client = try await HTTPTestConnection.connect(port: fixture.port, receiveBufferSize: 16 * 1024)
             let head = try await client.run { client -> Int in
-                try client.send(TestHTTPClient.format("GET", "/endless", headers: [("X-Request-Id", "pg-gone")]))
+                try client.send(RawHTTP.request("GET", "/endless", headers: [("X-Request-Id", "pg-gone")], close: false))
                 return try client.drain(atMost: 4096)
             }
             #expect(head > 0)

@@ -4,6 +4,7 @@ import SpoutCore
 import SpoutEndpoints
 import SpoutHTTP
 import SpoutSQLite
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 
@@ -26,25 +27,25 @@ struct SQLiteServerTests {
 
     @Test func shapesAndHeaders() async throws {
         try await self.withServer { fixture in
-            let list = try await TestHTTPClient.get(port: fixture.port, "/employees?limit=3", headers: [("X-Request-Id", "req-42")])
+            let list = try await HTTPTestConnection.get(port: fixture.port, "/employees?limit=3", headers: [("X-Request-Id", "req-42")])
             #expect(list.status == 200)
             #expect(list.text == #"[{"employeeNumber":1,"firstName":"name-1"},{"employeeNumber":2,"firstName":"name-2"},{"employeeNumber":3,"firstName":"name-3"}]"#)
             #expect(list.header("Content-Type") == "application/json")
             #expect(list.header("Content-Length") == String(list.body.count))
             #expect(list.header("X-Request-Id") == "req-42")
 
-            let one = try await TestHTTPClient.get(port: fixture.port, "/employees/7")
+            let one = try await HTTPTestConnection.get(port: fixture.port, "/employees/7")
             #expect(one.status == 200)
             #expect(one.text == #"{"employeeNumber":7,"firstName":"name-7"}"#)
             #expect(one.header("X-Request-Id")?.count == 16)
 
-            let count = try await TestHTTPClient.get(port: fixture.port, "/employees/count")
+            let count = try await HTTPTestConnection.get(port: fixture.port, "/employees/count")
             #expect(count.text == "50")
 
-            let details = try await TestHTTPClient.get(port: fixture.port, "/employees/1?details=titles")
+            let details = try await HTTPTestConnection.get(port: fixture.port, "/employees/1?details=titles")
             #expect(details.text == #"{"employeeNumber":1,"firstName":"name-1","titles":[{"title":"Engineer"},{"title":"Senior Engineer"}]}"#)
 
-            let docs = try await TestHTTPClient.get(port: fixture.port, "/employees?api")
+            let docs = try await HTTPTestConnection.get(port: fixture.port, "/employees?api")
             #expect(docs.status == 200)
             #expect(docs.header("Content-Type") == "text/html; charset=utf-8")
             #expect(docs.text == "<html>employees API</html>")
@@ -56,47 +57,47 @@ struct SQLiteServerTests {
         configuration.maximumBodySize = 1024
         try await self.withServer(configuration) { fixture in
             let port = fixture.port
-            let unknown = try await TestHTTPClient.get(port: port, "/nothing/here")
+            let unknown = try await HTTPTestConnection.get(port: port, "/nothing/here")
             #expect(unknown.status == 404)
             #expect(unknown.text == #"{"error":"not found"}"#)
 
-            let noRow = try await TestHTTPClient.get(port: port, "/employees/999")
+            let noRow = try await HTTPTestConnection.get(port: port, "/employees/999")
             #expect(noRow.status == 404)
             #expect(noRow.header("Content-Type") == "application/json")
             #expect(noRow.text == #"{"error":"not found"}"#)
 
-            let wrongMethod = try await TestHTTPClient.get(port: port, "/employees/7", method: "PUT")
+            let wrongMethod = try await HTTPTestConnection.get(port: port, "/employees/7", method: "PUT")
             #expect(wrongMethod.status == 405)
             #expect(wrongMethod.header("Allow") == "DELETE, GET, HEAD")
 
-            let invalid = try await TestHTTPClient.get(port: port, "/employees/abc")
+            let invalid = try await HTTPTestConnection.get(port: port, "/employees/abc")
             #expect(invalid.status == 400)
             #expect(invalid.text == #"{"error":"invalid integer","parameter":"employeeNumber","value":"abc"}"#)
 
-            let notAllowed = try await TestHTTPClient.get(port: port, "/employees/1?details=bonus")
+            let notAllowed = try await HTTPTestConnection.get(port: port, "/employees/1?details=bonus")
             #expect(notAllowed.status == 400)
             #expect(notAllowed.text == #"{"error":"value not allowed","parameter":"details","value":"bonus","allowed":["titles"]}"#)
 
-            let missing = try await TestHTTPClient.get(port: port, "/employees", method: "POST", body: Array("firstName=x".utf8))
+            let missing = try await HTTPTestConnection.get(port: port, "/employees", method: "POST", body: Array("firstName=x".utf8))
             #expect(missing.status == 400)
             #expect(missing.text == #"{"error":"missing required parameter","parameter":"employeeNumber"}"#)
 
-            let notAcceptable = try await TestHTTPClient.get(port: port, "/employees", headers: [("Accept", "image/png")])
+            let notAcceptable = try await HTTPTestConnection.get(port: port, "/employees", headers: [("Accept", "image/png")])
             #expect(notAcceptable.status == 406)
             #expect(notAcceptable.text.hasPrefix(#"{"error":"not acceptable"#))
 
-            let csvWithAttachments = try await TestHTTPClient.get(port: port, "/attached", headers: [("Accept", "text/csv")])
+            let csvWithAttachments = try await HTTPTestConnection.get(port: port, "/attached", headers: [("Accept", "text/csv")])
             #expect(csvWithAttachments.status == 406)
             #expect(csvWithAttachments.header("Content-Type") == "application/json")
 
-            let tooLarge = try await TestHTTPClient.get(
+            let tooLarge = try await HTTPTestConnection.get(
                 port: port, "/employees", method: "POST", headers: [("Content-Type", "application/x-www-form-urlencoded")],
                 body: Array(repeating: UInt8(ascii: "a"), count: 4096)
             )
             #expect(tooLarge.status == 413)
             #expect(tooLarge.header("Connection") == "close")
 
-            let hugeHeader = try await TestHTTPClient.get(
+            let hugeHeader = try await HTTPTestConnection.get(
                 port: port, "/employees", headers: [("X-Padding", String(repeating: "p", count: 20_000))]
             )
             #expect(hugeHeader.status == 431)
@@ -105,16 +106,16 @@ struct SQLiteServerTests {
 
     @Test func serverErrorsNeverLeakDetails() async throws {
         try await self.withServer { fixture in
-            let boom = try await TestHTTPClient.get(port: fixture.port, "/boom")
+            let boom = try await HTTPTestConnection.get(port: fixture.port, "/boom")
             #expect(boom.status == 500)
             #expect(boom.text == #"{"error":"internal server error"}"#)
 
-            let broken = try await TestHTTPClient.get(port: fixture.port, "/broken-sql")
+            let broken = try await HTTPTestConnection.get(port: fixture.port, "/broken-sql")
             #expect(broken.status == 500)
             #expect(!broken.text.contains("no_such_secret_table") && !broken.text.contains("secret_column"))
             #expect(broken.text.hasPrefix(#"{"error":"#))
 
-            let timeout = try await TestHTTPClient.get(port: fixture.port, "/timeout")
+            let timeout = try await HTTPTestConnection.get(port: fixture.port, "/timeout")
             #expect(timeout.status == 504)
             #expect(timeout.text == #"{"error":"statement timeout"}"#)
         }
@@ -123,7 +124,7 @@ struct SQLiteServerTests {
     @Test func writesThroughTheLayer() async throws {
         try await self.withServer { fixture in
             let port = fixture.port
-            let created = try await TestHTTPClient.get(
+            let created = try await HTTPTestConnection.get(
                 port: port, "/employees", method: "POST", headers: [("Content-Type", "application/x-www-form-urlencoded")],
                 body: Array("employeeNumber=100&firstName=Ann+Lee".utf8)
             )
@@ -131,7 +132,7 @@ struct SQLiteServerTests {
             #expect(created.header("Location") == "/employees/100")
             #expect(created.text == #"{"employeeNumber":100}"#)
 
-            let duplicate = try await TestHTTPClient.get(
+            let duplicate = try await HTTPTestConnection.get(
                 port: port, "/employees", method: "POST", headers: [("Content-Type", "application/json")],
                 body: Array(#"{"employeeNumber": 100, "firstName": "Again"}"#.utf8)
             )
@@ -142,27 +143,27 @@ struct SQLiteServerTests {
                 ("--b0\r\nContent-Disposition: form-data; name=\"employeeNumber\"\r\n\r\n101\r\n"
                     + "--b0\r\nContent-Disposition: form-data; name=\"firstName\"\r\n\r\n\r\n--b0--\r\n").utf8
             )
-            let violation = try await TestHTTPClient.get(
+            let violation = try await HTTPTestConnection.get(
                 port: port, "/employees", method: "POST", headers: [("Content-Type", "multipart/form-data; boundary=b0")],
                 body: multipart
             )
             #expect(violation.status == 422)
             #expect(violation.text == #"{"error":"constraint violation"}"#)
 
-            let fetched = try await TestHTTPClient.get(port: port, "/employees/100")
+            let fetched = try await HTTPTestConnection.get(port: port, "/employees/100")
             #expect(fetched.text == #"{"employeeNumber":100,"firstName":"Ann Lee"}"#)
 
-            let deleted = try await TestHTTPClient.get(port: port, "/employees/100", method: "DELETE")
+            let deleted = try await HTTPTestConnection.get(port: port, "/employees/100", method: "DELETE")
             #expect(deleted.status == 204)
             #expect(deleted.header("Content-Length") == nil)
-            let again = try await TestHTTPClient.get(port: port, "/employees/100", method: "DELETE")
+            let again = try await HTTPTestConnection.get(port: port, "/employees/100", method: "DELETE")
             #expect(again.status == 404)
         }
     }
 
     @Test func headHasHeadersButNoBody() async throws {
         try await self.withServer { fixture in
-            let client = try await TestHTTPClient.connect(port: fixture.port)
+            let client = try await HTTPTestConnection.connect(port: fixture.port)
             let get = try await client.request("GET", "/employees?limit=5")
             let head = try await client.request("HEAD", "/employees?limit=5")
             #expect(head.status == 200)
@@ -181,11 +182,11 @@ struct SQLiteServerTests {
 
     @Test func chunkedOnlyWhenLarge() async throws {
         try await self.withServer { fixture in
-            let small = try await TestHTTPClient.get(port: fixture.port, "/big?count=10")
+            let small = try await HTTPTestConnection.get(port: fixture.port, "/big?count=10")
             #expect(!small.isChunked)
             #expect(small.header("Content-Length") == String(small.body.count))
 
-            let large = try await TestHTTPClient.get(port: fixture.port, "/big?count=5000")
+            let large = try await HTTPTestConnection.get(port: fixture.port, "/big?count=5000")
             #expect(large.isChunked && large.isComplete)
             #expect(large.header("Content-Length") == nil)
             let rows = try #require(try JSONSerialization.jsonObject(with: Data(large.body)) as? [[String: Any]])
@@ -196,7 +197,7 @@ struct SQLiteServerTests {
 
     @Test func jsonLinesAndCSV() async throws {
         try await self.withServer { fixture in
-            let lines = try await TestHTTPClient.get(port: fixture.port, "/big?count=3000", headers: [("Accept", "application/x-ndjson")])
+            let lines = try await HTTPTestConnection.get(port: fixture.port, "/big?count=3000", headers: [("Accept", "application/x-ndjson")])
             #expect(lines.header("Content-Type") == "application/x-ndjson")
             let objects = try lines.text.split(separator: "\n").map {
                 try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
@@ -204,7 +205,7 @@ struct SQLiteServerTests {
             #expect(objects.count == 3000)
             #expect(objects[2999]["id"] as? Int == 3000)
 
-            let csv = try await TestHTTPClient.get(port: fixture.port, "/big?count=3000", headers: [("Accept", "text/csv;q=0.9, application/json;q=0.1")])
+            let csv = try await HTTPTestConnection.get(port: fixture.port, "/big?count=3000", headers: [("Accept", "text/csv;q=0.9, application/json;q=0.1")])
             #expect(csv.header("Content-Type") == "text/csv; charset=utf-8")
             let records = csv.text.split(separator: "\r\n")
             #expect(records.count == 3001)
@@ -215,19 +216,19 @@ struct SQLiteServerTests {
 
     @Test func gzipRoundTrip() async throws {
         try await self.withServer { fixture in
-            let plain = try await TestHTTPClient.get(port: fixture.port, "/big?count=20000")
-            let compressed = try await TestHTTPClient.get(port: fixture.port, "/big?count=20000", headers: [("Accept-Encoding", "gzip")])
+            let plain = try await HTTPTestConnection.get(port: fixture.port, "/big?count=20000")
+            let compressed = try await HTTPTestConnection.get(port: fixture.port, "/big?count=20000", headers: [("Accept-Encoding", "gzip")])
             #expect(compressed.status == 200)
             #expect(compressed.header("Content-Encoding") == "gzip")
             #expect(compressed.isComplete)
             #expect(compressed.body.count < plain.body.count / 3)
             #expect(try gunzip(compressed.body) == plain.body)
 
-            let small = try await TestHTTPClient.get(port: fixture.port, "/employees?limit=2", headers: [("Accept-Encoding", "gzip")])
+            let small = try await HTTPTestConnection.get(port: fixture.port, "/employees?limit=2", headers: [("Accept-Encoding", "gzip")])
             #expect(small.header("Content-Encoding") == "gzip")
             #expect(try String(decoding: gunzip(small.body), as: UTF8.self).hasPrefix(#"[{"employeeNumber":1"#))
 
-            let deflate = try await TestHTTPClient.get(port: fixture.port, "/employees?limit=2", headers: [("Accept-Encoding", "deflate")])
+            let deflate = try await HTTPTestConnection.get(port: fixture.port, "/employees?limit=2", headers: [("Accept-Encoding", "deflate")])
             #expect(deflate.header("Content-Encoding") == "deflate")
         }
     }
@@ -235,14 +236,14 @@ struct SQLiteServerTests {
     @Test("streams are compressed by their producer with the best coding the client accepts; bytes decode to the plain body")
     func streamedCodings() async throws {
         try await self.withServer { fixture in
-            let plain = try await TestHTTPClient.get(port: fixture.port, "/big?count=20000")
+            let plain = try await HTTPTestConnection.get(port: fixture.port, "/big?count=20000")
             #expect(plain.header("Content-Encoding") == nil)
             let cases: [(String, String?)] = [
                 ("zstd", "zstd"), ("gzip", "gzip"), ("gzip, zstd", "zstd"), ("gzip;q=1, zstd;q=0.5", "gzip"), ("x-gzip", "gzip"),
                 ("*", "zstd"), ("zstd;q=0, *;q=0.3", "gzip"), ("br", nil), ("identity", nil), ("gzip;q=0, zstd;q=0", nil),
             ]
             for (accept, coding) in cases {
-                let response = try await TestHTTPClient.get(port: fixture.port, "/big?count=20000", headers: [("Accept-Encoding", accept)])
+                let response = try await HTTPTestConnection.get(port: fixture.port, "/big?count=20000", headers: [("Accept-Encoding", accept)])
                 #expect(response.status == 200 && response.isComplete, "\(accept)")
                 #expect(response.header("Content-Encoding") == coding, "\(accept)")
                 switch coding {
@@ -257,23 +258,23 @@ struct SQLiteServerTests {
             }
             // A stream that ends before its first chunk goes out whole, encoded all the same.
             for (accept, decode) in [("zstd", unzstd), ("gzip", gunzip)] as [(String, ([UInt8]) throws -> [UInt8])] {
-                let small = try await TestHTTPClient.get(port: fixture.port, "/big?count=1", headers: [("Accept-Encoding", accept)])
+                let small = try await HTTPTestConnection.get(port: fixture.port, "/big?count=1", headers: [("Accept-Encoding", accept)])
                 #expect(small.header("Content-Encoding") == accept && small.header("Content-Length") != nil)
                 #expect(try decode(small.body) == Array(#"[{"id":1,"name":"employee-1"}]"#.utf8))
             }
             // HEAD says nothing of a coding it does not send.
-            let head = try await TestHTTPClient.get(port: fixture.port, "/big?count=20000", method: "HEAD", headers: [("Accept-Encoding", "zstd")])
+            let head = try await HTTPTestConnection.get(port: fixture.port, "/big?count=20000", method: "HEAD", headers: [("Accept-Encoding", "zstd")])
             #expect(head.status == 200 && head.header("Content-Encoding") == nil)
         }
     }
 
     @Test func keepAliveAndPipelining() async throws {
         try await self.withServer { fixture in
-            let client = try await TestHTTPClient.connect(port: fixture.port)
-            let responses = try await client.run { client -> [TestHTTPClient.Response] in
+            let client = try await HTTPTestConnection.connect(port: fixture.port)
+            let responses = try await client.run { client -> [HTTPTestResponse] in
                 try client.send(
-                    TestHTTPClient.format("GET", "/employees/1") + TestHTTPClient.format("GET", "/big?count=5000")
-                        + TestHTTPClient.format("GET", "/employees/count") + TestHTTPClient.format("GET", "/employees/2")
+                    RawHTTP.request("GET", "/employees/1", close: false) + RawHTTP.request("GET", "/big?count=5000", close: false)
+                        + RawHTTP.request("GET", "/employees/count", close: false) + RawHTTP.request("GET", "/employees/2", close: false)
                 )
                 return try (0..<4).map { _ in try client.readResponse() }
             }
@@ -294,7 +295,7 @@ struct SQLiteServerTests {
 
     @Test func errorAfterTheHeadCutsTheBodyShort() async throws {
         try await self.withServer { fixture in
-            let response = try await TestHTTPClient.get(port: fixture.port, "/fail-late", headers: [("X-Request-Id", "late-1")])
+            let response = try await HTTPTestConnection.get(port: fixture.port, "/fail-late", headers: [("X-Request-Id", "late-1")])
             #expect(response.status == 200)
             #expect(response.isChunked)
             #expect(!response.isComplete)
@@ -308,9 +309,9 @@ struct SQLiteServerTests {
 
     @Test func disconnectMidStreamReleasesTheLease() async throws {
         try await self.withServer { fixture in
-            let client = try await TestHTTPClient.connect(port: fixture.port, receiveBufferSize: 16 * 1024)
+            let client = try await HTTPTestConnection.connect(port: fixture.port, receiveBufferSize: 16 * 1024)
             try await client.run { client in
-                try client.send(TestHTTPClient.format("GET", "/big?count=100000000", headers: [("X-Request-Id", "gone-1")]))
+                try client.send(RawHTTP.request("GET", "/big?count=100000000", headers: [("X-Request-Id", "gone-1")], close: false))
                 _ = try client.drain(atMost: 4096)
             }
             // The stream holds one of the two read connections while it waits for the client.
@@ -334,45 +335,31 @@ struct SQLiteServerTests {
         try await self.withServer { fixture in
             let first = try fixture.database.leaseBlocking(readOnly: true)
             let second = try fixture.database.leaseBlocking(readOnly: true)
-            let response = try await TestHTTPClient.get(port: fixture.port, "/employees")
+            let response = try await HTTPTestConnection.get(port: fixture.port, "/employees")
             first.release()
             second.release()
             #expect(response.status == 503)
             #expect(response.header("Retry-After") == "1")
             #expect(response.text == #"{"error":"pool exhausted"}"#)
-            let ready = try await TestHTTPClient.get(port: fixture.port, "/employees?limit=1")
+            let ready = try await HTTPTestConnection.get(port: fixture.port, "/employees?limit=1")
             #expect(ready.status == 200)
         }
     }
 
-    @Test func healthReadinessAndUnreachableDatabases() async throws {
+    @Test func healthAndReadiness() async throws {
         try await self.withServer { fixture in
-            let health = try await TestHTTPClient.get(port: fixture.port, "/health")
+            let health = try await HTTPTestConnection.get(port: fixture.port, "/health")
             #expect(health.status == 200)
             #expect(health.text == #"{"status":"ok"}"#)
-            let ready = try await TestHTTPClient.get(port: fixture.port, "/ready")
+            let ready = try await HTTPTestConnection.get(port: fixture.port, "/ready")
             #expect(ready.status == 200)
             #expect(ready.text == #"{"status":"ready"}"#)
         }
-        // A database that cannot be opened: not ready, and its streams are 503.
-        let unreachable = Database(driver: try SQLiteDriver(url: "sqlite:/nonexistent-\(UInt32.random(in: 0...UInt32.max))/x.sqlite"))
-        var router = Router()
-        router.add(.get, "/rows") { _ in .rows(try unreachable.query("SELECT 1"), database: unreachable) }
-        router.addReadiness(of: [unreachable])
-        let server = HTTPServer(router: router, configuration: ServerConfiguration(host: "127.0.0.1", port: 0))
-        try await server.start()
-        let port = try #require(server.boundPort)
-        let notReady = try await TestHTTPClient.get(port: port, "/ready")
-        let rows = try await TestHTTPClient.get(port: port, "/rows")
-        await server.shutdown()
-        #expect(notReady.status == 503)
-        #expect(rows.status == 503)
-        #expect(rows.text == #"{"error":"connection failed"}"#)
     }
 
     @Test func accessLogHasOneStructuredLinePerRequest() async throws {
         try await self.withServer { fixture in
-            _ = try await TestHTTPClient.get(port: fixture.port, "/employees?limit=4", headers: [("X-Request-Id", "log-1")])
+            _ = try await HTTPTestConnection.get(port: fixture.port, "/employees?limit=4", headers: [("X-Request-Id", "log-1")])
             let entries = fixture.log.requests(withID: "log-1")
             #expect(entries.count == 1)
             let metadata = try #require(entries.first?.metadata)
@@ -390,11 +377,11 @@ struct SQLiteServerTests {
         configuration.maximumConnections = 2
         configuration.idleTimeout = .milliseconds(300)
         try await self.withServer(configuration) { fixture in
-            let first = try await TestHTTPClient.connect(port: fixture.port)
-            let second = try await TestHTTPClient.connect(port: fixture.port)
+            let first = try await HTTPTestConnection.connect(port: fixture.port)
+            let second = try await HTTPTestConnection.connect(port: fixture.port)
             #expect(try await first.request("GET", "/health").status == 200)
             #expect(try await second.request("GET", "/health").status == 200)
-            let third = try await TestHTTPClient.get(port: fixture.port, "/health")
+            let third = try await HTTPTestConnection.get(port: fixture.port, "/health")
             // Refused at accept, before its request is read: a whole 503 all the same.
             #expect(third.status == 503)
             #expect(third.text == #"{"error":"too many connections"}"#)
@@ -414,7 +401,7 @@ struct SQLiteServerTests {
         var configuration = ServerConfiguration(host: "127.0.0.1", port: 0)
         configuration.idleTimeout = .seconds(1)
         try await self.withServer(configuration) { fixture in
-            let client = try await TestHTTPClient.connect(port: fixture.port)
+            let client = try await HTTPTestConnection.connect(port: fixture.port)
             let start = ContinuousClock.now
             for _ in 0..<7 {
                 try await Task.sleep(for: .milliseconds(250))
@@ -435,11 +422,11 @@ struct SQLiteServerTests {
         let fixture = try await ServerFixture.start(database: database, sql: .sqlite)
         let running = Task { try await fixture.server.run() }
 
-        let streaming = try await TestHTTPClient.connect(port: fixture.port, receiveBufferSize: 16 * 1024)
-        let idle = try await TestHTTPClient.connect(port: fixture.port)
+        let streaming = try await HTTPTestConnection.connect(port: fixture.port, receiveBufferSize: 16 * 1024)
+        let idle = try await HTTPTestConnection.connect(port: fixture.port)
         #expect(try await idle.request("GET", "/health").status == 200)
         try await streaming.run { client in
-            try client.send(TestHTTPClient.format("GET", "/big"))
+            try client.send(RawHTTP.request("GET", "/big", close: false))
             try client.fill(atMost: 4096)
         }
         let shutdown = Task { await fixture.server.shutdown(drainTimeout: .seconds(60)) }
@@ -452,14 +439,14 @@ struct SQLiteServerTests {
         await shutdown.value
         try await running.value
         // No longer accepting.
-        #expect(throws: (any Error).self) { try TestHTTPClient(port: fixture.port).request("GET", "/health") }
+        #expect(throws: (any Error).self) { try HTTPTestConnection(port: fixture.port).request("GET", "/health") }
     }
 
     @Test func drainTimeoutClosesStuckResponses() async throws {
         try await self.withServer { fixture in
-            let client = try await TestHTTPClient.connect(port: fixture.port, receiveBufferSize: 8 * 1024)
+            let client = try await HTTPTestConnection.connect(port: fixture.port, receiveBufferSize: 8 * 1024)
             try await client.run { client in
-                try client.send(TestHTTPClient.format("GET", "/big?count=100000000"))
+                try client.send(RawHTTP.request("GET", "/big?count=100000000", close: false))
                 try client.fill(atMost: 1024)
             }
             await fixture.server.shutdown(drainTimeout: .milliseconds(200))

@@ -21,9 +21,9 @@ struct ServerBackpressureTests {
         configuration.socketSendBufferSize = 32 * 1024
         let database = DatabaseConfiguration(maximumConnections: 2, acquireTimeout: .milliseconds(300))
         try await ServerFixture.with(dialect, configuration, database: database) { fixture, _ in
-            let client = try await TestHTTPClient.connect(port: fixture.port, receiveBufferSize: 16 * 1024)
-            let response = try await client.run { client -> TestHTTPClient.Response in
-                try client.send(TestHTTPClient.format("GET", "/big"))
+            let client = try await HTTPTestConnection.connect(port: fixture.port, receiveBufferSize: 16 * 1024)
+            let response = try await client.run { client -> HTTPTestResponse in
+                try client.send(RawHTTP.request("GET", "/big", close: false))
                 // Read 1 KiB every 2 ms for the first 512 KiB, then the rest at full speed.
                 var slowBytes = 0
                 while slowBytes < 512 * 1024 {

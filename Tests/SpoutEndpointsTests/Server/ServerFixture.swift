@@ -4,6 +4,7 @@ import Logging
 import SpoutCore
 import SpoutEndpoints
 import SpoutHTTP
+import SpoutTestDatabases
 import SpoutTestSupport
 import Synchronization
 import Testing

@@ -5,6 +5,7 @@ import NIOHTTP1
 import NIOPosix
 import SpoutCore
 import SpoutEndpoints
+import SpoutTestDatabases
 import SpoutTestSupport
 import Synchronization
 import Testing

@@ -30,7 +30,7 @@ struct TraceContextTests {
     func continuesTheCallersTrace() async throws {
         try await self.withServer { fixture in
             for (path, flags) in [("/employees?limit=2", "01"), ("/employees/1", "00"), ("/nowhere", "01")] {
-                let response = try await TestHTTPClient.get(
+                let response = try await HTTPTestConnection.get(
                     port: fixture.port, path,
                     headers: [
                         ("traceparent", "00-\(Self.traceID)-\(Self.callerSpan)-\(flags)"), ("tracestate", "vendor=opaque"),
@@ -57,7 +57,7 @@ struct TraceContextTests {
             ]
             var seen: Set<String> = []
             for value in malformed {
-                let response = try await TestHTTPClient.get(
+                let response = try await HTTPTestConnection.get(
                     port: fixture.port, "/employees?limit=1", headers: value.map { [("traceparent", $0)] } ?? [])
                 let parts = try Self.parts(response.header("traceresponse"))
                 #expect(parts[1] != Self.traceID, "\(value ?? "none") was taken as a trace")

@@ -1,4 +1,5 @@
 import Foundation
+import SpoutTestSupport
 
 /// A small deterministic generator (SplitMix64): the same seed gives the same requests.
 struct SeededGenerator: RandomNumberGenerator {

@@ -4,6 +4,7 @@ import SpoutCore
 import SpoutDrivers
 import SpoutEndpoints
 import SpoutHTTP
+import SpoutTestSupport
 
 /// The service of a ``ServiceDirectory`` run in the test process: the same wiring as
 /// `spout serve` (configuration → endpoints → database → router → server) on a free port.
@@ -32,7 +33,7 @@ final class InProcessService: Sendable {
         return InProcessService(server: server, database: database, port: port)
     }
 
-    func get(_ target: String, headers: [(String, String)] = [], timeout: TimeInterval = 30) async throws -> RawResponse {
+    func get(_ target: String, headers: [(String, String)] = [], timeout: TimeInterval = 30) async throws -> HTTPTestResponse {
         try await RawHTTP.get(port: self.port, target, headers: headers, timeout: timeout)
     }
 

@@ -7,8 +7,7 @@ import SpoutTestSupport
 
 /// Paths of the repository (the shipped configuration and SQL).
 enum RepositoryPaths {
-    static let root: String = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+    static var root: String { TestFixtures.repositoryRoot.path }
     static var shippedEndpoints: String { self.root + "/config/endpoints/*.yaml" }
     static var sqlDirectory: String { self.root + "/sql" }
 }

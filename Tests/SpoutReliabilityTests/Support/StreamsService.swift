@@ -1,5 +1,6 @@
 import Foundation
 import SpoutCore
+import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
 
@@ -35,7 +36,7 @@ enum StreamsService {
             databaseURL: database.url, extraEndpoints: endpoints, shipped: false, poolSize: poolSize,
             acquireTimeoutMs: acquireTimeoutMs, statementTimeoutMs: statementTimeoutMs)
         defer { directory.remove() }
-        let service = try await ServerProcess.start(arguments: ["--config", directory.configFile, "--no-seed"], environment: environment)
+        let service = try await ServerProcess.serving(arguments: ["--config", directory.configFile, "--no-seed"], environment: environment)
         do {
             try await body(service)
         } catch {

@@ -1,5 +1,6 @@
 import Foundation
 import SpoutEndpoints
+import SpoutTestSupport
 
 /// Bearer tokens for the servers these tests start: every `spout serve` child
 /// (``ServerProcess``) and in-process service gets ``secret`` as `SPOUT_JWT_SECRET`, and
@@ -16,5 +17,13 @@ enum TestTokens {
         if let role { claims["role"] = .string(role) }
         let token = try await verifier.signWithSecret(TokenClaims(claims))
         return ("Authorization", "Bearer \(token ?? "")")
+    }
+}
+
+extension ServerProcess {
+    /// `spout serve` with `arguments` (``start(arguments:environment:executable:prefix:workingDirectory:)``)
+    /// and ``TestTokens/secret`` as `SPOUT_JWT_SECRET`, so the tokens these tests sign verify.
+    static func serving(arguments: [String], environment: [String: String] = [:]) async throws -> ServerProcess {
+        try await self.start(arguments: arguments, environment: ["SPOUT_JWT_SECRET": TestTokens.secret].merging(environment) { $1 })
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SpoutTestDatabases
 import SpoutTestSupport
 
 #if canImport(Glibc)

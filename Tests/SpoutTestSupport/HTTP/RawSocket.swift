@@ -1,5 +1,4 @@
 import Foundation
-import SpoutTestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -11,16 +10,17 @@ import Glibc
 /// Contract: every call blocks the calling thread, at most `timeout` for each receive; use it
 /// from a thread of its own (see ``onThread(_:)``), never from a Swift concurrency thread that
 /// other tests need. Not thread-safe: one thread at a time.
-final class RawSocket {
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+public final class RawSocket {
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+        public init(description: String) { self.description = description }
     }
 
-    private(set) var fd: Int32
+    public private(set) var fd: Int32
     /// Bytes received so far by ``receive(atLeast:)``, ``receiveUntilClosed()`` and friends.
-    private(set) var received: [UInt8] = []
+    public private(set) var received: [UInt8] = []
     /// Whether the server closed its side (a receive returned 0 or failed with a reset).
-    private(set) var peerClosed = false
+    public private(set) var peerClosed = false
 
     /// Connects to `port` on the loopback address.
     /// - Parameters:
@@ -28,7 +28,7 @@ final class RawSocket {
     ///   - receiveBuffer: `SO_RCVBUF` to set before connecting (small values make a slow reader
     ///     exert backpressure sooner); nil keeps the system default.
     ///   - sourceAddress: a loopback address to connect from (`127.0.0.2`: another client).
-    init(port: Int, timeout: TimeInterval = 30, receiveBuffer: Int? = nil, sourceAddress: String? = nil) throws {
+    public init(port: Int, timeout: TimeInterval = 30, receiveBuffer: Int? = nil, sourceAddress: String? = nil) throws {
         do {
             self.fd = try LoopbackSocket.connect(port: port, timeout: timeout, receiveBuffer: receiveBuffer, sourceAddress: sourceAddress)
         } catch {
@@ -42,7 +42,7 @@ final class RawSocket {
     }
 
     /// Sends every byte (throws when the server has gone away before taking them).
-    func send(_ bytes: [UInt8]) throws {
+    public func send(_ bytes: [UInt8]) throws {
         var sent = 0
         while sent < bytes.count {
             let count = bytes[sent...].withUnsafeBytes { Glibc.send(self.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -52,14 +52,14 @@ final class RawSocket {
         }
     }
 
-    func send(_ text: String) throws {
+    public func send(_ text: String) throws {
         try self.send(Array(text.utf8))
     }
 
     /// Receives once (up to `limit` bytes), appending to ``received``; returns the count, 0 at
     /// end of stream. A reset by the server counts as the end of the stream.
     @discardableResult
-    func receiveOnce(limit: Int = 64 * 1024) throws -> Int {
+    public func receiveOnce(limit: Int = 64 * 1024) throws -> Int {
         var buffer = [UInt8](repeating: 0, count: limit)
         while true {
             let count = buffer.withUnsafeMutableBytes { recv(self.fd, $0.baseAddress, $0.count, 0) }
@@ -81,7 +81,7 @@ final class RawSocket {
     /// Receives what has arrived, without waiting: the byte count, 0 at end of stream, nil when
     /// nothing is there yet. At most `retain` bytes are kept in ``received`` (slow readers of
     /// huge streams count bytes in ``totalReceived`` without keeping them).
-    func receiveAvailable(limit: Int = 8 * 1024, retain: Int = 4 * 1024) -> Int? {
+    public func receiveAvailable(limit: Int = 8 * 1024, retain: Int = 4 * 1024) -> Int? {
         var buffer = [UInt8](repeating: 0, count: limit)
         let count = buffer.withUnsafeMutableBytes { recv(self.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
         if count < 0 {
@@ -97,28 +97,33 @@ final class RawSocket {
     }
 
     /// Bytes received by ``receiveAvailable(limit:retain:)`` (kept or not).
-    private(set) var totalReceived = 0
+    public private(set) var totalReceived = 0
 
     /// Receives until at least `count` bytes arrived in all, or the server closed.
-    func receive(atLeast count: Int) throws {
+    public func receive(atLeast count: Int) throws {
         while self.received.count < count {
             if try self.receiveOnce() == 0 { return }
         }
     }
 
     /// Receives until the server closes the connection.
-    func receiveUntilClosed() throws {
+    public func receiveUntilClosed() throws {
         while try self.receiveOnce() > 0 {}
     }
 
+    /// Removes the first `count` received bytes (a response read off a kept-alive connection).
+    public func consume(_ count: Int) {
+        self.received.removeFirst(min(count, self.received.count))
+    }
+
     /// Ends the sending side (the server reads end of stream) and keeps receiving.
-    func shutdownWrite() {
+    public func shutdownWrite() {
         if self.fd >= 0 { shutdown(self.fd, Int32(SHUT_WR)) }
     }
 
     /// Closes the connection. With `reset`, sets a zero linger first so that the kernel sends
     /// RST instead of FIN (the abrupt way a crashed client goes away).
-    func close(reset: Bool = false) {
+    public func close(reset: Bool = false) {
         guard self.fd >= 0 else { return }
         if reset {
             var option = linger(l_onoff: 1, l_linger: 0)
