@@ -61,10 +61,7 @@ struct ScaleOutTopologyTests {
         // requests that meet the gap wait for PgBouncer's query_wait_timeout (2 s in
         // scripts/scale-out) and are then answered from the primary; the others go straight
         // to the primary. Single rows and streams alike, no error.
-        let bin = try #require(ThrowawayPostgres.binDirectory)
-        var stop = ["\(bin)/pg_ctl", "-D", directory + "/replica", "-m", "fast", "-w", "stop"]
-        if getuid() == 0 { stop = ["/usr/sbin/runuser", "-u", "postgres", "--"] + stop }
-        let stopped = try await ChildProcess.run(executable: stop[0], arguments: Array(stop.dropFirst()))
+        let stopped = try await ChildProcess.run(executable: ThrowawayPostgres.command, arguments: ["pause", directory + "/replica"])
         try #require(stopped.status == 0, "\(stopped.standardError)")
         var statuses: [Int] = []
         for _ in 0..<10 {

@@ -6,12 +6,14 @@ import SpoutTestSupport
 import Glibc
 #endif
 
-/// A PostgreSQL cluster of one test's own (initdb into a temporary directory, a free port),
-/// which the test may stop and start at will. As in `scripts/test`, the cluster belongs to the
-/// `postgres` user when the tests run as root (PostgreSQL refuses to run as root).
+/// A PostgreSQL cluster of one test's own, which the test may stop and start at will: made,
+/// paused, resumed and removed by `scripts/throwaway-postgres` (initdb into a temporary
+/// directory, a free port, durability off), the same command `scripts/test`, `scripts/scale-out`
+/// and the benchmark harness use. As there, the cluster belongs to the `postgres` user when the
+/// tests run as root (PostgreSQL refuses to run as root).
 ///
 /// Contract: ``remove()`` stops the server (immediate mode) and deletes the directory; call it
-/// in a `defer` right after ``create(passwordAuthentication:)``.
+/// in a `defer` right after ``create(passwordAuthentication:)`` or ``makeReplica()``.
 final class ThrowawayPostgres: Sendable {
     let directory: String
     let port: Int
@@ -42,85 +44,69 @@ final class ThrowawayPostgres: Sendable {
     /// PostgreSQL is required (`CI=true`), in which case a missing server fails them.
     static var isAvailable: Bool { self.binDirectory != nil || TestDatabases.postgresRequired }
 
+    /// `scripts/throwaway-postgres`.
+    static var command: String { TestFixtures.repositoryRoot.appendingPathComponent("scripts/throwaway-postgres").path }
+
     /// Creates and starts a cluster. With `passwordAuthentication`, TCP connections need a
     /// password (scram-sha-256) and local socket connections stay trusted.
     static func create(passwordAuthentication: Bool = false) throws -> ThrowawayPostgres {
-        guard let bin = self.binDirectory else {
-            throw RawSocket.Failure(description: "PostgreSQL server binaries (initdb) not found under /usr/lib/postgresql")
-        }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spout-pg-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        chmod(directory, 0o755)
-        if getuid() == 0 {
-            _ = try Self.run("/usr/sbin/useradd", ["--system", "--no-create-home", "postgres"], allowFailure: true)
-            _ = try Self.run("/bin/chown", ["postgres", directory])
-        }
-        let cluster = ThrowawayPostgres(directory: directory, port: try Self.freePort(), binDirectory: bin)
-        let authentication = passwordAuthentication
-            ? ["--auth-local=trust", "--auth-host=scram-sha-256"] : ["--auth=trust"]
-        try cluster.runAsOwner(
-            "initdb", ["-D", cluster.dataDirectory, "-U", "spout", "-E", "UTF8", "--locale=C", "--no-sync"] + authentication)
-        try cluster.start()
-        return cluster
+        return try Self.started(directory, ["start", directory] + (passwordAuthentication ? ["--password-auth"] : []))
     }
 
     var dataDirectory: String { self.directory + "/data" }
 
-    /// A streaming replica of this cluster: `pg_basebackup -R` (which writes `standby.signal`
-    /// and `primary_conninfo`) into a directory of its own, started on another free port.
-    /// Call ``remove()`` on it as on any cluster.
+    /// A streaming replica of this cluster (`pg_basebackup -R`) in a directory of its own,
+    /// started on another free port. Call ``remove()`` on it as on any cluster.
     func makeReplica() throws -> ThrowawayPostgres {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spout-pg-replica-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        chmod(directory, 0o755)
-        if getuid() == 0 { _ = try Self.run("/bin/chown", ["postgres", directory]) }
-        let replica = ThrowawayPostgres(directory: directory, port: try Self.freePort(), binDirectory: self.binDirectory)
-        try replica.runAsOwner(
-            "pg_basebackup",
-            ["-h", "127.0.0.1", "-p", "\(self.port)", "-U", "spout", "-D", replica.dataDirectory, "-R", "-X", "stream", "-c", "fast"])
-        try replica.start()
-        return replica
+        return try Self.started(directory, ["replica", self.directory, directory])
     }
 
-    /// Starts the server and waits until it accepts connections.
+    /// Runs `scripts/throwaway-postgres` with `arguments`, which start a cluster in `directory`,
+    /// and reads the port from the URL it prints.
+    private static func started(_ directory: String, _ arguments: [String]) throws -> ThrowawayPostgres {
+        guard let bin = self.binDirectory else {
+            throw RawSocket.Failure(description: "PostgreSQL server binaries (initdb) not found under /usr/lib/postgresql")
+        }
+        let result = try Self.run(Self.command, arguments)
+        let url = result.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let port = url.split(separator: ":").last.flatMap({ Int($0) }) else {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw RawSocket.Failure(description: "scripts/throwaway-postgres printed no URL: \(url)\n\(result.standardError)")
+        }
+        return ThrowawayPostgres(directory: directory, port: port, binDirectory: bin)
+    }
+
+    /// Starts the server again after ``stop()``, on its port, and waits until it accepts
+    /// connections.
     func start() throws {
-        try self.runAsOwner("pg_ctl", [
-            "-D", self.dataDirectory, "-l", self.directory + "/server.log", "-w", "-t", "60",
-            "-o", "-p \(self.port) -k \(self.directory) -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=100",
-            "start",
-        ])
+        try Self.run(Self.command, ["resume", self.directory])
     }
 
-    /// Stops the server: `fast` disconnects every session and shuts down cleanly.
-    func stop(mode: String = "fast") throws {
-        try self.runAsOwner("pg_ctl", ["-D", self.dataDirectory, "-m", mode, "-w", "stop"])
+    /// Stops the server with a fast shutdown (every session disconnected), keeping the cluster.
+    func stop() throws {
+        try Self.run(Self.command, ["pause", self.directory])
     }
 
     /// Runs SQL as the superuser through `psql` on the local socket (so it works with password
     /// authentication on TCP).
     func psql(_ sql: String, database: String = "postgres") throws {
-        try self.runAsOwner("psql", ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", self.directory, "-p", "\(self.port)", "-U", "spout", "-d", database, "-c", sql])
+        let arguments = ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", self.directory, "-p", "\(self.port)", "-U", "spout", "-d", database, "-c", sql]
+        if getuid() == 0 {
+            try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", self.binDirectory + "/psql"] + arguments)
+        } else {
+            try Self.run(self.binDirectory + "/psql", arguments)
+        }
     }
 
     /// Stops the server if it runs and deletes the cluster.
     func remove() {
-        _ = try? self.runAsOwner("pg_ctl", ["-D", self.dataDirectory, "-m", "immediate", "-w", "stop"], allowFailure: true)
-        try? FileManager.default.removeItem(atPath: self.directory)
-    }
-
-    @discardableResult
-    private func runAsOwner(_ tool: String, _ arguments: [String], allowFailure: Bool = false) throws -> ChildProcess.Result {
-        let path = self.binDirectory + "/" + tool
-        if getuid() == 0 {
-            return try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", path] + arguments, allowFailure: allowFailure)
-        }
-        return try Self.run(path, arguments, allowFailure: allowFailure)
+        _ = try? Self.run(Self.command, ["stop", self.directory], allowFailure: true)
     }
 
     @discardableResult
     private static func run(_ executable: String, _ arguments: [String], allowFailure: Bool = false) throws -> ChildProcess.Result {
-        // The child's working directory is ours; PostgreSQL's tools only need it readable,
-        // which /tmp-based test directories are not guaranteed to be for `postgres`.
         let result = try ChildProcess.run(executable: executable, arguments: arguments)
         if result.status != 0 && !allowFailure {
             throw RawSocket.Failure(description: "\(executable) \(arguments.joined(separator: " ")) failed (\(result.status)):\n\(result.standardError)\(result.standardOutput)")
