@@ -184,6 +184,16 @@ let package = Package(
         ),
         // Which databases a test runs on, and a fresh one per test (both drivers).
         .target(name: "SpoutTestDatabases", dependencies: ["SpoutCore", "SpoutDrivers"], path: "Tests/SpoutTestDatabases"),
+        // The in-process server fixture: a router, an endpoint set or a whole configuration served
+        // on a free port.
+        .target(
+            name: "SpoutTestServer",
+            dependencies: [
+                "SpoutCore", "SpoutDrivers", "SpoutHTTP", "SpoutEndpoints", "SpoutTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/SpoutTestServer"
+        ),
         .testTarget(name: "SpoutCoreTests", dependencies: ["SpoutCore"]),
         .testTarget(
             name: "SpoutDriverTests",
@@ -209,7 +219,7 @@ let package = Package(
             name: "SpoutEndpointsTests",
             dependencies: [
                 "SpoutCore", "SpoutDrivers", "SpoutPostgres", "SpoutSQLite", "SpoutHTTP", "SpoutEndpoints", "SpoutData",
-                "SpoutTestSupport", "SpoutTestDatabases",
+                "SpoutTestSupport", "SpoutTestDatabases", "SpoutTestServer",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Yams", package: "Yams"),
                 // Server/: the HTTP server end to end over a database, and its channel handlers.
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -226,7 +236,7 @@ let package = Package(
             name: "SpoutReliabilityTests",
             dependencies: [
                 "SpoutCore", "SpoutDrivers", "SpoutHTTP", "SpoutEndpoints", "SpoutData", "SpoutTestSupport", "SpoutTestDatabases",
-                .product(name: "Logging", package: "swift-log"),
+                "SpoutTestServer", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

@@ -3,6 +3,7 @@ import SpoutCore
 import SpoutDrivers
 import SpoutEndpoints
 import SpoutTestDatabases
+import SpoutTestServer
 import SpoutTestSupport
 import Testing
 
@@ -58,7 +59,7 @@ struct CustomEndpointTests {
         let endpoints = try EndpointSet.load(configuration: configuration)
         let opened = try Drivers.open(configuration.database.url, configuration: configuration.databaseConfiguration)
         defer { opened.close() }
-        let server = try await TestService.start(endpoints, database: opened)
+        let server = try await InProcessServer.start(endpoints, database: opened)
 
         let books = try await server.get("/authors/1/books?details=author")
         #expect(books.status == 200)

@@ -2,6 +2,7 @@ import Foundation
 import SpoutCore
 import SpoutEndpoints
 import SpoutTestDatabases
+import SpoutTestServer
 import SpoutTestSupport
 import Testing
 
@@ -79,8 +80,8 @@ struct EmployeesAPITests {
         defer { postgresDatabase.close() }
         let sqliteDatabase = try sqlite.open()
         defer { sqliteDatabase.close() }
-        let postgresService = try await TestService.start(endpoints, database: postgresDatabase)
-        let sqliteService = try await TestService.start(endpoints, database: sqliteDatabase)
+        let postgresService = try await InProcessServer.start(endpoints, database: postgresDatabase)
+        let sqliteService = try await InProcessServer.start(endpoints, database: sqliteDatabase)
 
         var bodies: [String: HTTPTestResponse] = [:]
         for (path, accept) in Self.requests {
@@ -162,7 +163,7 @@ struct EmployeesAPITests {
             _ = try await onThread { try SampleData.fixture.load(into: backend) }
             let database = try backend.open()
             defer { database.close() }
-            let service = try await TestService.start(try Repository.shippedEndpoints(), database: database)
+            let service = try await InProcessServer.start(try Repository.shippedEndpoints(), database: database)
             let response = try await service.get("/employees/10004?details=titles&details=salaries")
             await service.stop()
             #expect(response.status == 200)

@@ -3,6 +3,7 @@ import SpoutCore
 import SpoutEndpoints
 import SpoutHTTP
 import SpoutTestDatabases
+import SpoutTestServer
 import SpoutTestSupport
 import Testing
 
@@ -147,7 +148,7 @@ struct FilterPlanTests {
     func sameBytesAsWritten(dialect: SQLDialect) async throws {
         try await Self.withEmployees(dialect) { database, endpoints in
             let endpoint = try #require(endpoints.endpoints.first { $0.method == .get && $0.path == "/employees" })
-            let service = try await TestService.start(endpoints, database: database)
+            let service = try await InProcessServer.start(endpoints, database: database)
             let written = endpoint.sql.text(for: dialect)
             let firstPage = try KeysetQuery(written, key: ["employeeNumber"]).first
             var rowCounts = Set<Int>()

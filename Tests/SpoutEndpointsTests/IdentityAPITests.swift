@@ -4,6 +4,7 @@ import SpoutCore
 import SpoutData
 import SpoutEndpoints
 import SpoutTestDatabases
+import SpoutTestServer
 import SpoutTestSupport
 import Testing
 
@@ -17,16 +18,16 @@ struct IdentityAPITests {
     /// `identity`.
     static func withService(
         _ endpoints: EndpointSet, database: Database, identity: SpoutConfiguration.Identity = .init(),
-        verifier: TokenVerifier? = nil, _ body: (TestService) async throws -> Void
+        verifier: TokenVerifier? = nil, _ body: (InProcessServer) async throws -> Void
     ) async throws {
         var endpoints = endpoints
         endpoints.identity = identity
         endpoints.tokenVerifier = try verifier ?? Self.fixtures.get().verifier(identity)
-        try await TestService.serving(endpoints, database: database, body)
+        try await InProcessServer.serving(endpoints, database: database, body)
     }
 
     static func send(
-        _ service: TestService, _ method: String, _ path: String, token: String?, apiKey: String? = nil,
+        _ service: InProcessServer, _ method: String, _ path: String, token: String?, apiKey: String? = nil,
         form: [(String, String)] = []
     ) async throws -> HTTPTestResponse {
         var headers: [(String, String)] = [("Content-Type", "application/x-www-form-urlencoded")]
@@ -44,7 +45,7 @@ struct IdentityAPITests {
 
     /// The shipped endpoints on a pet table that Spout reaches as an ordinary role.
     static func withPets(
-        _ backend: SQLDialect, verifier: TokenVerifier? = nil, _ body: (TestService, Database) async throws -> Void
+        _ backend: SQLDialect, verifier: TokenVerifier? = nil, _ body: (InProcessServer, Database) async throws -> Void
     ) async throws {
         let store = try IdentityDatabase.make(backend) { connection in
             try PetsLoader(sqlDirectory: Repository.sqlDirectory).load(into: connection)
@@ -248,7 +249,7 @@ struct IdentityAPITests {
     /// A service with the endpoint files `files` (by name, SQL inline) on an empty database of
     /// `backend` that Spout reaches as an ordinary role, verifying the fixtures' tokens.
     static func withEndpoints(
-        _ backend: SQLDialect, _ files: [String: String], _ body: (TestService, Database) async throws -> Void
+        _ backend: SQLDialect, _ files: [String: String], _ body: (InProcessServer, Database) async throws -> Void
     ) async throws {
         let store = try IdentityDatabase.make(backend) { _ in }
         defer { store.drop() }

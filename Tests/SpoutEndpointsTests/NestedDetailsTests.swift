@@ -2,6 +2,7 @@ import Foundation
 import SpoutCore
 import SpoutEndpoints
 import SpoutTestDatabases
+import SpoutTestServer
 import SpoutTestSupport
 import Testing
 
@@ -18,13 +19,13 @@ struct NestedDetailsTests {
 
     /// Serves the shipped endpoints on `dialect` with 2,500 generated
     /// employees, attachments fetched in windows of 100 rows.
-    static func withService(_ dialect: SQLDialect, _ body: (TestService, Database) async throws -> Void) async throws {
+    static func withService(_ dialect: SQLDialect, _ body: (InProcessServer, Database) async throws -> Void) async throws {
         let temporary = dialect == .postgres ? try TestDatabases.makePostgresDatabase(prefix: "spout_t_nested") : TestDatabases.makeSQLiteDatabase()
         defer { temporary.drop() }
         _ = try await onThread { try SampleData.generated(employees: 2_500, seed: 7).load(into: temporary) }
         let database = try temporary.open(DatabaseConfiguration(attachmentBatchSize: 100))
         defer { database.close() }
-        try await TestService.serving(try Repository.shippedEndpoints(), database: database) { try await body($0, database) }
+        try await InProcessServer.serving(try Repository.shippedEndpoints(), database: database) { try await body($0, database) }
     }
 
     /// The JSON value of `text`, compared as Foundation objects.
@@ -205,7 +206,7 @@ struct NestedDetailsTests {
         _ = try await onThread { try SampleData.generated(employees: 600, seed: 11).load(into: temporary) }
         let database = try temporary.open(DatabaseConfiguration(attachmentBatchSize: 100))
         defer { database.close() }
-        try await TestService.serving(endpoints, database: database) { service in
+        try await InProcessServer.serving(endpoints, database: database) { service in
             let details = "details=employees&details=employees.titles"
             let whole = try await service.get("/departments?\(details)")
             #expect(whole.status == 200)

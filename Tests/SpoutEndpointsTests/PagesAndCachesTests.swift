@@ -4,6 +4,7 @@ import SpoutDrivers
 import SpoutEndpoints
 import SpoutHTTP
 import SpoutTestDatabases
+import SpoutTestServer
 import SpoutTestSupport
 import Testing
 
@@ -13,7 +14,7 @@ import Testing
 struct PagesAndCachesTests {
     /// One server per database, all serving the same endpoint set (so the same cursor key).
     struct Services {
-        var services: [(name: String, service: TestService)] = []
+        var services: [(name: String, service: InProcessServer)] = []
         var databases: [TemporaryDatabase] = []
         var opened: [Database] = []
 
@@ -28,7 +29,7 @@ struct PagesAndCachesTests {
                 _ = try await onThread { try data.load(into: database) }
                 let opened = try database.open()
                 result.opened.append(opened)
-                result.services.append((database.url.hasPrefix("sqlite") ? "SQLite" : "PostgreSQL", try await TestService.start(endpoints, database: opened)))
+                result.services.append((database.url.hasPrefix("sqlite") ? "SQLite" : "PostgreSQL", try await InProcessServer.start(endpoints, database: opened)))
             }
             return result
         }
@@ -64,7 +65,7 @@ struct PagesAndCachesTests {
     }
 
     /// Every page from `path` on, following `Link` until a page has none.
-    static func walk(_ service: TestService, from path: String, accept: String? = nil) async throws -> [HTTPTestResponse] {
+    static func walk(_ service: InProcessServer, from path: String, accept: String? = nil) async throws -> [HTTPTestResponse] {
         var pages: [HTTPTestResponse] = []
         var next: String? = path
         while let target = next {

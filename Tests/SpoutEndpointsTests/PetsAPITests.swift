@@ -2,6 +2,7 @@ import Foundation
 import SpoutCore
 import SpoutEndpoints
 import SpoutTestDatabases
+import SpoutTestServer
 import SpoutTestSupport
 import Testing
 
@@ -25,7 +26,7 @@ struct PetsAPITests {
         }
     }
 
-    static func withService(_ backend: SQLDialect, _ body: (TestService, Database) async throws -> Void) async throws {
+    static func withService(_ backend: SQLDialect, _ body: (InProcessServer, Database) async throws -> Void) async throws {
         let temporary = backend == .sqlite ? TestDatabases.makeSQLiteDatabase() : try TestDatabases.makePostgresDatabase(prefix: "spout_t_pets")
         defer { temporary.drop() }
         try await onThread { try SampleData.loadPets(into: temporary) }
@@ -33,7 +34,7 @@ struct PetsAPITests {
         defer { database.close() }
         var endpoints = try Repository.shippedEndpoints()
         endpoints.tokenVerifier = try IdentityAPITests.fixtures.get().verifier()
-        try await TestService.serving(endpoints, database: database) { try await body($0, database) }
+        try await InProcessServer.serving(endpoints, database: database) { try await body($0, database) }
     }
 
     @Test("reads: all pets, by owner, one pet, 404", arguments: PetsAPITests.backends)

@@ -3,6 +3,7 @@ import SpoutCore
 import SpoutDrivers
 import SpoutEndpoints
 import SpoutTestDatabases
+import SpoutTestServer
 import SpoutTestSupport
 import Testing
 
@@ -44,7 +45,7 @@ struct TraceIntoDatabaseTests {
     /// The service, with tracing into the database on; `preparedStatements: false` as behind
     /// PgBouncer in transaction mode.
     static func withService(
-        _ dialect: SQLDialect, preparedStatements: Bool = true, _ body: (TestService, Database, String) async throws -> Void
+        _ dialect: SQLDialect, preparedStatements: Bool = true, _ body: (InProcessServer, Database, String) async throws -> Void
     ) async throws {
         guard let store = try TestDatabases.make(dialect, prefix: "spout_t_trace") else { return }
         defer { store.drop() }
@@ -55,7 +56,7 @@ struct TraceIntoDatabaseTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         var traced = endpoints
         traced.tracesIntoDatabase = true
-        try await TestService.serving(traced, database: database) { service in
+        try await InProcessServer.serving(traced, database: database) { service in
             // The connection's own name (PostgreSQL), as work without a trace sees it.
             guard dialect == .postgres else {
                 // The file exists once something was written (reads open it read-only).
@@ -80,7 +81,7 @@ struct TraceIntoDatabaseTests {
 
     /// A request carrying a `traceparent`; what the database saw, and Spout's span id.
     static func send(
-        _ service: TestService, _ method: String, _ path: String, form: String = ""
+        _ service: InProcessServer, _ method: String, _ path: String, form: String = ""
     ) async throws -> (response: HTTPTestResponse, spanID: String) {
         var headers = [("traceparent", "00-\(Self.traceID)-00f067aa0ba902b7-01")]
         if !form.isEmpty { headers.append(("Content-Type", "application/x-www-form-urlencoded")) }

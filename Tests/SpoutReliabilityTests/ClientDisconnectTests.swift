@@ -1,6 +1,7 @@
 import Foundation
 import SpoutCore
 import SpoutTestDatabases
+import SpoutTestServer
 import SpoutTestSupport
 import Testing
 
@@ -42,7 +43,7 @@ struct ClientDisconnectTests {
             databaseURL: database.url, extraEndpoints: ["slow.yaml": TestEndpoints.slow(.postgres, timeoutMs: 60_000)],
             shipped: false, poolSize: 1, acquireTimeoutMs: 5_000)
         defer { directory.remove() }
-        let service = try await InProcessService.start(directory)
+        let service = try await InProcessServer.start(directory)
         // Opens the pool's one connection, so the next request can run event-driven.
         #expect(try await service.get("/hold?seconds=0").status == 200)
         let runs = service.database.statistics.eventDrivenRunCount
@@ -67,7 +68,7 @@ struct ClientDisconnectTests {
     }
 
     private func disconnectRepeatedly(
-        url: String, dialect: SQLDialect, times: Int, runningStatements: @escaping @Sendable (InProcessService) throws -> Int
+        url: String, dialect: SQLDialect, times: Int, runningStatements: @escaping @Sendable (InProcessServer) throws -> Int
     ) async throws {
         let poolSize = 4
         let directory = try ServiceDirectory(
@@ -75,7 +76,7 @@ struct ClientDisconnectTests {
             extraEndpoints: ["streams.yaml": TestEndpoints.streams(dialect), "slow.yaml": TestEndpoints.slow(dialect, timeoutMs: 60_000)],
             shipped: false, poolSize: poolSize, acquireTimeoutMs: 5_000)
         defer { directory.remove() }
-        let service = try await InProcessService.start(directory)
+        let service = try await InProcessServer.start(directory)
         let port = service.port
         // Warm up (the first stream opens a connection, loads libraries and caches).
         #expect(try await service.get("/big?rows=1000").status == 200)

@@ -1,6 +1,7 @@
 import Foundation
 import SpoutCore
 import SpoutTestDatabases
+import SpoutTestServer
 import SpoutTestSupport
 import Testing
 
@@ -48,7 +49,7 @@ struct ErrorDisclosureTests {
         try await onThread { try SampleData.seed(database.url, employees: 10) }
         let directory = try ServiceDirectory(databaseURL: database.url, extraEndpoints: ["broken.yaml": Self.endpoints(dialect)], poolSize: 2)
         defer { directory.remove() }
-        let service = try await InProcessService.start(directory)
+        let service = try await InProcessServer.start(directory)
 
         for target in ["/broken/table", "/broken/column", "/broken/function"] {
             let response = try await service.get(target)

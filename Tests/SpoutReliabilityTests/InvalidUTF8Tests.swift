@@ -1,6 +1,7 @@
 import Foundation
 import SpoutCore
 import SpoutTestDatabases
+import SpoutTestServer
 import SpoutTestSupport
 import Testing
 
@@ -15,7 +16,7 @@ struct InvalidUTF8Tests {
         let before = try await onThread { try SampleData.petsChecksum(database.url) }
         let directory = try ServiceDirectory(databaseURL: database.url)
         defer { directory.remove() }
-        let service = try await InProcessService.start(directory)
+        let service = try await InProcessServer.start(directory)
 
         let query = try await service.get("/pets?owner=%ff%fe")
         let form = try await RawHTTP.send(

@@ -1,5 +1,6 @@
 import Foundation
 import SpoutCore
+import SpoutTestServer
 import SpoutTestSupport
 import Testing
 
@@ -27,7 +28,7 @@ struct PostgresRestartTests {
         let directory = try ServiceDirectory(
             databaseURL: url, extraEndpoints: ["restart.yaml": Self.endpoints], poolSize: 4, acquireTimeoutMs: 1_000)
         defer { directory.remove() }
-        let service = try await InProcessService.start(directory)
+        let service = try await InProcessServer.start(directory)
 
         // Open every connection of the pool: four concurrent slow calls.
         try await self.expectConcurrentSleepers(service, count: 4, phase: "before the restart")
@@ -67,7 +68,7 @@ struct PostgresRestartTests {
         let directory = try ServiceDirectory(
             databaseURL: url, extraEndpoints: ["restart.yaml": Self.endpoints], poolSize: 4, acquireTimeoutMs: 1_000)
         defer { directory.remove() }
-        let service = try await InProcessService.start(directory)
+        let service = try await InProcessServer.start(directory)
         try await self.expectConcurrentSleepers(service, count: 4, phase: "before the restart")
 
         // Restarted with no request in between: the four idle connections are all dead.
@@ -88,7 +89,7 @@ struct PostgresRestartTests {
         await service.stop()
     }
 
-    private func expectConcurrentSleepers(_ service: InProcessService, count: Int, phase: String) async throws {
+    private func expectConcurrentSleepers(_ service: InProcessServer, count: Int, phase: String) async throws {
         let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<count {
                 group.addTask { try await service.get("/sleepy", timeout: 15).status }

@@ -1,6 +1,7 @@
 import Foundation
 import SpoutCore
 import SpoutTestDatabases
+import SpoutTestServer
 import SpoutTestSupport
 import Testing
 
@@ -42,7 +43,7 @@ struct ReadOnlyGetTests {
         let before = try await onThread { try SampleData.petsChecksum(database.url) }
         let directory = try ServiceDirectory(databaseURL: database.url, extraEndpoints: ["sneaky.yaml": Self.endpoints(dialect)], poolSize: 2)
         defer { directory.remove() }
-        let service = try await InProcessService.start(directory)
+        let service = try await InProcessServer.start(directory)
 
         for target in ["/sneaky/insert", "/sneaky/update", "/sneaky/delete", "/sneaky/drop"] {
             let response = try await service.get(target)

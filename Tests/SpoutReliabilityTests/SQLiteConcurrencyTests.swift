@@ -1,6 +1,7 @@
 import Foundation
 import SpoutCore
 import SpoutTestDatabases
+import SpoutTestServer
 import SpoutTestSupport
 import Testing
 
@@ -17,7 +18,7 @@ struct SQLiteConcurrencyTests {
         let directory = try ServiceDirectory(
             databaseURL: database.url, extraEndpoints: ["streams.yaml": TestEndpoints.streams(.sqlite)], poolSize: 4)
         defer { directory.remove() }
-        let service = try await InProcessService.start(directory)
+        let service = try await InProcessServer.start(directory)
         let port = service.port
 
         // The pets' owner is the token's subject.

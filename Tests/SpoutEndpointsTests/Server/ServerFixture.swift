@@ -5,6 +5,7 @@ import SpoutCore
 import SpoutEndpoints
 import SpoutHTTP
 import SpoutTestDatabases
+import SpoutTestServer
 import SpoutTestSupport
 import Synchronization
 import Testing
@@ -57,13 +58,15 @@ struct TestSQL: Sendable {
     )
 }
 
-/// A server on port 0 with the end-to-end routes over `database`.
+/// A server on port 0 (an ``InProcessServer``) with the end-to-end routes over `database`,
+/// its log lines kept in ``log``.
 final class ServerFixture: Sendable {
-    let server: HTTPServer
-    let database: Database
+    let served: InProcessServer
     let log: LogStore
 
-    var port: Int { self.server.boundPort ?? 0 }
+    var server: HTTPServer { self.served.server }
+    var database: Database { self.served.database }
+    var port: Int { self.served.port }
 
     struct Boom: Error {
         var secret = "password=hunter2"
@@ -108,26 +111,23 @@ final class ServerFixture: Sendable {
         database: Database, sql: TestSQL, configuration: ServerConfiguration = ServerConfiguration(host: "127.0.0.1", port: 0),
         extraDatabases: [Database] = []
     ) async throws -> ServerFixture {
-        let fixture = ServerFixture(database: database, sql: sql, configuration: configuration, extraDatabases: extraDatabases)
-        try await fixture.server.start()
-        return fixture
-    }
-
-    private init(database: Database, sql: TestSQL, configuration: ServerConfiguration, extraDatabases: [Database]) {
         let store = LogStore()
-        self.log = store
-        self.database = database
         var router = Router()
         Self.addRoutes(to: &router, database: database, sql: sql)
         router.addReadiness(of: [database] + extraDatabases)
-        self.server = HTTPServer(
-            router: router, configuration: configuration,
-            logger: Logger(label: "spout.http.test", factory: { _ in RecordingLogHandler(store: store) })
-        )
+        let served = try await InProcessServer.start(
+            router: router, database: database, configuration: configuration,
+            logger: Logger(label: "spout.http.test", factory: { _ in RecordingLogHandler(store: store) }))
+        return ServerFixture(served: served, log: store)
+    }
+
+    private init(served: InProcessServer, log: LogStore) {
+        self.served = served
+        self.log = log
     }
 
     func stop() async {
-        await self.server.shutdown(drainTimeout: .seconds(5))
+        await self.served.stop()
     }
 
     static func addRoutes(to router: inout Router, database: Database, sql: TestSQL) {

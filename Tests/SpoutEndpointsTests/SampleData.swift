@@ -1,70 +1,11 @@
 import Foundation
-import Logging
 import SpoutCore
 import SpoutData
 import SpoutDrivers
 import SpoutEndpoints
-import SpoutHTTP
 import SpoutTestDatabases
 import SpoutTestSupport
 import Testing
-
-/// Paths of the repository, for the shipped configuration and SQL.
-enum Repository {
-    static var root: URL { TestFixtures.repositoryRoot }
-    static var configFile: String { self.root.appendingPathComponent("config/spout.yaml").path }
-    static var sqlDirectory: String { self.root.appendingPathComponent("sql").path }
-
-    /// The shipped endpoints (config/endpoints/*.yaml with sql/).
-    static func shippedEndpoints() throws -> EndpointSet {
-        let configuration = try SpoutConfiguration.load(file: self.configFile, environment: [:])
-        return try EndpointSet.load(configuration: configuration)
-    }
-}
-
-/// An HTTP server on a free port serving an endpoint set on one database.
-final class TestService: Sendable {
-    let server: HTTPServer
-    let port: Int
-
-    private init(server: HTTPServer, port: Int) {
-        self.server = server
-        self.port = port
-    }
-
-    static func start(_ endpoints: EndpointSet, database: Database) async throws -> TestService {
-        let logger = Logger(label: "spout.test")
-        let router = endpoints.makeRouter(database: database, logger: logger)
-        let server = HTTPServer(
-            router: router, configuration: ServerConfiguration(host: "127.0.0.1", port: 0, eventLoopThreads: 1),
-            logger: logger)
-        try await server.start()
-        return TestService(server: server, port: server.boundPort!)
-    }
-
-    /// Starts a service, runs `body` with it and stops it, also when `body` throws.
-    static func serving(
-        _ endpoints: EndpointSet, database: Database, _ body: (TestService) async throws -> Void
-    ) async throws {
-        let service = try await Self.start(endpoints, database: database)
-        do {
-            try await body(service)
-        } catch {
-            await service.stop()
-            throw error
-        }
-        await service.stop()
-    }
-
-    func get(_ path: String, accept: String? = nil) async throws -> HTTPTestResponse {
-        try await RawHTTP.get(port: self.port, path, headers: accept.map { [("Accept", $0)] } ?? [])
-    }
-
-    func stop() async {
-        await self.server.shutdown()
-    }
-}
-
 
 /// The employees data the endpoint tests serve, always from inside the repository or generated
 /// at run time: the hand-written test_db fixture (`Tests/Fixtures/test_db`, 14 employees with
