@@ -108,7 +108,21 @@ class Pgbench:
 
 # --- The stream and list scenarios' baselines: one query's rows to /dev/null ------------------
 
-class PsqlCopy:
+class QueryBaseline:
+    """A database's own client printing one query's rows to /dev/null; a subclass names the
+    command (`_command`) and whose CPU does the work (`cpu_seconds`)."""
+
+    def _command(self, query):
+        raise NotImplementedError
+
+    def run(self, context, query):
+        """One run, timed, its CPU metered."""
+        with context.meter() as cpu:
+            seconds = timed(self._command(query), stdout=subprocess.DEVNULL)
+        return ToolRun(seconds, cpu)
+
+
+class PsqlCopy(QueryBaseline):
     """`psql -c "COPY (query) TO STDOUT" > /dev/null`: PostgreSQL's fastest way to print a
     query. Its work is done by the server: `cpu_seconds` is PostgreSQL's CPU."""
 
@@ -122,12 +136,6 @@ class PsqlCopy:
 
     def _command(self, query):
         return ["psql", "-X", "-q", "-d", self.postgres.url, "-c", f"COPY ({query}) TO STDOUT"]
-
-    def run(self, context, query):
-        """One run, timed, its CPU metered."""
-        with context.meter() as cpu:
-            seconds = timed(self._command(query), stdout=subprocess.DEVNULL)
-        return ToolRun(seconds, cpu)
 
     @staticmethod
     def cpu_seconds(usage):
@@ -143,7 +151,7 @@ class PsqlCopy:
         return {"bytes": size, "mb_per_second": ratio(size / 1e6, seconds)}
 
 
-class Sqlite3Json:
+class Sqlite3Json(QueryBaseline):
     """`sqlite3 -json FILE "query" > /dev/null`: the sqlite3 shell printing a query as JSON,
     as Spout does. Its work is done by the shell itself: `cpu_seconds` is the client's CPU."""
 
@@ -155,11 +163,8 @@ class Sqlite3Json:
     def __init__(self, sqlite):
         self.sqlite = sqlite
 
-    def run(self, context, query):
-        """One run, timed, its CPU metered."""
-        with context.meter() as cpu:
-            seconds = timed(["sqlite3", "-json", str(self.sqlite.file), query], stdout=subprocess.DEVNULL)
-        return ToolRun(seconds, cpu)
+    def _command(self, query):
+        return ["sqlite3", "-json", str(self.sqlite.file), query]
 
     @staticmethod
     def cpu_seconds(usage):
