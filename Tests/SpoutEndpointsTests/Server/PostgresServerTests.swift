@@ -1,5 +1,4 @@
 import Foundation
-import NIOPosix
 import SpoutCore
 import SpoutEndpoints
 import SpoutDrivers
@@ -180,14 +179,10 @@ struct PostgresServerTests {
             // Before the first byte: generate_series materializes its rows before returning any.
             let early = try await HTTPTestConnection.connect(port: fixture.port)
             try await early.run { try $0.send(RawHTTP.request("GET", "/big?count=1000000000", headers: [("X-Request-Id", "pg-early")], close: false)) }
-            try await NIOThreadPool.singleton.runIfActive {
-                try waitUntil("the early query runs") { try activeCount("generate_series(1, $1)") == 1 }
-            }
+            try #require(try await eventually { try activeCount("generate_series(1, $1)") == 1 }, "the early query runs")
             early.closeNow()
-            try await NIOThreadPool.singleton.runIfActive {
-                try waitUntil("the early query is gone") { try activeCount("generate_series(1, $1)") == 0 }
-                try waitUntil("both connections can be leased", leasesAvailable)
-            }
+            try #require(try await eventually { try activeCount("generate_series(1, $1)") == 0 }, "the early query is gone")
+            try #require(try await eventually(leasesAvailable), "both connections can be leased")
 
             // Mid-stream: the client has read part of the body, then goes away.
             let client = try await HTTPTestConnection.connect(port: fixture.port, receiveBufferSize: 16 * 1024)
@@ -196,14 +191,10 @@ struct PostgresServerTests {
                 return try client.drain(atMost: 4096)
             }
             #expect(head > 0)
-            try await NIOThreadPool.singleton.runIfActive {
-                try waitUntil("the query runs") { try activeCount("endless-") == 1 }
-            }
+            try #require(try await eventually { try activeCount("endless-") == 1 }, "the query runs")
             client.closeNow()
-            try await NIOThreadPool.singleton.runIfActive {
-                try waitUntil("the query is gone") { try activeCount("endless-") == 0 }
-                try waitUntil("both connections can be leased", leasesAvailable)
-            }
+            try #require(try await eventually { try activeCount("endless-") == 0 }, "the query is gone")
+            try #require(try await eventually(leasesAvailable), "both connections can be leased")
             #expect(fixture.log.requests(withID: "pg-early").first?.metadata["error"] == "client closed the connection")
             #expect(fixture.log.requests(withID: "pg-gone").first?.metadata["error"] == "client closed the connection")
         }

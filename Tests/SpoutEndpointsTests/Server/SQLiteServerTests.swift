@@ -1,5 +1,4 @@
 import Foundation
-import NIOPosix
 import SpoutCore
 import SpoutEndpoints
 import SpoutHTTP
@@ -318,15 +317,14 @@ struct SQLiteServerTests {
             #expect(fixture.database.connectionsInUse.read >= 1)
             client.closeNow()
             let database = fixture.database
-            try await NIOThreadPool.singleton.runIfActive {
-                try waitUntil("both read connections can be leased") {
+            try #require(
+                try await eventually {
                     guard let first = try? database.leaseBlocking(readOnly: true) else { return false }
                     defer { first.release() }
                     guard let second = try? database.leaseBlocking(readOnly: true) else { return false }
                     second.release()
                     return true
-                }
-            }
+                }, "both read connections can be leased")
             #expect(fixture.log.requests(withID: "gone-1").first?.metadata["error"] == "client closed the connection")
         }
     }
