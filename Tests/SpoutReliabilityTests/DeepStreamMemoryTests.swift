@@ -31,10 +31,8 @@ struct DeepStreamMemoryTests {
     func departmentTree(dialect: SQLDialect) async throws {
         guard let database = try TestDatabases.make(dialect, prefix: "spout_rel_deep") else { return }
         defer { database.drop() }
-        let expected = try await onThread { () -> Counts in
-            try SampleData.seed(database.url, employees: Self.employees)
-            return try Counts.expected(database.url)
-        }
+        try await Self.load(employees: Self.employees, into: database.url)
+        let expected = try await onThread { try Counts.expected(database.url) }
         #expect(expected.members > 50_000, "d005 has only \(expected.members) current members")
 
         let directory = try ServiceDirectory(databaseURL: database.url)
@@ -78,6 +76,22 @@ struct DeepStreamMemoryTests {
         }
         #expect(service.isRunning)
         await service.stop()
+    }
+
+    /// Generates `employees` employees and loads them into the empty database at `url` with
+    /// the `spout` executable under test (`spout generate`, `spout load`), as a user would:
+    /// under CI the release binary (seconds), else the debug build next to the tests.
+    static func load(employees: Int, into url: String) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spout-deep-data-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let spout = try ChildProcess.spoutExecutable()
+        for arguments in [
+            ["generate", directory.path, "--employees", String(employees)],
+            ["load", directory.path, "--database", url, "--sql-directory", RepositoryPaths.sqlDirectory],
+        ] {
+            let run = try await ChildProcess.run(executable: spout, arguments: arguments)
+            try #require(run.status == 0, "spout \(arguments[0]) failed: \(run.standardError)")
+        }
     }
 
     /// What the department tree holds: its current members, and their titles and salaries.

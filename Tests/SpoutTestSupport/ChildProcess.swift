@@ -21,9 +21,26 @@ public enum ChildProcess {
         public var peakResidentBytes: Int
     }
 
-    /// The `spout` executable built next to the test bundle.
+    /// The variable naming the `spout` executable the tests run as a child process, when it is
+    /// not the one built next to the tests: `scripts/test` sets it, under CI, to the static
+    /// release binary it builds for the container (the program users run).
+    public static let spoutExecutableVariable = "SPOUT_TEST_EXECUTABLE"
+
+    /// The `spout` executable the tests run: the one ``spoutExecutableVariable`` names, or else
+    /// the one built next to the test bundle.
+    ///
+    /// - Throws: when the variable names no executable file (a typo must not silently test
+    ///   another build), or when nothing is built next to the tests.
     public static func spoutExecutable() throws -> String {
-        try self.builtExecutable(named: "spout")
+        if let path = ProcessInfo.processInfo.environment[Self.spoutExecutableVariable], !path.isEmpty {
+            struct NotExecutable: Error, CustomStringConvertible {
+                var path: String
+                var description: String { "\(ChildProcess.spoutExecutableVariable) names \(self.path), which is not an executable file" }
+            }
+            guard FileManager.default.isExecutableFile(atPath: path) else { throw NotExecutable(path: path) }
+            return path
+        }
+        return try self.builtExecutable(named: "spout")
     }
 
     /// An executable product of the package (`spout`, `spout-client-example`) built next to

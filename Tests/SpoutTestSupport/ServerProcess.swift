@@ -34,7 +34,7 @@ public final class ServerProcess: Sendable {
     /// - Parameters:
     ///   - environment: added to the test process's environment, from which every `SPOUT_*`
     ///     variable is removed first.
-    ///   - executable: the `spout` to run; the one built next to the tests by default.
+    ///   - executable: the `spout` to run; ``ChildProcess/spoutExecutable()`` by default.
     ///   - prefix: a program and its arguments that exec the server (`setpriv … --`), or none;
     ///     the server keeps the process id (``pid``) the prefix started with.
     ///   - workingDirectory: where the server starts; the test process's by default.
@@ -65,7 +65,10 @@ public final class ServerProcess: Sendable {
         defer { envp.forEach { free($0) } }
         var pid: pid_t = 0
         let spawned = ChildProcess.spawn(&pid, program, &actions, argv, envp)
-        guard spawned == 0 else { throw RawSocket.Failure(description: "posix_spawn failed: \(spawned)") }
+        guard spawned == 0 else {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw RawSocket.Failure(description: "posix_spawn failed: \(spawned)")
+        }
 
         let deadline = ContinuousClock.now + .seconds(120)
         while ContinuousClock.now < deadline {
@@ -83,7 +86,9 @@ public final class ServerProcess: Sendable {
         kill(pid, SIGKILL)
         var status: Int32 = 0
         waitpid(pid, &status, 0)
-        throw RawSocket.Failure(description: "spout serve did not log 'listening on' in time")
+        let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        try? FileManager.default.removeItem(atPath: directory)
+        throw RawSocket.Failure(description: "spout serve did not log 'listening on' in time:\n\(log)")
     }
 
     /// The port of the first `listening on http://HOST:PORT` line of `log`.

@@ -9,7 +9,7 @@ import Glibc
 
 /// Backpressure through a real socket, the path of a stream that cannot spool
 /// (`SlowDownloadsTests` and `SpoolingSinkTests` cover the spool): the spool is off here. Once
-/// a test per database (`PostgresServerTests`, `SQLiteServerTests`), now one over both.
+/// a copy per database, now one test over both.
 @Suite("HTTP server backpressure", .serialized)
 struct ServerBackpressureTests {
     @Test("a slow reader keeps the server's buffers bounded and still gets every row", arguments: SQLDialect.allCases)

@@ -40,6 +40,14 @@ struct TestSQL: Sendable {
         endless: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x AS id, 'employee-' || x AS name FROM c"
     )
 
+    /// The routes' SQL for `dialect`.
+    static func of(_ dialect: SQLDialect) -> TestSQL {
+        switch dialect {
+        case .postgres: .postgres
+        case .sqlite: .sqlite
+        }
+    }
+
     static let postgres = TestSQL(
         schema: """
             CREATE TABLE employees(emp_no integer PRIMARY KEY, first_name text NOT NULL CHECK (length(first_name) > 0));
@@ -95,7 +103,7 @@ final class ServerFixture: Sendable {
         defer { temporary.drop() }
         let database = try temporary.open(databaseConfiguration)
         defer { database.close() }
-        let sql = dialect == .postgres ? TestSQL.postgres : TestSQL.sqlite
+        let sql = TestSQL.of(dialect)
         try database.withConnection(readOnly: false) { try $0.executeScript(sql.schema) }
         let fixture = try await ServerFixture.start(database: database, sql: sql, configuration: configuration)
         do {
