@@ -9,8 +9,8 @@ import Glibc
 #endif
 
 /// Debian's nginx (`/usr/sbin/nginx`) terminating TLS in front of a ``LiveSpout``, as an app's
-/// HTTPS traffic would reach Spout: a child process in the foreground (`daemon off`) with a
-/// throwaway configuration in a temporary directory, one `listen … ssl` port per certificate
+/// HTTPS traffic would reach Spout: a daemon (``Daemon``: started as a service starts it, its
+/// master named by its pid file) with a throwaway configuration in a temporary directory, one `listen … ssl` port per certificate
 /// it is given, upstream keep-alive, and streams passed through unbuffered (`proxy_buffering
 /// off`; Spout compresses, nginx does not).
 ///
@@ -35,15 +35,6 @@ final class ThrowawayNginx: Sendable {
 
     let directory: String
     let listeners: [Listener]
-    /// Foundation's `Process` is not `Sendable`; this one is only started in ``start`` and
-    /// stopped in ``stop()``, which the owning test calls once, after every other use.
-    private let process: UncheckedProcess
-
-    /// `@unchecked Sendable`: see ``process``; the wrapped `Process` is touched by one test in
-    /// sequence, never concurrently.
-    private final class UncheckedProcess: @unchecked Sendable {
-        let process = Process()
-    }
 
     /// Whether the nginx tests run: nginx is installed, or the tests must not skip anything
     /// (`CI=true`: `scripts/test` installs the package), in which case a missing one fails them.
@@ -54,7 +45,6 @@ final class ThrowawayNginx: Sendable {
     private init(directory: String, listeners: [Listener]) {
         self.directory = directory
         self.listeners = listeners
-        self.process = UncheckedProcess()
     }
 
     /// The `https://127.0.0.1:PORT` URL of listener `index`.
@@ -76,13 +66,13 @@ final class ThrowawayNginx: Sendable {
         }
         let nginx = ThrowawayNginx(directory: directory, listeners: listeners)
         try nginx.configuration(upstreamPort: upstreamPort).write(toFile: directory + "/nginx.conf", atomically: true, encoding: .utf8)
-        let process = nginx.process.process
-        process.executableURL = URL(fileURLWithPath: self.executable)
-        process.arguments = ["-p", directory, "-c", directory + "/nginx.conf", "-e", directory + "/error.log"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
         do {
-            try process.run()
+            // The foreground nginx exits once its master runs in the background, listening.
+            let started = try await ChildProcess.run(
+                executable: self.executable, arguments: ["-p", directory, "-c", directory + "/nginx.conf", "-e", directory + "/error.log"])
+            guard started.status == 0 else {
+                throw Failure(description: "nginx failed to start (\(started.status)): \(started.standardError)\(nginx.errorLog)")
+            }
             try await nginx.waitUntilListening()
         } catch {
             nginx.stop()
@@ -130,13 +120,14 @@ final class ThrowawayNginx: Sendable {
         (try? String(contentsOfFile: self.directory + "/error.log", encoding: .utf8)) ?? ""
     }
 
-    /// Stops nginx (SIGTERM: a fast shutdown) and deletes its directory.
+    /// The master's process id, from its pid file (nil before it is written, and once the
+    /// directory is gone).
+    var pid: pid_t? { Daemon.pid(fromFile: self.directory + "/nginx.pid") }
+
+    /// Stops nginx (SIGTERM: a fast shutdown; SIGKILL if it is still there 3 s later) and
+    /// deletes its directory.
     func stop() {
-        let process = self.process.process
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        if let pid = self.pid { Daemon.stop(pid, signals: [SIGTERM, SIGKILL]) }
         try? FileManager.default.removeItem(atPath: self.directory)
     }
 
@@ -160,7 +151,6 @@ final class ThrowawayNginx: Sendable {
         // not have: name the group. As another user the directive would only warn: leave it out.
         let user = geteuid() == 0 ? "user nobody nogroup;" : ""
         return """
-            daemon off;
             \(user)
             worker_processes 1;
             pid \(self.directory)/nginx.pid;
@@ -186,11 +176,16 @@ final class ThrowawayNginx: Sendable {
             """
     }
 
+    /// Waits for the pid file (so ``stop()`` always knows whom to stop) and every listener.
     private func waitUntilListening() async throws {
         let deadline = ContinuousClock.now + .seconds(20)
+        while self.pid == nil {
+            guard ContinuousClock.now < deadline else { throw Failure(description: "nginx wrote no pid file:\n\(self.errorLog)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
         for listener in self.listeners {
             while (try? LoopbackSocket.connect(port: listener.port, timeout: 1)).map({ close($0) }) == nil {
-                guard self.process.process.isRunning, ContinuousClock.now < deadline else {
+                guard let pid = self.pid, Daemon.isRunning(pid), ContinuousClock.now < deadline else {
                     throw Failure(description: "nginx did not listen on \(listener.port):\n\(self.errorLog)")
                 }
                 try await Task.sleep(for: .milliseconds(50))

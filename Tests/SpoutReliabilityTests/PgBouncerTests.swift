@@ -107,7 +107,7 @@ struct PgBouncerTests {
         defer { cluster.remove() }
         let bouncer = try await onThread { try ThrowawayPgBouncer.start(in: cluster, serverConnections: 1) }
         let pid = try #require(bouncer.pid)
-        #expect(ThrowawayPgBouncer.isRunning(pid))
+        #expect(Daemon.isRunning(pid))
         // PgBouncer keeps the mask it was started with: SIGTERM must not be blocked in it.
         let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
         let blockedLine = try #require(status.split(separator: "\n").first { $0.hasPrefix("SigBlk:") })
@@ -116,7 +116,7 @@ struct PgBouncerTests {
             #expect(blocked & (1 << UInt64(signal - 1)) == 0, "signal \(signal) is blocked in PgBouncer (SigBlk \(blockedLine))")
         }
         try await onThread { bouncer.remove() }
-        #expect(!ThrowawayPgBouncer.isRunning(pid), "PgBouncer \(pid) outlived remove()")
+        #expect(!Daemon.isRunning(pid), "PgBouncer \(pid) outlived remove()")
     }
 
     // MARK: Topology

@@ -78,8 +78,8 @@ struct ScaleOutTopologyTests {
         let stoppedAll = try await ChildProcess.run(executable: script, arguments: ["stop", directory])
         #expect(stoppedAll.status == 0, "\(stoppedAll.standardError)")
         let deadline = ContinuousClock.now + .seconds(10)
-        while ThrowawayPgBouncer.isRunning(bouncerPID) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(!ThrowawayPgBouncer.isRunning(bouncerPID), "PgBouncer \(bouncerPID) still runs after scripts/scale-out stop")
+        while Daemon.isRunning(bouncerPID) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(!Daemon.isRunning(bouncerPID), "PgBouncer \(bouncerPID) still runs after scripts/scale-out stop")
     }
 
     /// `DIR/ports`: `name=port` lines.

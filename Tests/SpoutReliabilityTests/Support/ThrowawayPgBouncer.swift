@@ -96,27 +96,10 @@ final class ThrowawayPgBouncer: Sendable {
     /// PgBouncer 1.22 (Debian 12 ships 1.18); from 1.23 it waits for the clients, and a second
     /// SIGTERM is immediate. SIGKILL if it is still there after that.
     func remove() {
-        if let pid = self.pid {
-            for signal in [SIGTERM, SIGTERM, SIGKILL] where Self.isRunning(pid) {
-                kill(pid, signal)
-                let deadline = ContinuousClock.now + .seconds(3)
-                while Self.isRunning(pid) && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
-            }
-        }
+        if let pid = self.pid { Daemon.stop(pid, signals: [SIGTERM, SIGTERM, SIGKILL]) }
         try? FileManager.default.removeItem(atPath: self.directory)
     }
 
     /// The daemon's process id, from its pid file (nil once the directory is gone).
-    var pid: pid_t? {
-        guard let text = try? String(contentsOfFile: self.directory + "/pgbouncer.pid", encoding: .utf8) else { return nil }
-        return pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines))
-    }
-
-    /// Whether `pid` is a process that has not exited (a zombie has: the daemon is not our
-    /// child, so its parent reaps it).
-    static func isRunning(_ pid: pid_t) -> Bool {
-        guard kill(pid, 0) == 0 else { return false }
-        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-        return !status.contains("State:\tZ")
-    }
+    var pid: pid_t? { Daemon.pid(fromFile: self.directory + "/pgbouncer.pid") }
 }
