@@ -28,6 +28,29 @@ import Testing
         #expect(parsed.trailer("x-checksum") == "42")
     }
 
+    /// A reader's framer sees its buffer grow a few bytes at a time and resumes where it
+    /// stopped; it must find the same end as a look at the whole buffer, and no earlier.
+    @Test(arguments: [1, 2, 5, 7, 64])
+    func aFramerFedInPiecesEndsWhereTheWholeResponseEnds(step: Int) throws {
+        let chunks = (1...40).map { index in String(repeating: "x", count: index * 3) }
+        let body = chunks.map { String($0.utf8.count, radix: 16) + "\r\n" + $0 + "\r\n" }.joined()
+        let response = Self.bytes("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + body + "0\r\nX-T: 1\r\n\r\n")
+        let next = Self.bytes("HTTP/1.1 204 No Content\r\n\r\n")
+        let buffer = response + next
+        var framer = RawHTTP.Framer()
+        var seen = 0
+        var end: Int?
+        while end == nil && seen < buffer.count {
+            seen = min(seen + step, buffer.count)
+            end = framer.end(in: Array(buffer[0..<seen]))
+            if seen < response.count { #expect(end == nil, "ended at \(seen) of \(response.count)") }
+        }
+        #expect(end == response.count)
+        #expect(RawHTTP.responseEnd(in: buffer) == response.count)
+        let parsed = try RawHTTP.parse(response)
+        #expect(parsed.text == chunks.joined() && parsed.trailer("x-t") == "1")
+    }
+
     @Test func aChunkedBodyCutShortIsIncomplete() throws {
         let parsed = try RawHTTP.parse(Self.bytes("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n4\r\nde"))
         #expect(parsed.text == "abcde" && !parsed.isComplete)

@@ -72,8 +72,9 @@ public final class HTTPTestConnection: @unchecked Sendable {
     /// Reads the next response. `isHead`: the request was HEAD (no body follows). A response cut
     /// short by the server's close comes back with `isComplete` false.
     public func readResponse(isHead: Bool = false) throws -> HTTPTestResponse {
+        var framer = RawHTTP.Framer(isHead: isHead)
         while true {
-            if let end = RawHTTP.responseEnd(in: self.socket.received, isHead: isHead) {
+            if let end = framer.end(in: self.socket.received) {
                 let response = try RawHTTP.parse(Array(self.socket.received[0..<end]), isHead: isHead)
                 self.socket.consume(end)
                 return response

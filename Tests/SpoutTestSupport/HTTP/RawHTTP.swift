@@ -35,7 +35,8 @@ public enum RawHTTP {
         // The server may answer (413, 431) and close before taking the whole request.
         do { try socket.send(bytes) } catch {}
         if halfClose { socket.shutdownWrite() }
-        while self.responseEnd(in: socket.received) == nil {
+        var framer = Framer()
+        while framer.end(in: socket.received) == nil {
             if try socket.receiveOnce() == 0 { break }
         }
         if socket.received.isEmpty { return nil }
@@ -91,19 +92,79 @@ public enum RawHTTP {
     /// Where the first response in `bytes` ends (the index after it) when it has all arrived:
     /// its head and, by `Content-Length` or the terminating chunk and trailers, its whole body.
     /// Nil while it is incomplete, and always for a body framed by closing (only the close
-    /// ends it). `isHead`: the request was HEAD (no body follows the head).
+    /// ends it). `isHead`: the request was HEAD (no body follows the head). A reader whose
+    /// buffer grows asks a ``Framer`` instead, which resumes where it stopped.
     public static func responseEnd(in bytes: [UInt8], isHead: Bool = false) -> Int? {
-        guard let headEnd = self.find([13, 10, 13, 10], in: bytes, from: 0) else { return nil }
-        let bodyStart = headEnd + 4
-        guard let head = try? self.parseHead(bytes[0..<headEnd]) else { return nil }
-        if isHead || head.status == 204 || head.status == 304 || (100..<200).contains(head.status) { return bodyStart }
-        if self.isChunked(head.headers) {
-            return self.chunkedEnd(in: bytes, from: bodyStart)
+        var framer = Framer(isHead: isHead)
+        return framer.end(in: bytes)
+    }
+
+    /// Finds where the first response of a growing buffer ends, resuming where its last call
+    /// stopped: the head is parsed once and each chunk of a chunked body is stepped over once,
+    /// so a body of n chunks read in m receives costs O(n + m) steps, not O(n × m).
+    ///
+    /// Contract: every call sees the same buffer as the last one, with bytes only appended.
+    public struct Framer: Sendable {
+        private enum Body: Sendable {
+            /// The response ends at this index (no body, or its length is known).
+            case endsAt(Int)
+            /// Chunked: the next chunk's size line starts at this index.
+            case chunked(next: Int)
+            /// Framed by closing: only the close ends it.
+            case untilClose
         }
-        if let length = self.contentLength(head.headers) {
-            return bytes.count - bodyStart >= length ? bodyStart + length : nil
+
+        private let isHead: Bool
+        private var body: Body?
+
+        public init(isHead: Bool = false) {
+            self.isHead = isHead
         }
-        return nil
+
+        /// The index after the response when it has all arrived in `bytes`, else nil.
+        public mutating func end(in bytes: [UInt8]) -> Int? {
+            if self.body == nil {
+                guard let headEnd = RawHTTP.find([13, 10, 13, 10], in: bytes, from: 0),
+                    let head = try? RawHTTP.parseHead(bytes[0..<headEnd])
+                else { return nil }
+                let bodyStart = headEnd + 4
+                if self.isHead || head.status == 204 || head.status == 304 || (100..<200).contains(head.status) {
+                    self.body = .endsAt(bodyStart)
+                } else if RawHTTP.isChunked(head.headers) {
+                    self.body = .chunked(next: bodyStart)
+                } else if let length = RawHTTP.contentLength(head.headers) {
+                    self.body = .endsAt(bodyStart + length)
+                } else {
+                    self.body = .untilClose
+                }
+            }
+            switch self.body {
+            case .endsAt(let end)?:
+                return bytes.count >= end ? end : nil
+            case .chunked(var next)?:
+                defer { self.body = .chunked(next: next) }
+                while let lineEnd = RawHTTP.find([13, 10], in: bytes, from: next) {
+                    let sizeText = String(decoding: bytes[next..<lineEnd], as: UTF8.self).split(separator: ";").first ?? ""
+                    guard let size = Int(sizeText, radix: 16) else { return nil }
+                    if size == 0 {
+                        // Trailer lines, then an empty line (scanned again until all arrived:
+                        // they are a few bytes).
+                        var index = lineEnd + 2
+                        while let end = RawHTTP.find([13, 10], in: bytes, from: index) {
+                            if end == index { return end + 2 }
+                            index = end + 2
+                        }
+                        return nil
+                    }
+                    // Step over a chunk only once its data and CRLF are all here.
+                    guard lineEnd + 2 + size + 2 <= bytes.count else { return nil }
+                    next = lineEnd + 2 + size + 2
+                }
+                return nil
+            case .untilClose?, nil:
+                return nil
+            }
+        }
     }
 
     /// Whether `bytes` hold a whole response (``responseEnd(in:isHead:)``).
@@ -133,7 +194,7 @@ public enum RawHTTP {
         return response
     }
 
-    private static func parseHead(_ bytes: ArraySlice<UInt8>) throws -> (status: Int, headers: [(name: String, value: String)]) {
+    fileprivate static func parseHead(_ bytes: ArraySlice<UInt8>) throws -> (status: Int, headers: [(name: String, value: String)]) {
         let lines = String(decoding: bytes, as: UTF8.self).components(separatedBy: "\r\n")
         let statusParts = lines[0].split(separator: " ")
         guard statusParts.count >= 2, statusParts[0].hasPrefix("HTTP/1."), let status = Int(statusParts[1]) else {
@@ -151,34 +212,12 @@ public enum RawHTTP {
         return fields
     }
 
-    private static func isChunked(_ headers: [(name: String, value: String)]) -> Bool {
+    fileprivate static func isChunked(_ headers: [(name: String, value: String)]) -> Bool {
         headers.contains { $0.name == "transfer-encoding" && $0.value.lowercased().contains("chunked") }
     }
 
-    private static func contentLength(_ headers: [(name: String, value: String)]) -> Int? {
+    fileprivate static func contentLength(_ headers: [(name: String, value: String)]) -> Int? {
         headers.first { $0.name == "content-length" }.flatMap { Int($0.value) }
-    }
-
-    /// The end of a chunked body starting at `start`: after the last chunk, its trailer fields
-    /// and the empty line. Nil while any of it is missing.
-    private static func chunkedEnd(in bytes: [UInt8], from start: Int) -> Int? {
-        var index = start
-        while let lineEnd = self.find([13, 10], in: bytes, from: index) {
-            let sizeText = String(decoding: bytes[index..<lineEnd], as: UTF8.self).split(separator: ";").first ?? ""
-            guard let size = Int(sizeText, radix: 16) else { return nil }
-            index = lineEnd + 2
-            if size == 0 {
-                // Trailer lines, then an empty line.
-                while let end = self.find([13, 10], in: bytes, from: index) {
-                    if end == index { return end + 2 }
-                    index = end + 2
-                }
-                return nil
-            }
-            index += size + 2
-            guard index <= bytes.count else { return nil }
-        }
-        return nil
     }
 
     /// The data of a chunked body, its trailer fields, and whether its terminating chunk arrived.
