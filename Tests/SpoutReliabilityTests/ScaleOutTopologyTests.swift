@@ -74,12 +74,11 @@ struct ScaleOutTopologyTests {
 
         // `stop` leaves nothing running: PgBouncer included, which keeps the signal mask it
         // was started with (the first round's suite left one per run behind).
-        let bouncerPID = try #require(pid_t(String(contentsOfFile: directory + "/pgbouncer.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        let bouncerPID = try #require(Daemon.pid(fromFile: directory + "/pgbouncer.pid"))
         let stoppedAll = try await ChildProcess.run(executable: script, arguments: ["stop", directory])
         #expect(stoppedAll.status == 0, "\(stoppedAll.standardError)")
-        let deadline = ContinuousClock.now + .seconds(10)
-        while Daemon.isRunning(bouncerPID) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(!Daemon.isRunning(bouncerPID), "PgBouncer \(bouncerPID) still runs after scripts/scale-out stop")
+        let bouncerGone = try await eventually(within: .seconds(10)) { !Daemon.isRunning(bouncerPID) }
+        #expect(bouncerGone, "PgBouncer \(bouncerPID) still runs after scripts/scale-out stop")
     }
 
     /// `DIR/ports`: `name=port` lines.
