@@ -204,7 +204,8 @@ let package = Package(
         .testTarget(
             name: "SpoutHTTPTests",
             dependencies: [
-                "SpoutCore", "SpoutHTTP", "SpoutTestSupport",
+                // CZstd: a compressed stream decoded before it ends (CompressionStageTests).
+                "SpoutCore", "SpoutHTTP", "SpoutTestSupport", "CZstd",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -3,12 +3,13 @@ import CZstd
 
 /// Compresses one streamed body as its producer writes it.
 ///
-/// Contract: one producer thread calls ``encode(_:)`` for each chunk and ``finish(_:)`` once;
-/// each returns the compressed bytes that are complete so far. Every `encode` flushes, so what
-/// the client has received always decodes to everything written before it: compression never
-/// holds rows back (a row the database sent reaches the client as it does uncompressed).
+/// Contract: one thread at a time calls ``encode(_:flush:)`` for each chunk and ``finish(_:)``
+/// once; each returns the compressed bytes the library let go of so far (possibly none). After
+/// an `encode` with `flush`, the bytes returned so far decode to every byte given so far; the
+/// ``CompressionStage`` flushes whenever it runs out of input, so compression never holds a row
+/// back while the producer waits for the database.
 protocol StreamEncoder: AnyObject {
-    func encode(_ bytes: [UInt8]) throws -> [UInt8]
+    func encode(_ bytes: [UInt8], flush: Bool) throws -> [UInt8]
     /// The last bytes and the coding's end (gzip's trailer, zstd's last block).
     func finish(_ bytes: [UInt8]) throws -> [UInt8]
 }
@@ -39,8 +40,8 @@ final class GzipStreamEncoder: StreamEncoder {
         self.stream.deallocate()
     }
 
-    func encode(_ bytes: [UInt8]) throws -> [UInt8] {
-        try self.deflate(bytes, flush: Z_SYNC_FLUSH)
+    func encode(_ bytes: [UInt8], flush: Bool) throws -> [UInt8] {
+        try self.deflate(bytes, flush: flush ? Z_SYNC_FLUSH : Z_NO_FLUSH)
     }
 
     func finish(_ bytes: [UInt8]) throws -> [UInt8] {
@@ -49,9 +50,9 @@ final class GzipStreamEncoder: StreamEncoder {
 
     private func deflate(_ bytes: [UInt8], flush: Int32) throws -> [UInt8] {
         var result: [UInt8] = []
-        var input = bytes
-        try input.withUnsafeMutableBufferPointer { input in
-            self.stream.pointee.next_in = input.baseAddress
+        try bytes.withUnsafeBufferPointer { input in
+            // zlib declares its input mutable but only reads it.
+            self.stream.pointee.next_in = input.baseAddress.map { UnsafeMutablePointer(mutating: $0) }
             self.stream.pointee.avail_in = UInt32(input.count)
             while true {
                 let (status, produced, full) = self.output.withUnsafeMutableBufferPointer { output in
@@ -64,7 +65,7 @@ final class GzipStreamEncoder: StreamEncoder {
                     throw StreamEncoderFailure(description: "deflate failed (\(status))")
                 }
                 result.append(contentsOf: self.output[0..<produced])
-                // Done once zlib had room to spare (all input taken, flushed), or, finishing,
+                // Done once zlib had room to spare (all input taken, flushed if asked), or, finishing,
                 // once it says the stream ended.
                 if flush == Z_FINISH ? status == Z_STREAM_END : !full { break }
             }
@@ -93,8 +94,8 @@ final class ZstdStreamEncoder: StreamEncoder {
         ZSTD_freeCCtx(self.context)
     }
 
-    func encode(_ bytes: [UInt8]) throws -> [UInt8] {
-        try self.compress(bytes, directive: ZSTD_e_flush)
+    func encode(_ bytes: [UInt8], flush: Bool) throws -> [UInt8] {
+        try self.compress(bytes, directive: flush ? ZSTD_e_flush : ZSTD_e_continue)
     }
 
     func finish(_ bytes: [UInt8]) throws -> [UInt8] {
@@ -115,8 +116,11 @@ final class ZstdStreamEncoder: StreamEncoder {
                     throw StreamEncoderFailure(description: "zstd: \(String(cString: ZSTD_getErrorName(remaining)))")
                 }
                 result.append(contentsOf: self.output[0..<produced])
-                // With flush or end, zero left means all input is taken and flushed.
-                if remaining == 0 { break }
+                // With flush or end, zero left means all input is taken and flushed; without,
+                // the library returns once it took all input or filled the output.
+                if directive == ZSTD_e_continue ? inBuffer.pos == inBuffer.size && produced < self.output.count : remaining == 0 {
+                    break
+                }
             }
         }
         return result

@@ -33,11 +33,15 @@ import Darwin
 /// - After ``close()`` (the channel went away) every call throws ``ChannelClosed``, a blocked
 ///   producer wakes up, the spool is dropped (its file closes, having no name) and the close
 ///   handler (`lease.cancel()`) runs once.
+/// - A compressed body goes through a ``CompressionStage`` first: ``write(_:)`` queues the
+///   chunk for the stage's thread, which compresses it and hands it over as above (so that
+///   thread, not the producer, waits for the channel or the spool); ``finish(_:)`` returns once
+///   the coding's end is recorded. Everything above then applies to the compressed bytes.
 ///
 /// `@unchecked Sendable`: every mutable field is read and written holding `lock`; the
 /// loop-side methods run on the channel's event loop, and reach the connection handler only
 /// there (through the hop).
-public final class StreamingResponseSink: ByteSink, @unchecked Sendable {
+public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unchecked Sendable {
     /// The channel closed before or while the body was written.
     public struct ChannelClosed: Error {}
 
@@ -57,9 +61,9 @@ public final class StreamingResponseSink: ByteSink, @unchecked Sendable {
     private let deliverChunk: ChunkHandler
     private let spool: SpoolService?
     private let requestID: String
-    /// Compresses what the producer writes, on the producer's thread, before anything else
-    /// sees it (``ContentCoding``); nil for an identity body. Touched by the producer only.
-    private let encoder: (any StreamEncoder)?
+    /// Compresses what the producer writes, on a thread of its own, before anything else sees
+    /// it (``ContentCoding``); nil for an identity body.
+    private let compression: CompressionStage?
 
     // Guarded by `lock`.
     private var isWritable = true
@@ -98,20 +102,49 @@ public final class StreamingResponseSink: ByteSink, @unchecked Sendable {
         allocator: ByteBufferAllocator, hop: LoopHop, maximumChunksInFlight: Int = 2, spool: SpoolService? = nil,
         requestID: String = "-", encoder: (any StreamEncoder)? = nil, deliverChunk: @escaping ChunkHandler
     ) {
-        self.encoder = encoder
+        self.compression = encoder.map { CompressionStage(encoder: $0) }
         self.allocator = allocator
         self.hop = hop
         self.maximumChunksInFlight = max(1, maximumChunksInFlight)
         self.spool = spool?.configuration.isEnabled == true ? spool : nil
         self.requestID = requestID
         self.deliverChunk = deliverChunk
+        self.compression?.attach(to: self)
+    }
+
+    deinit {
+        self.compression?.cancel()
     }
 
     // MARK: Producer side
 
     public func write(_ chunk: [UInt8]) throws {
         guard !chunk.isEmpty else { return }
-        let chunk = try self.encoder?.encode(chunk) ?? chunk
+        if let compression = self.compression {
+            try compression.write(chunk)
+        } else {
+            try self.hand(chunk)
+        }
+    }
+
+    public func finish(_ last: [UInt8]) throws {
+        if let compression = self.compression {
+            try compression.finish(last)
+        } else {
+            try self.record(last)
+        }
+    }
+
+    func deliverCompressed(_ bytes: [UInt8]) throws {
+        try self.hand(bytes)
+    }
+
+    func finishCompressed(_ bytes: [UInt8]) throws {
+        try self.record(bytes)
+    }
+
+    /// Hands a chunk of the body (compressed, if it is) to the channel or the spool, or waits.
+    private func hand(_ chunk: [UInt8]) throws {
         guard !chunk.isEmpty else { return }
         self.lock.lock()
         while true {
@@ -265,8 +298,8 @@ public final class StreamingResponseSink: ByteSink, @unchecked Sendable {
         return true
     }
 
-    public func finish(_ last: [UInt8]) throws {
-        let last = try self.encoder?.finish(last) ?? last
+    /// Records the rest of the body, which the connection handler sends.
+    private func record(_ last: [UInt8]) throws {
         try self.withLock {
             if self.isClosed { throw ChannelClosed() }
             self.byteCount += last.count
@@ -423,6 +456,7 @@ public final class StreamingResponseSink: ByteSink, @unchecked Sendable {
             defer { self.onClose = nil }
             return self.onClose
         }
+        self.compression?.cancel()
         onClose?()
     }
 
@@ -444,7 +478,7 @@ public final class StreamingResponseSink: ByteSink, @unchecked Sendable {
     /// Whether nothing was written and the channel is still there: another producer may
     /// still answer into this sink.
     public var isUntouched: Bool {
-        self.withLock { self.byteCount == 0 && !self.isClosed }
+        self.withLock { self.byteCount == 0 && !self.isClosed } && !(self.compression?.tookInput ?? false)
     }
 
     // MARK: Locking
