@@ -33,7 +33,8 @@ final class SQLiteCursor: JSONWritingCursor {
 
     /// The statement timeout of a streamed result, counted as PostgreSQL counts a cursor's
     /// FETCHes: only the time spent stepping, renewed after every `batchRows` rows. The time
-    /// between two ``next()`` calls (encoding, and a slow client's backpressure) is not counted.
+    /// between two ``next()`` calls (encoding, and a slow client's backpressure) is not counted,
+    /// nor the first instructions of each step (``SQLiteConnection/step(_:within:)``).
     struct StepBudget {
         var timeout: Duration
         var batchRows: Int
@@ -97,9 +98,9 @@ final class SQLiteCursor: JSONWritingCursor {
                 budget.rowsInBatch = 0
                 budget.remaining = budget.timeout
             }
-            let start = MonotonicInstant.now
-            result = self.connection.step(handle, deadline: start + budget.remaining)
-            budget.remaining -= MonotonicInstant.now - start
+            let (stepped, spent) = self.connection.step(handle, within: budget.remaining)
+            result = stepped
+            budget.remaining -= spent
             self.budget = budget
         } else {
             result = self.connection.step(handle, deadline: self.deadline)
