@@ -37,6 +37,11 @@ protocol CompressedBodyTarget: AnyObject, Sendable {
 /// which one thread uses at a time: the producer's until the compressor's thread starts (under
 /// `condition`), then only the compressor's.
 final class CompressionStage: @unchecked Sendable {
+    /// How much lower the compressor thread's priority is than the process's (its nice value
+    /// is raised by this much, on Linux): with 4 compressed streams on two busy cores, a small
+    /// request's p99 went from 12.6 to 8.7 ms (gzip), a single stream's time unchanged.
+    static let niceness: Int32 = 10
+
     /// How many uncompressed chunks may wait for the compressor.
     let maximumQueued: Int
     private let encoder: any StreamEncoder
@@ -149,6 +154,11 @@ final class CompressionStage: @unchecked Sendable {
     }
 
     private func compress() {
+        #if os(Linux)
+        // Bulk work: when the cores are busy, the event loops and the database threads (small
+        // requests) go first. On Linux, nice(2) changes the calling thread's nice value only.
+        _ = nice(Self.niceness)
+        #endif
         while true {
             self.condition.lock()
             while self.queued.isEmpty && self.last == nil && !self.isCancelled {

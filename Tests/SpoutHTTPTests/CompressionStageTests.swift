@@ -19,6 +19,7 @@ struct CompressionStageTests {
         private var bytes: [UInt8] = []
         private var isFinished = false
         private var threads: Set<String> = []
+        private var niceValues: Set<Int32> = []
         private var isGateOpen = true
         private var waitingAtGate = false
         private var failure: (any Error)?
@@ -27,6 +28,7 @@ struct CompressionStageTests {
             self.condition.lock()
             defer { self.condition.unlock() }
             self.threads.insert(Self.threadName)
+            self.niceValues.insert(Self.niceValue)
             if let failure = self.failure { throw failure }
             while !self.isGateOpen {
                 self.waitingAtGate = true
@@ -46,6 +48,8 @@ struct CompressionStageTests {
         }
 
         static var threadName: String { "\(pthread_self())" }
+        /// The calling thread's nice value (Linux keeps one per thread).
+        static var niceValue: Int32 { getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0) }
 
         func locked<T>(_ body: (Target) -> T) -> T {
             self.condition.lock()
@@ -56,6 +60,7 @@ struct CompressionStageTests {
         var received: [UInt8] { self.locked { $0.bytes } }
         var finished: Bool { self.locked { $0.isFinished } }
         var deliveringThreads: Set<String> { self.locked { $0.threads } }
+        var deliveringNiceValues: Set<Int32> { self.locked { $0.niceValues } }
         var isWaitingAtGate: Bool { self.locked { $0.waitingAtGate } }
 
         func setGate(open: Bool) {
@@ -132,6 +137,10 @@ struct CompressionStageTests {
             #expect(target.finished)
             #expect(try Self.decode(target.received, coding) == chunks.flatMap { $0 } + Array("{\"last\":true}]".utf8))
             #expect(!target.deliveringThreads.contains(Target.threadName), "the producer's thread compressed")
+            #if os(Linux)
+            // Below the producer's priority: small requests go first on busy cores.
+            #expect(target.deliveringNiceValues == [min(19, Target.niceValue + CompressionStage.niceness)])
+            #endif
             #expect(target.received.count < chunks.count * 32 * 1024 / 4)
         }
     }
