@@ -53,6 +53,24 @@ enum PostgresTextDecoder {
 
     // MARK: Numbers
 
+    /// Whether `bytes` is an integer as PostgreSQL writes one, within 18 digits: an optional
+    /// `-`, then digits without a leading zero (`0` alone). Such text is already what
+    /// ``JSONText/writeInteger(_:to:)`` writes for its value, so a row writer may copy it.
+    @inline(__always)
+    static func isCanonicalInteger(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var index = 0
+        if bytes.count > 1 && bytes[0] == UInt8(ascii: "-") { index = 1 }
+        let digits = bytes.count &- index
+        guard digits >= 1, digits <= 18 else { return false }
+        if digits > 1 && bytes[index] == UInt8(ascii: "0") { return false }
+        if index == 1 && digits == 1 && bytes[1] == UInt8(ascii: "0") { return false }
+        while index < bytes.count {
+            guard bytes[index] &- UInt8(ascii: "0") < 10 else { return false }
+            index &+= 1
+        }
+        return true
+    }
+
     /// `[-+]digits` into an `Int64`, or nil (also on overflow).
     static func parseInteger(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
         var index = 0

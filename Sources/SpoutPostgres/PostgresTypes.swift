@@ -101,6 +101,11 @@ struct PostgresColumnDecoder: Sendable, Hashable {
         }
         switch self.element {
         case .integer:
+            // As PostgreSQL wrote it: the same bytes as the parsed value's, without the round trip.
+            if PostgresTextDecoder.isCanonicalInteger(bytes) {
+                out.append(contentsOf: bytes)
+                return
+            }
             if let value = PostgresTextDecoder.parseInteger(bytes) {
                 JSONText.writeInteger(value, to: &out)
                 return

@@ -62,6 +62,32 @@ struct PostgresTextDecoderTests {
         #expect(self.decode("1a", as: .integer) == .text("1a"))
     }
 
+    /// Text a row writer copies as it is must be exactly what parsing and writing it gives.
+    @Test func canonicalIntegersAreTheirOwnJSON() throws {
+        func canonical(_ text: String) -> Bool {
+            Array(text.utf8).withUnsafeBufferPointer { PostgresTextDecoder.isCanonicalInteger($0) }
+        }
+        var accepted = 0
+        for text in [
+            "0", "7", "-7", "10", "-10", "32767", "-32768", "2147483647", "-2147483648", "999999999999999999",
+            "-999999999999999999", "9223372036854775807", "-9223372036854775808", "1000000000000000000",
+            "-0", "00", "007", "-01", "+5", "", "-", "1-", "1e3", "1.0", " 1", "١٢",
+        ] {
+            guard canonical(text) else { continue }
+            accepted += 1
+            let sink = CollectingSink()
+            var out = ChunkedOutput(sink: sink)
+            let value = Array(text.utf8).withUnsafeBufferPointer { PostgresTextDecoder.parseInteger($0) }
+            JSONText.writeInteger(try #require(value, "\(text)"), to: &out)
+            try out.finish()
+            #expect(sink.text == text)
+        }
+        #expect(accepted == 11)
+        for text in ["-0", "00", "007", "-01", "+5", "", "-", "1-", "1e3", "1.0", " 1", "١٢", "1000000000000000000"] {
+            #expect(!canonical(text), "\(text)")
+        }
+    }
+
     @Test func datesAndTimestampsBeyondFourDigitYears() {
         #expect(self.decode("12345-01-01", as: .date) == .date(days: CivilTime.days(year: 12345, month: 1, day: 1)))
         #expect(self.decode("0001-01-01 BC", as: .date) == .date(days: CivilTime.days(year: 0, month: 1, day: 1)))
