@@ -45,8 +45,11 @@ final class DatabaseThreads: @unchecked Sendable {
         // Each idle thread takes one queued job; start another only when they cannot take all.
         if self.jobs.count - self.head > self.idle && self.started < self.maximum {
             self.started += 1
-            let thread = Thread { [self] in self.work() }
-            thread.name = "spout-db \(self.name)"
+            let name = "db \(self.name)"
+            let thread = Thread { [self] in
+                ThreadName.setCurrent(name)
+                self.work()
+            }
             thread.start()
         } else {
             self.condition.signal()

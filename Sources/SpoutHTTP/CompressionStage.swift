@@ -1,4 +1,5 @@
 import Foundation
+import SpoutCore
 
 /// Where a ``CompressionStage`` puts what it compressed: the stream's sink.
 protocol CompressedBodyTarget: AnyObject, Sendable {
@@ -93,8 +94,10 @@ final class CompressionStage: @unchecked Sendable {
         self.condition.broadcast()
         self.condition.unlock()
         if start {
-            let thread = Thread { self.compress() }
-            thread.name = "spout-compress"
+            let thread = Thread {
+                ThreadName.setCurrent("spout-compress")
+                self.compress()
+            }
             // The libraries keep their state on the heap.
             thread.stackSize = 1 << 20
             thread.start()
