@@ -22,13 +22,18 @@ def number(value, digits=0, unit=""):
 
 
 def targets(document):
-    """Issue #19's targets, each from figures of this run: {name, target, value, met}, `met`
+    """Issues #19's and #31's targets, each from figures of this run: {name, target, value, met}, `met`
     None when the value is missing."""
 
     def target(name, text, value, met):
         return {"name": name, "target": text, "value": value, "met": None if value is None else bool(met(value))}
 
     stream = document["stream"]
+
+    def compressed(coding):
+        ratios = [stream[database][coding].get("ratio_to_plain") for database in ("postgres", "sqlite")]
+        return None if None in ratios else max(ratios)
+
     one_stream = max(stream[database]["spout"]["peak_rss_mib"] for database in ("postgres", "sqlite"))
     ttfb = stream["postgres"]["spout"]["ttfb_seconds"]
     return [
@@ -43,6 +48,11 @@ def targets(document):
                stream["sqlite"]["ratio_spout_to_sqlite3"], lambda value: value <= 1.0),
         target("list-details", "list with details <= 2 x psql COPY of the JOIN",
                document["list"]["postgres"]["department"].get("ratio_spout_to_copy_join"), lambda value: value <= 2),
+        # Issue #31: compressed streams near the plain one's time, on either database.
+        target("zstd-stream", "zstd stream <= 1.3 x plain (median of pairs, either db)",
+               compressed("zstd"), lambda value: value <= 1.3),
+        target("gzip-stream", "gzip stream <= 1.6 x plain (median of pairs, either db)",
+               compressed("gzip"), lambda value: value <= 1.6),
     ]
 
 
@@ -182,10 +192,13 @@ class Reporter:
                 f"spout {number(used['spout_us_per_row'], 2)} us"
                 + (f", {database.label} {number(used[f'{server}_us_per_row'], 2)} us" if server else ""),
                 f"{tool.cpu_label} {number(used.get(f'{tool.cpu_key}_us_per_row'), 2)} us")
-            gzip = entry["gzip"]
-            row("stream gzip", name,
-                f"{number(gzip['seconds'], 2)} s, {number(gzip['bytes'] / 1e6, 1)} MB ({gzip['content_encoding']}), "
-                f"peak RSS {number(gzip['peak_rss_mib'], 1)} MiB")
+            for coding in ("zstd", "gzip"):
+                encoded = entry[coding]
+                row(f"stream {coding}", name,
+                    f"{number(encoded['seconds'], 2)} s, {number(encoded['bytes'] / 1e6, 1)} MB "
+                    f"({encoded['content_encoding']}), peak RSS {number(encoded['peak_rss_mib'], 1)} MiB",
+                    "the plain stream of each pair",
+                    number(encoded["ratio_to_plain"], 2) + pairs(encoded["pair_ratios"]))
         for name, lists in document["list"].items():
             for case, entry in lists.items():
                 baseline, ratio_text = "", ""

@@ -74,16 +74,21 @@ import Testing
         #expect(try Self.number(pgbench, "failed") == 0)
         #expect(try Self.number(Self.object(document, "detail.postgres"), "ratio_spout_to_pgbench") > 0)
 
-        // Stream: every row arrived, with a peak RSS; COPY on PostgreSQL; the gzip variant.
+        // Stream: every row arrived, with a peak RSS; COPY on PostgreSQL; zstd and gzip, each
+        // against the plain download of its pair.
         for database in ["postgres", "sqlite"] {
             let spout = try Self.object(document, "stream.\(database).spout")
             #expect(spout["statuses"] as? [Int] == [200], "\(database)")
             #expect(try Self.number(spout, "bytes") > 0, "\(database)")
             #expect(try Self.number(spout, "seconds") > 0, "\(database)")
             #expect(try Self.number(spout, "peak_rss_mib") > 0, "\(database)")
-            let gzip = try Self.object(document, "stream.\(database).gzip")
-            #expect(gzip["statuses"] as? [Int] == [200], "\(database)")
-            #expect(try Self.number(gzip, "bytes") > 0, "\(database)")
+            for coding in ["zstd", "gzip"] {
+                let encoded = try Self.object(document, "stream.\(database).\(coding)")
+                #expect(encoded["statuses"] as? [Int] == [200], "\(database) \(coding)")
+                #expect(encoded["content_encoding"] as? String == coding, "\(database)")
+                #expect(try Self.number(encoded, "bytes") > 0, "\(database) \(coding)")
+                #expect(try Self.number(encoded, "ratio_to_plain") > 0, "\(database) \(coding)")
+            }
         }
         #expect(try Self.number(Self.object(document, "stream.postgres.copy"), "seconds") > 0)
         #expect(try Self.number(Self.object(document, "stream.postgres"), "ratio_spout_to_copy") > 0)
