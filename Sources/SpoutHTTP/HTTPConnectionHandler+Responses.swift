@@ -53,6 +53,7 @@ extension HTTPConnectionHandler {
     func streamChunk(_ number: Int, _ chunk: ByteBuffer, isFirst: Bool) {
         guard let exchange = self.currentExchange(number), let sink = exchange.sink, let context = self.context else { return }
         if isFirst, let head = exchange.streamHead {
+            exchange.streamHeadWritten = true
             context.write(self.wrapOutboundOut(.head(head)), promise: nil)
             self.environment.metrics?.firstByte(route: exchange.route, after: .nanoseconds((NIODeadline.now() - exchange.start).nanoseconds))
         }
@@ -109,7 +110,7 @@ extension HTTPConnectionHandler {
             }
         case .failure(let error):
             exchange.sink = nil
-            if snapshot.headDelivered {
+            if exchange.streamHeadWritten {
                 // Too late for a status: cut the body short (no terminating chunk) so the
                 // client sees an incomplete response, and close.
                 exchange.bytes = snapshot.byteCount

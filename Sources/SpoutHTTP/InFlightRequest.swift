@@ -30,6 +30,10 @@ final class InFlightRequest {
     var rows: Int?
     var sink: StreamingResponseSink?
     var streamHead: HTTPResponseHead?
+    /// Whether the streamed head went to the channel: past that, a failure can only cut the
+    /// body short. (The sink's count of chunks handed over can run ahead of it: a compression
+    /// stage hands a chunk over from its own thread, and the hop may still be queued.)
+    var streamHeadWritten = false
     var task: Task<Void, Never>?
     /// The stream counted against the per-address cap, released when the exchange ends.
     var streamTicket: StreamAdmission.Ticket?

@@ -502,8 +502,6 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
     struct Snapshot: Sendable {
         /// Whether the producer wrote at least one chunk (the body is chunked).
         var headSent: Bool
-        /// Whether the head (with a first chunk) was handed to the channel.
-        var headDelivered: Bool
         var chunkCount: Int
         /// Body bytes produced, including the finished rest.
         var byteCount: Int
@@ -523,7 +521,7 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
     var snapshot: Snapshot {
         self.withLock {
             Snapshot(
-                headSent: self.chunkCount > 0, headDelivered: self.deliveredCount > 0, chunkCount: self.chunkCount,
+                headSent: self.chunkCount > 0, chunkCount: self.chunkCount,
                 byteCount: self.byteCount, finishedRest: self.finishedRest, isWaitingForWritability: self.waitingForWritability,
                 pauses: self.pauses, isClosed: self.isClosed, spooledBytes: self.queuedBytes + self.fileEnd - self.fileStart,
                 usedFile: self.file != nil

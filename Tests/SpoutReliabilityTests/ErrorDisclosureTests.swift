@@ -63,6 +63,20 @@ struct ErrorDisclosureTests {
         for word in Self.databaseWords where word != "JSON" {
             #expect(!tail.localizedCaseInsensitiveContains(word), "the truncated body ends with '\(tail.suffix(200))'")
         }
+        // Compressed, the failure reaches the client the same way: the compression stage
+        // stops, and what it had not handed over yet is never sent as a whole response.
+        for coding in ["zstd", "gzip"] {
+            // Either the head went out (then the body is cut short) or nothing did (then a
+            // generic 500): never a complete 200, never the database's words.
+            let compressed = try await service.get("/broken/late", headers: [("Accept-Encoding", coding)])
+            if compressed.status == 500 {
+                #expect(compressed.text == #"{"error":"internal server error"}"#, "\(coding)")
+            } else {
+                #expect(compressed.status == 200, "\(coding)")
+                #expect(compressed.header("Content-Encoding") == coding)
+                #expect(!compressed.isComplete, "a compressed stream that failed must not end like a complete one (\(coding))")
+            }
+        }
         #expect(try await service.get("/pets/Fluffy").status == 200)
         await service.stop()
     }
