@@ -11,7 +11,7 @@ from .context import Context
 from .databases import PostgreSQL, SQLite
 from .processes import run_command
 from .report import Reporter
-from .scenarios import (DetailScenario, ListScenario, LoadScenario, MemoryScenario, PagesScenario,
+from .scenarios import (CompressedStreamScenario, DetailScenario, ListScenario, LoadScenario, MemoryScenario, PagesScenario,
                         ProfileScenario, StatementsScenario, StreamScenario, idle_rss_fragment)
 
 PACKAGES = ["wrk", "postgresql", "curl", "xz-utils", "python3", "libpq-dev", "libsqlite3-dev", "sqlite3"]
@@ -91,6 +91,8 @@ class Harness:
             (None, [StatementsScenario(postgres)]),
             (sqlite, [DetailScenario(sqlite)]),
             (sqlite, [StreamScenario(sqlite), PagesScenario(sqlite)]),
+            (postgres, [CompressedStreamScenario(postgres)]),
+            (sqlite, [CompressedStreamScenario(sqlite)]),
         ]
 
     def measure(self):
