@@ -70,6 +70,11 @@ final class CompressionStage: @unchecked Sendable {
         self.withLock { self.target = target }
     }
 
+    /// Whether the compressor's thread has ended (finished, failed or cancelled).
+    var hasStopped: Bool {
+        self.withLock { self.hasEnded }
+    }
+
     /// Whether the producer handed over any bytes yet.
     var tookInput: Bool {
         self.withLock { self.hasInput }

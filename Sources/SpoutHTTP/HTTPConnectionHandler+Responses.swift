@@ -110,6 +110,9 @@ extension HTTPConnectionHandler {
             }
         case .failure(let error):
             exchange.sink = nil
+            // The producer is done, but its compression stage may still hold chunks, or wait
+            // for the channel with one: closing the sink stops it and drops them.
+            sink.close()
             if exchange.streamHeadWritten {
                 // Too late for a status: cut the body short (no terminating chunk) so the
                 // client sees an incomplete response, and close.
@@ -117,7 +120,6 @@ extension HTTPConnectionHandler {
                 self.cutShort(exchange, failure: String(reflecting: error), context: context)
             } else {
                 // Nothing reached the client yet (what was spooled is dropped): a status still can.
-                sink.close()
                 self.sendError(ErrorResponse(for: error), exchange: exchange, context: context, cause: error)
             }
         }

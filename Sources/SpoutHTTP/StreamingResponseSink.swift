@@ -63,7 +63,7 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
     private let requestID: String
     /// Compresses what the producer writes, on a thread of its own, before anything else sees
     /// it (``ContentCoding``); nil for an identity body.
-    private let compression: CompressionStage?
+    let compression: CompressionStage?
 
     // Guarded by `lock`.
     private var isWritable = true

@@ -1,5 +1,6 @@
 import CZstd
 import Foundation
+import NIOCore
 import Synchronization
 import Testing
 
@@ -231,6 +232,38 @@ struct CompressionStageTests {
         #expect(throws: StreamingResponseSink.ChannelClosed.self) { try stage.finish([]) }
         target.setGate(open: true)
         #expect(!target.finished)
+    }
+
+    /// A stream that failed mid-body: the connection handler closes the sink, and the stage
+    /// must end whether it waits in the sink for a client that does not read or for more input
+    /// from a producer that is gone; what it held is dropped.
+    @Test("Closing a compressed sink ends its stage", arguments: [false, true])
+    func closingTheSinkEndsTheStage(clientReads: Bool) async throws {
+        let channel = SpoolingSinkTests.FakeChannel()
+        let box = Mutex<StreamingResponseSink?>(nil)
+        let sink = StreamingResponseSink(
+            allocator: ByteBufferAllocator(), hop: channel.hop, maximumChunksInFlight: 1, encoder: try ContentCoding.gzip.makeEncoder()
+        ) { chunk, isFirst in
+            channel.deliver(chunk, isFirst: isFirst, to: box.withLock { $0! })
+        }
+        box.withLock { $0 = sink }
+        channel.setWritable(clientReads, sink: sink)
+        let stage = try #require(sink.compression)
+        try await onThread {
+            for chunk in Self.chunks(3) { try sink.write(chunk) }
+            if clientReads {
+                // Everything compressed and handed over: the stage waits for more input.
+                try waitUntil("the client has every chunk so far") { !channel.received.isEmpty && sink.snapshot.chunkCount > 0 }
+                usleep(50_000)
+            } else {
+                try waitUntil("the compressor waits for the channel") { sink.snapshot.isWaitingForWritability }
+            }
+        }
+        #expect(!stage.hasStopped)
+        sink.close()
+        #expect(try await eventually(within: .seconds(10)) { stage.hasStopped }, "the compressor still waits")
+        #expect(throws: StreamingResponseSink.ChannelClosed.self) { try sink.write(Self.chunks(1)[0]) }
+        if !clientReads { #expect(channel.received.isEmpty) }
     }
 
     @Test("A target that is gone takes nothing more: the producer is told the channel closed")
