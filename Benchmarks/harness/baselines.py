@@ -69,7 +69,13 @@ class Pgbench:
             return latencies[min(len(latencies) - 1, int(len(latencies) * p / 100))] if latencies else 0
 
         failed = re.search(r"number of failed transactions: ([0-9]+)", output)
-        return PgbenchRun(len(latencies), float(re.search(r"tps = ([0-9.]+)", output).group(1)),
+        tps = re.search(r"tps = ([0-9.]+)", output)
+        if tps is None:
+            # pgbench stops its report before the rates when no transaction completed: on a
+            # loaded machine a short warm-up can end while its clients are still connecting.
+            log(f"pgbench reported no rate ({len(latencies)} transactions logged): "
+                + " / ".join(output.strip().splitlines()[-3:]))
+        return PgbenchRun(len(latencies), float(tps.group(1)) if tps else len(latencies) / seconds,
                           {"p50": percentile(50), "p90": percentile(90), "p99": percentile(99),
                            "max": latencies[-1] if latencies else 0},
                           int(failed.group(1)) if failed else 0, cpu)

@@ -49,8 +49,14 @@ struct CompressionStageTests {
         }
 
         static var threadName: String { "\(pthread_self())" }
-        /// The calling thread's nice value (Linux keeps one per thread).
-        static var niceValue: Int32 { getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0) }
+        /// The calling thread's nice value (Linux keeps one per thread; elsewhere 0).
+        static var niceValue: Int32 {
+            #if os(Linux)
+            getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
+            #else
+            0
+            #endif
+        }
 
         func locked<T>(_ body: (Target) -> T) -> T {
             self.condition.lock()
