@@ -167,9 +167,9 @@ import Testing
 
         // Every target has a measured value.
         let targets = try #require(document["targets"] as? [[String: Any]])
-        #expect(targets.count == 6)
+        #expect(targets.count == 8)
         #expect(Set(targets.compactMap { $0["name"] as? String })
-            == ["stream", "ttfb", "stream-rss", "detail", "sqlite-stream", "list-details"])
+            == ["stream", "ttfb", "stream-rss", "detail", "sqlite-stream", "list-details", "zstd-stream", "gzip-stream"])
         for target in targets {
             #expect(target["value"] is NSNumber, "\(target["name"] ?? "?") has no value")
         }
