@@ -6,7 +6,7 @@ import PackageDescription
 // One module per layer (see docs/ARCHITECTURE.md):
 //   CLibPQ, CSQLite3   system libraries (libpq-dev, libsqlite3-dev)
 //   CZlib, CZstd       system libraries (zlib1g-dev, libzstd-dev): gzip and zstd streams
-//   CEventPoll         Linux epoll and eventfd (glibc), for the PostgreSQL reactor thread
+//   CEventPoll         Linux epoll (glibc), for the PostgreSQL reactor thread
 //   SpoutCore          values, named-parameter SQL, row streams with attach(), encoders, pool
 //   SpoutPostgres      the libpq driver
 //   SpoutSQLite        the libsqlite3 driver

@@ -1,6 +1,7 @@
 #if os(Linux)
 import CEventPoll
 import Glibc
+import SpoutCore
 import Synchronization
 
 /// One thread that waits, with epoll, on the sockets of the PostgreSQL connections running
@@ -59,7 +60,7 @@ final class PostgresReactor: Sendable {
         var thread = pthread_t()
         let created = pthread_create(&thread, nil, { context in
             let reactor = Unmanaged<PostgresReactor>.fromOpaque(context!).takeRetainedValue()
-            spout_name_current_thread("spout-pg-io")
+            ThreadName.setCurrent("spout-pg-io")
             reactor.run()
             return nil
         }, context)

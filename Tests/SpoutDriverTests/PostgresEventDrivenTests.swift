@@ -83,6 +83,20 @@ struct PostgresEventDrivenTests {
         #expect(connection.preparedStatements.count == 5)
     }
 
+    /// The reactor's thread carries its name for `top -H` and `perf` (set through
+    /// ``ThreadName``, like the database and compression threads).
+    @Test func answersAreReadOnTheNamedReactorThread() async throws {
+        let connection = try Self.readOnlyConnection()
+        defer { connection.close() }
+        let names = Mutex<[String]>([])
+        _ = try await connection.runEventDriven(StatementBatch([try Self.bound("SELECT 1 AS one")]), session: nil) { _ in
+            let name = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "unreadable"
+            names.withLock { $0.append(name.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            return StatementBatch([])
+        }
+        #expect(names.withLock { $0 } == ["spout-pg-io"])
+    }
+
     @Test func aFailingStatementSkipsTheRestAndLeavesTheConnectionUsable() async throws {
         let connection = try Self.readOnlyConnection()
         defer { connection.close() }
