@@ -22,6 +22,9 @@ final class ConnectionPool: Sendable {
         var id: UInt64
         var readOnly: Bool
         var forStream: Bool
+        /// The wait it was given, and when that ends (``DatabaseClock/now``).
+        var timeout: Duration
+        var deadline: Duration
         var resume: @Sendable (Result<ConnectionLease, DatabaseError>) -> Void
     }
 
@@ -34,6 +37,10 @@ final class ConnectionPool: Sendable {
         var isClosed = false
         /// Leases held by streams.
         var streamLeases = 0
+        /// The one live expiry timer (``expireWaiters(timer:)``): its number and when it fires.
+        /// A timer whose number is not this one's was superseded and does nothing.
+        var expiryTimer: UInt64 = 0
+        var expiryDue: Duration?
     }
 
     let driver: any DatabaseDriver
@@ -110,7 +117,7 @@ final class ConnectionPool: Sendable {
         enum Decision {
             case ready(ConnectionLease)
             case failed(DatabaseError)
-            case waiting(UInt64)
+            case waiting(UInt64, expiry: (timer: UInt64, delay: Duration)?)
         }
         let decision: Decision = self.state.withLock { state in
             if state.isClosed {
@@ -127,9 +134,18 @@ final class ConnectionPool: Sendable {
                     return .ready(ConnectionLease(pool: self, connection: nil, readOnly: readOnly, forStream: forStream))
                 }
             }
+            let timeout = forStream ? self.streamAcquireTimeout : self.acquireTimeout
+            let now = self.clock.now
             state.nextWaiterID += 1
-            state.waiters.append(Waiter(id: state.nextWaiterID, readOnly: readOnly, forStream: forStream, resume: resume))
-            return .waiting(state.nextWaiterID)
+            state.waiters.append(
+                Waiter(id: state.nextWaiterID, readOnly: readOnly, forStream: forStream, timeout: timeout, deadline: now + timeout, resume: resume))
+            // A timer is started only when none will fire by this waiter's deadline.
+            if let due = state.expiryDue, due <= now + timeout {
+                return .waiting(state.nextWaiterID, expiry: nil)
+            }
+            state.expiryTimer += 1
+            state.expiryDue = now + timeout
+            return .waiting(state.nextWaiterID, expiry: (state.expiryTimer, timeout))
         }
         switch decision {
         case .ready(let lease):
@@ -138,12 +154,41 @@ final class ConnectionPool: Sendable {
         case .failed(let error):
             resume(.failure(error))
             return nil
-        case .waiting(let id):
-            let timeout = forStream ? self.streamAcquireTimeout : self.acquireTimeout
-            self.clock.schedule(after: timeout) {
-                self.abandon(waiter: id, with: DatabaseError(.poolExhausted, message: "no connection free within \(timeout)"))
+        case .waiting(let id, let expiry):
+            if let expiry {
+                self.clock.schedule(after: expiry.delay) { self.expireWaiters(timer: expiry.timer) }
             }
             return id
+        }
+    }
+
+    /// Fails the waiters whose acquire timeout has passed, then starts a timer for the earliest
+    /// deadline left, if any. One timer per pool, not one per waiter: a waiter served in time
+    /// (the usual case under load) leaves no timer behind to wake a thread for nothing.
+    /// `timer`: the number of the timer calling; a superseded one returns at once.
+    private func expireWaiters(timer: UInt64) {
+        let now = self.clock.now
+        let (expired, next): ([Waiter], (timer: UInt64, delay: Duration)?) = self.state.withLock { state in
+            guard state.expiryTimer == timer else { return ([], nil) }
+            var expired: [Waiter] = []
+            state.waiters.removeAll { waiter in
+                guard waiter.deadline <= now else { return false }
+                expired.append(waiter)
+                return true
+            }
+            guard let earliest = state.waiters.lazy.map(\.deadline).min() else {
+                state.expiryDue = nil
+                return (expired, nil)
+            }
+            state.expiryTimer += 1
+            state.expiryDue = earliest
+            return (expired, (state.expiryTimer, earliest - now))
+        }
+        if let next {
+            self.clock.schedule(after: next.delay) { self.expireWaiters(timer: next.timer) }
+        }
+        for waiter in expired {
+            waiter.resume(.failure(DatabaseError(.poolExhausted, message: "no connection free within \(waiter.timeout)")))
         }
     }
 

@@ -46,6 +46,52 @@ import Testing
         held.release()
     }
 
+    /// One timer per pool: waiters served in time leave at most the one timer behind, which
+    /// then finds nobody and starts none (before, each waiter left a timer of its own, and
+    /// under load a thread woke for each).
+    @Test func waitersServedInTimeLeaveNoTimerPerWaiter() async throws {
+        let database = self.database()
+        for _ in 0..<5 {
+            let held = try await database.lease(readOnly: true)
+            let waiter = Task { try await database.lease(readOnly: true) }
+            try await self.eventually("the lease waits") { database.leasesWaiting == 1 }
+            held.release()
+            try await waiter.value.release()
+        }
+        #expect(self.clock.pending == 1)
+        self.clock.advance(by: .seconds(5))
+        #expect(self.clock.pending == 0)
+        // And the next waiter starts a timer again, which fails it in time.
+        let held = try await database.lease(readOnly: true)
+        let waiter = Task { try await database.lease(readOnly: true) }
+        try await self.eventually("the lease waits") { database.leasesWaiting == 1 }
+        self.clock.advance(by: .seconds(5))
+        #expect(await waiter.result.failureCode == .poolExhausted)
+        held.release()
+    }
+
+    /// A short wait that arrives behind a long one keeps its own deadline, and the long one
+    /// still ends at its own.
+    @Test func eachWaiterEndsAtItsOwnDeadlineWhateverTheOrder() async throws {
+        let database = self.database(connections: 1)
+        let held = try await database.lease(readOnly: true, forStream: true)
+        let stream = Task { try await database.lease(readOnly: true, forStream: true) }
+        try await self.eventually("the stream waits") { database.leasesWaiting == 1 }
+        self.clock.advance(by: .seconds(10))
+        let short = Task { try await database.lease(readOnly: true) }
+        try await self.eventually("the short lease waits too") { database.leasesWaiting == 2 }
+        self.clock.advance(by: .milliseconds(4999))
+        #expect(database.leasesWaiting == 2)
+        self.clock.advance(by: .milliseconds(1))
+        #expect(await short.result.failureCode == .poolExhausted)
+        self.clock.advance(by: .milliseconds(14999))
+        #expect(database.leasesWaiting == 1)
+        self.clock.advance(by: .milliseconds(1))
+        #expect(await stream.result.failureCode == .poolExhausted)
+        #expect(self.clock.pending == 0)
+        held.release()
+    }
+
     @Test func waitersAreServedFirstComeFirstServed() async throws {
         let database = self.database()
         let first = try await database.lease(readOnly: true)
