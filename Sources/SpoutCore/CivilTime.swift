@@ -36,15 +36,37 @@ public enum CivilTime {
     /// Parses `YYYY-MM-DD` (exactly; a 4-digit year) into days since the epoch, or nil.
     ///
     /// Inlinable so that drivers parsing straight from their buffers get a specialized copy.
+    /// Every row of a streamed date column comes through here: the ten bytes are read once,
+    /// and the day count is computed in unsigned arithmetic (``daysOfFourDigitYear(_:_:_:)``).
     @inlinable
     public static func parseDate<Bytes: Collection<UInt8>>(_ text: Bytes) -> Int64? where Bytes.Index == Int {
         guard text.count == 10 else { return nil }
         let s = text.startIndex
+        let zero = UInt8(ascii: "0")
+        let y1 = text[s] &- zero, y2 = text[s + 1] &- zero, y3 = text[s + 2] &- zero, y4 = text[s + 3] &- zero
+        let m1 = text[s + 5] &- zero, m2 = text[s + 6] &- zero, d1 = text[s + 8] &- zero, d2 = text[s + 9] &- zero
         guard text[s + 4] == UInt8(ascii: "-"), text[s + 7] == UInt8(ascii: "-"),
-            let year = digits(text, s, 4), let month = digits(text, s + 5, 2), let day = digits(text, s + 8, 2),
-            (1...12).contains(month), day >= 1, day <= daysInMonth(year: year, month: month)
+            y1 < 10, y2 < 10, y3 < 10, y4 < 10, m1 < 10, m2 < 10, d1 < 10, d2 < 10
         else { return nil }
-        return days(year: year, month: month, day: day)
+        let year = UInt(y1) &* 1000 &+ UInt(y2) &* 100 &+ UInt(y3) &* 10 &+ UInt(y4)
+        let month = UInt(m1) &* 10 &+ UInt(m2)
+        let day = UInt(d1) &* 10 &+ UInt(d2)
+        guard month >= 1, month <= 12, day >= 1, day <= 28 || Int64(day) <= daysInMonth(year: Int64(year), month: Int64(month))
+        else { return nil }
+        return daysOfFourDigitYear(year, month, day)
+    }
+
+    /// ``days(year:month:day:)`` for years 0...9999 (a valid date), without signed division:
+    /// the year is shifted by one 400-year era (146,097 days) so nothing is negative.
+    @inlinable @inline(__always)
+    static func daysOfFourDigitYear(_ year: UInt, _ month: UInt, _ day: UInt) -> Int64 {
+        let y = year &+ 400 &- (month <= 2 ? 1 : 0)
+        let era = y / 400
+        let yearOfEra = y &- era &* 400
+        let shiftedMonth = month > 2 ? month &- 3 : month &+ 9
+        let dayOfYear = (153 &* shiftedMonth &+ 2) / 5 &+ day &- 1
+        let dayOfEra = yearOfEra &* 365 &+ yearOfEra / 4 &- yearOfEra / 100 &+ dayOfYear
+        return Int64(bitPattern: UInt64(era &* 146_097 &+ dayOfEra)) &- 719_468 &- 146_097
     }
 
     /// Parses `YYYY-MM-DD` from a string; see ``parseDate(_:)-(Bytes)``.

@@ -136,26 +136,3 @@ final class MemoryConnection: DatabaseConnection, @unchecked Sendable {
         #expect(try encode(["s"], [[.text(text)]]) == "[{\"s\":\"a\u{FFFD}b\"}]")
     }
 }
-
-@Suite struct CivilTimeTests {
-    @Test func knownDates() {
-        #expect(CivilTime.parseDate("1970-01-01") == 0)
-        #expect(CivilTime.parseDate("9999-01-01") == 2_932_532)
-        #expect(CivilTime.parseDate("1953-09-02").map { $0 * 86_400_000 } == -515_376_000_000)
-        #expect(CivilTime.parseDate("2024-02-30") == nil)
-        #expect(CivilTime.parseDate("2024-2-03") == nil)
-        for days in stride(from: Int64(-719_162), through: 2_932_896, by: 997) {
-            #expect(CivilTime.parseDate(CivilTime.formatDate(days: days)) == days)
-        }
-    }
-
-    @Test func timestamps() {
-        #expect(CivilTime.parseTimestamp("1970-01-01 00:00:01") == 1_000_000)
-        #expect(CivilTime.parseTimestamp("1970-01-01T00:00:00.5Z") == 500_000)
-        #expect(CivilTime.parseTimestamp("1970-01-01 02:00:00+02") == 0)
-        #expect(CivilTime.parseTimestamp("1970-01-01 00:00:00-01:30") == 5_400_000_000)
-        #expect(CivilTime.parseTimestamp("1970-01-01 25:00:00") == nil)
-        #expect(CivilTime.formatSQLTimestamp(microseconds: 1_000_001) == "1970-01-01 00:00:01.000001")
-        #expect(CivilTime.formatTimestamp(microseconds: 0) == "1970-01-01T00:00:00.000Z")
-    }
-}
