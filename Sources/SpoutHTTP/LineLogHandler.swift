@@ -15,8 +15,8 @@ import Synchronization
 ///
 /// It exists because the access log writes a line per request: it formats the local time once
 /// per second (`localtime` re-reads the time zone file on every call, `localtime_r` once per
-/// process), renders metadata without intermediate arrays, and hands each line to the kernel
-/// in one `write(2)`, so concurrent lines never interleave.
+/// process), renders metadata without intermediate arrays, and hands each line whole to the
+/// kernel (``StandardErrorWriter``), so concurrent lines never interleave.
 ///
 /// With ``Format/json`` each entry is one JSON object per line instead, for log shippers:
 /// `time`, `level`, `label`, `source`, `message`, then every metadata field under its own
@@ -41,23 +41,10 @@ public struct LineLogHandler: LogHandler {
     private let format: Format
     private let output: @Sendable ([UInt8]) -> Void
 
-    /// A handler for `label` writing to standard error.
+    /// A handler for `label` writing to standard error (``StandardErrorWriter``: an event
+    /// loop's lines go out once per turn of the loop).
     public static func standardError(label: String, format: Format = .text) -> LineLogHandler {
-        LineLogHandler(label: label, format: format) { line in
-            line.withUnsafeBytes { bytes in
-                var offset = 0
-                while offset < bytes.count {
-                    let written = write(2, bytes.baseAddress! + offset, bytes.count - offset)
-                    if written > 0 {
-                        offset += written
-                    } else if written < 0 && errno == EINTR {
-                        continue
-                    } else {
-                        return
-                    }
-                }
-            }
-        }
+        LineLogHandler(label: label, format: format) { StandardErrorWriter.standardError.write($0) }
     }
 
     /// A handler for `label` that passes each finished line, newline included, to `output`.
