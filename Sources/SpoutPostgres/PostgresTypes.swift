@@ -62,9 +62,11 @@ struct PostgresColumnDecoder: Sendable, Hashable {
     /// The text of field (`row`, `column`) of `result` as libpq holds it; nil for NULL.
     @inline(__always)
     private static func text(in result: OpaquePointer, row: Int32, column: Int32) -> UnsafeBufferPointer<UInt8>? {
-        guard PQgetisnull(result, row, column) == 0, let start = PQgetvalue(result, row, column) else { return nil }
-        return UnsafeBufferPointer(
-            start: UnsafeRawPointer(start).assumingMemoryBound(to: UInt8.self), count: Int(PQgetlength(result, row, column)))
+        // libpq gives NULL a length of 0, so only an empty value needs asking whether it is NULL:
+        // one call fewer per value on the streaming path.
+        let length = PQgetlength(result, row, column)
+        guard length > 0 || PQgetisnull(result, row, column) == 0, let start = PQgetvalue(result, row, column) else { return nil }
+        return UnsafeBufferPointer(start: UnsafeRawPointer(start).assumingMemoryBound(to: UInt8.self), count: Int(length))
     }
 
     /// Decodes field (`row`, `column`) of `result`. NULL becomes `.null`.
