@@ -16,6 +16,11 @@ struct DetailTree: Sendable {
     }
 
     let nodes: [Node]
+    /// Selections already checked, by the paths as the request listed them: the same few
+    /// come with every request of an app (only ones that passed the checks are kept).
+    private let checked = BoundedCache<[String], Set<String>>(capacity: 256)
+    /// Longer lists are checked every time rather than remembered (a list can repeat a path).
+    private static let remembered = 16
 
     init(_ details: [EndpointDetail], dialect: SQLDialect) {
         self.nodes = Self.nodes(details, dialect: dialect)
@@ -47,11 +52,18 @@ struct DetailTree: Sendable {
     ///   lists the paths allowed at that level), a detail without its parent is rejected.
     func selection(_ argument: SQLValue?, parameter: String) throws -> Set<String> {
         guard case .array(let values)? = argument else { return [] }
-        var paths: Set<String> = []
-        for value in values {
-            guard case .text(let path) = value else { continue }
-            paths.insert(path)
+        let listed = values.compactMap { value -> String? in
+            if case .text(let path) = value { return path }
+            return nil
         }
+        if listed.count <= Self.remembered, let known = self.checked[listed] { return known }
+        let paths = try self.check(Set(listed), parameter: parameter)
+        if listed.count <= Self.remembered { self.checked.store(paths, for: listed) }
+        return paths
+    }
+
+    /// `paths`, each checked as ``selection(_:parameter:)`` says.
+    private func check(_ paths: Set<String>, parameter: String) throws -> Set<String> {
         for path in paths.sorted() {
             var level = self.nodes
             var prefix = ""

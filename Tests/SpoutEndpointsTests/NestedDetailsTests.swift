@@ -132,12 +132,25 @@ struct NestedDetailsTests {
                     #"{"error":"value not allowed","parameter":"details","value":"titles.x","allowed":[]}"#
                 ),
             ]
-            for (path, body) in cases {
-                let response = try await service.get(path)
-                #expect(response.status == 400, "\(path)")
-                #expect(response.text == body, "\(path)")
+            // Twice: a refused selection is never remembered as checked.
+            for _ in 1...2 {
+                for (path, body) in cases {
+                    let response = try await service.get(path)
+                    #expect(response.status == 400, "\(path)")
+                    #expect(response.text == body, "\(path)")
+                }
             }
             #expect(database.statistics.statementCount == before, "refused before any SQL runs")
+            // A selection checked once is remembered and answers the same; a list longer than
+            // what is remembered (paths repeated) is checked every time and answers alike.
+            let selected = "/departments/d005?details=employees&details=employees.titles"
+            let first = try await service.get(selected)
+            let again = try await service.get(selected)
+            #expect(first.status == 200 && again.status == 200 && first.text == again.text)
+            let repeated = "/departments/d005?" + Array(repeating: "details=employees", count: 17).joined(separator: "&") + "&details=employees.titles"
+            #expect(try await service.get(repeated).text == first.text)
+            #expect(try await service.get("/departments/d005?" + Array(repeating: "details=employees", count: 17).joined(separator: "&")
+                + "&details=employees.title").status == 400)
             // An unknown department is a 404, details or not.
             #expect(try await service.get("/departments/d999?details=employees&details=employees.titles").status == 404)
             #expect(try await service.get("/departments/d999?details=employees").status == 404)
