@@ -22,8 +22,7 @@ final class ConnectionPool: Sendable {
         var id: UInt64
         var readOnly: Bool
         var forStream: Bool
-        /// The wait it was given, and when that ends (``DatabaseClock/now``).
-        var timeout: Duration
+        /// When its wait ends (``DatabaseClock/now``): ``acquireTimeout(forStream:)`` after it began.
         var deadline: Duration
         var resume: @Sendable (Result<ConnectionLease, DatabaseError>) -> Void
     }
@@ -134,17 +133,16 @@ final class ConnectionPool: Sendable {
                     return .ready(ConnectionLease(pool: self, connection: nil, readOnly: readOnly, forStream: forStream))
                 }
             }
-            let timeout = forStream ? self.streamAcquireTimeout : self.acquireTimeout
-            let now = self.clock.now
+            let timeout = self.acquireTimeout(forStream: forStream)
+            let deadline = self.clock.now + timeout
             state.nextWaiterID += 1
-            state.waiters.append(
-                Waiter(id: state.nextWaiterID, readOnly: readOnly, forStream: forStream, timeout: timeout, deadline: now + timeout, resume: resume))
+            state.waiters.append(Waiter(id: state.nextWaiterID, readOnly: readOnly, forStream: forStream, deadline: deadline, resume: resume))
             // A timer is started only when none will fire by this waiter's deadline.
-            if let due = state.expiryDue, due <= now + timeout {
+            if let due = state.expiryDue, due <= deadline {
                 return .waiting(state.nextWaiterID, expiry: nil)
             }
             state.expiryTimer += 1
-            state.expiryDue = now + timeout
+            state.expiryDue = deadline
             return .waiting(state.nextWaiterID, expiry: (state.expiryTimer, timeout))
         }
         switch decision {
@@ -188,8 +186,15 @@ final class ConnectionPool: Sendable {
             self.clock.schedule(after: next.delay) { self.expireWaiters(timer: next.timer) }
         }
         for waiter in expired {
-            waiter.resume(.failure(DatabaseError(.poolExhausted, message: "no connection free within \(waiter.timeout)")))
+            let timeout = self.acquireTimeout(forStream: waiter.forStream)
+            waiter.resume(.failure(DatabaseError(.poolExhausted, message: "no connection free within \(timeout)")))
         }
+    }
+
+    /// How long a lease waits: a stream's its own (its turn among streams), anything else
+    /// ``acquireTimeout``.
+    private func acquireTimeout(forStream: Bool) -> Duration {
+        forStream ? self.streamAcquireTimeout : self.acquireTimeout
     }
 
     private func abandon(waiter id: UInt64, with error: DatabaseError) {
