@@ -91,7 +91,7 @@ struct AttachmentExecutor {
                 }
             }
             layouts.append(AttachmentLayout(
-                plan: ObjectPlan(labels: columns.map(\.label), attachmentKeys: attachment.stream.attachments.map(\.key)),
+                plan: ObjectPlan.of(columns: columns, attachmentKeys: attachment.stream.attachments.map(\.key)),
                 children: childLayouts
             ))
             for index in parents.indices { parents[index].children.append(groups[index]) }
@@ -99,13 +99,20 @@ struct AttachmentExecutor {
         return layouts
     }
 
-    /// The first column index of each parent label (children bind parameters by label).
+    /// Label indexes made so far, by column list (a request's parents have the columns the
+    /// previous request's had).
+    private static let labelIndexes = BoundedCache<ColumnListKey, [String: Int]>(capacity: 512)
+
+    /// The first column index of each parent label (children bind parameters by label); made
+    /// once per distinct column list, then shared.
     static func labelIndex(_ columns: [Column]) -> [String: Int] {
-        var index: [String: Int] = [:]
-        for (position, column) in columns.enumerated() where index[column.label] == nil {
-            index[column.label] = position
+        Self.labelIndexes.value(for: ColumnListKey(columns)) {
+            var index: [String: Int] = [:]
+            for (position, column) in columns.enumerated() where index[column.label] == nil {
+                index[column.label] = position
+            }
+            return index
         }
-        return index
     }
 
     /// The statement of each of `attachments` for one parent row, as `strategy` sends them
@@ -146,7 +153,7 @@ struct AttachmentExecutor {
         defer { cursor.close() }
         let columns = cursor.columns
         let width = columns.count
-        let plan = ObjectPlan(labels: columns.map(\.label), attachmentKeys: attachment.stream.attachments.map(\.key))
+        let plan = ObjectPlan.of(columns: columns, attachmentKeys: attachment.stream.attachments.map(\.key))
         var window: [BufferedRow] = []
         window.reserveCapacity(self.batchSize)
         var count = 0

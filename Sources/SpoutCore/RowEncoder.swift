@@ -51,10 +51,8 @@ struct RowEncoder: ~Copyable {
     let dateFormat: DateFormat
     var out: ChunkedOutput
     private var rowCount = 0
-    /// For a compact object of plain columns (no dotted label, no attachment), what comes
-    /// before each value: `{"a":`, `,"b":`, … one after the other (`columnPrefixEnds[i]` is
-    /// where the `i`th ends); the object is written from these without walking ``plan``.
-    /// Nil otherwise.
+    /// For a compact object of plain columns, the plan's ``ObjectPlan/compactPrefixes``, from
+    /// which the object is written without walking ``plan``. Nil for other formats and plans.
     private let columnPrefixes: [UInt8]?
     private let columnPrefixEnds: [Int]
 
@@ -62,29 +60,13 @@ struct RowEncoder: ~Copyable {
         self.format = format
         self.shape = shape
         self.columns = columns
-        self.plan = ObjectPlan(labels: columns.map(\.label), attachmentKeys: attachmentKeys)
+        self.plan = ObjectPlan.of(columns: columns, attachmentKeys: attachmentKeys)
         self.dateFormat = dateFormat
         self.out = ChunkedOutput(sink: sink)
         let isCompactObject = format == .jsonLines || (format == .json(pretty: false) && shape != .scalar)
-        let prefixes = isCompactObject ? Self.columnPrefixes(of: self.plan) : nil
+        let prefixes = isCompactObject ? self.plan.compactPrefixes : nil
         self.columnPrefixes = prefixes?.bytes
         self.columnPrefixEnds = prefixes?.ends ?? []
-    }
-
-    /// ``columnPrefixes`` and ``columnPrefixEnds`` for `plan`; nil unless the plan is plain
-    /// columns in order.
-    private static func columnPrefixes(of plan: ObjectPlan) -> (bytes: [UInt8], ends: [Int])? {
-        guard !plan.members.isEmpty else { return nil }
-        var bytes: [UInt8] = []
-        var ends: [Int] = []
-        for (position, member) in plan.members.enumerated() {
-            guard case .column(let key, let index) = member, index == position else { return nil }
-            bytes.append(position == 0 ? UInt8(ascii: "{") : UInt8(ascii: ","))
-            bytes.append(contentsOf: key)
-            bytes.append(UInt8(ascii: ":"))
-            ends.append(bytes.count)
-        }
-        return (bytes, ends)
     }
 
     private var indent: Int? {

@@ -365,7 +365,7 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
             break
         case (.query, PGRES_TUPLES_OK), (.query, PGRES_SINGLE_TUPLE), (.query, PGRES_COMMAND_OK):
             if !self.hasFailed(tentative: tentative) {
-                PostgresConnection.decode(result, into: &self.collected, rowLimit: tentative ? nil : self.batch.rowLimit)
+                self.connection.decode(result, into: &self.collected, rowLimit: tentative ? nil : self.batch.rowLimit)
             }
         case (_, PGRES_PIPELINE_ABORTED):
             self.fail(DatabaseError(.other, message: "skipped: an earlier statement of the pipeline failed"), tentative: tentative)

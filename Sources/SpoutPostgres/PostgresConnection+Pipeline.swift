@@ -36,9 +36,9 @@ extension PostgresConnection {
 
     /// Appends the rows of `result` to `collected` (created with its columns on first use),
     /// keeping at most `rowLimit` rows in all.
-    static func decode(_ result: OpaquePointer, into collected: inout QueryResult?, rowLimit: Int? = nil) {
+    func decode(_ result: OpaquePointer, into collected: inout QueryResult?, rowLimit: Int? = nil) {
         if let rowLimit, let kept = collected?.rows.count, kept >= rowLimit { return }
-        let description = PostgresResultDescription(result)
+        let description = self.resultDescriptions.description(of: result)
         var rows = collected?.rows ?? []
         let rowCount = min(PQntuples(result), Int32(clamping: max(0, (rowLimit ?? Int.max) - rows.count)))
         let width = description.decoders.count

@@ -36,7 +36,7 @@ extension PostgresConnection {
             self.activeStream = cursor
             return cursor
         case PGRES_TUPLES_OK, PGRES_COMMAND_OK:
-            let description = PostgresResultDescription(first!)
+            let description = self.resultDescriptions.description(of: first!)
             PQclear(first)
             self.endStream(cancelling: false)
             return PostgresSingleRowCursor(finishedWith: description)

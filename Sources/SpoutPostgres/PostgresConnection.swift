@@ -86,6 +86,8 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     weak var activeStream: PostgresSingleRowCursor?
     /// The inserter of the `COPY` in progress: ``reset()`` abandons it.
     weak var activeCopy: PostgresBulkInserter?
+    /// The descriptions of this connection's results so far, for the next results like them.
+    var resultDescriptions = PostgresDescriptionMemo()
 
     /// Whether state may outlive a transaction (named prepared statements, session settings);
     /// false behind a transaction pooler.

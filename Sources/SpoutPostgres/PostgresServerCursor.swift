@@ -60,7 +60,7 @@ final class PostgresServerCursor: JSONWritingCursor {
             self.close()
             throw error
         }
-        let description = PostgresResultDescription(self.batch!)
+        let description = self.connection.resultDescriptions.description(of: self.batch!)
         self.columns = description.columns
         self.decoders = description.decoders
     }

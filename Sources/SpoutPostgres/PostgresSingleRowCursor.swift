@@ -20,7 +20,7 @@ final class PostgresSingleRowCursor: JSONWritingCursor {
 
     /// A cursor whose first row is `firstRow` (a `PGRES_SINGLE_TUPLE` result it now owns).
     init(connection: PostgresConnection, firstRow: OpaquePointer) {
-        let description = PostgresResultDescription(firstRow)
+        let description = connection.resultDescriptions.description(of: firstRow)
         self.columns = description.columns
         self.decoders = description.decoders
         self.connection = connection

@@ -65,6 +65,23 @@ final class MemoryConnection: DatabaseConnection, @unchecked Sendable {
         #expect(json == #"[{"id":1,"department":{"name":"Sales","number":"d007"},"x":true}]"#)
     }
 
+    @Test("results whose labels hash alike (same lengths, same types) keep their own keys, in every format")
+    func labelsOfTheSameShapeKeepTheirOwnKeys() throws {
+        // Plans are made once per column list; these lists differ only in their labels'
+        // characters, or in a dot, so only a full comparison tells them apart.
+        let row: [SQLValue] = [1, "x"]
+        for _ in 0..<2 {
+            #expect(try encode(["ab", "cd"], [row]) == #"[{"ab":1,"cd":"x"}]"#)
+            #expect(try encode(["ef", "gh"], [row]) == #"[{"ef":1,"gh":"x"}]"#)
+            #expect(try encode(["e.", "gh"], [row]) == #"[{"e.":1,"gh":"x"}]"#)
+            #expect(try encode(["e.f", "g.h"], [row]) == #"[{"e":{"f":1},"g":{"h":"x"}}]"#)
+            #expect(try encode(["e.f", "e.h"], [row]) == #"[{"e":{"f":1,"h":"x"}}]"#)
+            #expect(try encode(["ab", "cd"], [row], format: .jsonLines) == #"{"ab":1,"cd":"x"}"# + "\n")
+            #expect(try encode(["ef", "gh"], [row], format: .json(pretty: true)) == "[\n  {\n    \"ef\": 1,\n    \"gh\": \"x\"\n  }\n]\n")
+            #expect(try encode(["ef", "gh"], [row], format: .csv) == "ef,gh\r\n1,x\r\n")
+        }
+    }
+
     @Test func emptyResults() throws {
         #expect(try encode(["a"], []) == "[]")
         #expect(try encode(["a"], [], format: .jsonLines) == "")

@@ -514,6 +514,33 @@ struct PostgresDriverTests {
         #expect(try connection.scalar("SELECT 7") == .integer(7))
     }
 
+    @Test("a result is described by its own columns, also when an earlier result on the connection had as many", .enabled(if: TestDatabases.postgresEnabled))
+    func resultsLikeEarlierOnesKeepTheirOwnColumns() throws {
+        let connection = try PostgresTestEnvironment.connect()
+        defer { connection.close() }
+        // Same count as the first, differing in a type, in a name, in a name's length; then
+        // more distinct results than the connection keeps descriptions of, then the first again.
+        var cases: [(sql: String, columns: [Column])] = [
+            ("SELECT 1 AS a, 'x'::text AS b", [Column(label: "a", type: .integer, databaseTypeName: "int4"), Column(label: "b", type: .text, databaseTypeName: "text")]),
+            ("SELECT 1::int8 AS a, 'x'::text AS b", [Column(label: "a", type: .integer, databaseTypeName: "int8"), Column(label: "b", type: .text, databaseTypeName: "text")]),
+            ("SELECT 1 AS a, 'x'::text AS c", [Column(label: "a", type: .integer, databaseTypeName: "int4"), Column(label: "c", type: .text, databaseTypeName: "text")]),
+            ("SELECT 1 AS a, 'x'::text AS bb", [Column(label: "a", type: .integer, databaseTypeName: "int4"), Column(label: "bb", type: .text, databaseTypeName: "text")]),
+        ]
+        for index in 0..<(PostgresDescriptionMemo.capacity + 4) {
+            cases.append(("SELECT true AS flag\(index)", [Column(label: "flag\(index)", type: .bool, databaseTypeName: "bool")]))
+        }
+        cases.append(cases[0])
+        for (sql, columns) in cases + cases.reversed() {
+            let parsed = try ParsedSQL(sql, dialect: .postgres)
+            // Through a pipeline, and through a cursor.
+            #expect(try connection.queryAll([BoundStatement(parsed, [])])[0].columns == columns, "\(sql)")
+            let cursor = try connection.query(parsed, [], options: QueryOptions())
+            #expect(cursor.columns == columns, "\(sql)")
+            while try cursor.next() {}
+            cursor.close()
+        }
+    }
+
     // MARK: reset
 
     @Test(.enabled(if: TestDatabases.postgresEnabled))

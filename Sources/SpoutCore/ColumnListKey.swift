@@ -1,0 +1,25 @@
+/// A result's column list (and, for an object plan, its attachment keys) as a dictionary key
+/// for the memos of work that depends only on it: ``ObjectPlan/of(columns:attachmentKeys:)``
+/// and ``AttachmentExecutor/labelIndex(_:)``, looked up for every result of every request.
+///
+/// Hashes by each label's length and type rather than its characters, so a lookup costs no
+/// string hashing; equality still compares everything (labels in a process are few and short,
+/// and an array equal to itself compares by identity), so lists that hash alike stay apart.
+struct ColumnListKey: Hashable, Sendable {
+    let columns: [Column]
+    let attachmentKeys: [String]
+
+    init(_ columns: [Column], attachmentKeys: [String] = []) {
+        self.columns = columns
+        self.attachmentKeys = attachmentKeys
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(self.columns.count)
+        for column in self.columns {
+            hasher.combine(column.label.utf8.count)
+            hasher.combine(column.type)
+        }
+        hasher.combine(self.attachmentKeys.count)
+    }
+}
