@@ -190,6 +190,8 @@ extension HTTPConnectionHandler {
     /// `traceresponse` and `Connection` where the version or closing needs it.
     private func headFields(_ exchange: InFlightRequest, headers: HTTPFields) -> HTTPFields {
         var fields = headers
+        // Room for what follows at once, rather than the array growing field by field.
+        fields.reserveCapacity(headers.count + exchange.corsHeaders.count + 3)
         for field in exchange.corsHeaders {
             if field.name == .vary {
                 // Keep the handler's Vary values; a head built twice (streamDone) adds it once.

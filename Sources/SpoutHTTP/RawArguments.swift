@@ -55,7 +55,7 @@ public enum FormURLEncoding {
         for piece in bytes.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
             let equals = piece.firstIndex(of: UInt8(ascii: "="))
             let keyBytes = piece[piece.startIndex..<(equals ?? piece.endIndex)]
-            guard let key = String(validating: self.percentDecoded(keyBytes, plusAsSpace: true), as: UTF8.self) else {
+            guard let key = self.validatedText(keyBytes) else {
                 throw ArgumentError(.invalidEncoding, parameter: "", value: String(decoding: keyBytes, as: UTF8.self))
             }
             guard let equals else {
@@ -63,7 +63,7 @@ public enum FormURLEncoding {
                 continue
             }
             let valueBytes = piece[piece.index(after: equals)...]
-            guard let value = String(validating: self.percentDecoded(valueBytes, plusAsSpace: true), as: UTF8.self) else {
+            guard let value = self.validatedText(valueBytes) else {
                 throw ArgumentError(.invalidEncoding, parameter: key, value: String(decoding: valueBytes, as: UTF8.self))
             }
             arguments.append(value, for: key)
@@ -79,7 +79,20 @@ public enum FormURLEncoding {
     /// routing; arguments go through ``parse(_:)``, which rejects it); with `plusAsSpace`, `+`
     /// becomes a space (forms, query strings) rather than staying `+` (path segments).
     public static func decode<Bytes: Collection<UInt8>>(_ bytes: Bytes, plusAsSpace: Bool) -> String {
-        String(decoding: self.percentDecoded(bytes, plusAsSpace: plusAsSpace), as: UTF8.self)
+        if !self.hasEscapes(bytes, plusAsSpace: plusAsSpace) { return String(decoding: bytes, as: UTF8.self) }
+        return String(decoding: self.percentDecoded(bytes, plusAsSpace: plusAsSpace), as: UTF8.self)
+    }
+
+    /// A query string's key or value as text (`+` a space), or nil when it is not UTF-8.
+    private static func validatedText<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String? {
+        // Most keys and values escape nothing: their bytes are the text.
+        if !self.hasEscapes(bytes, plusAsSpace: true) { return String(validating: bytes, as: UTF8.self) }
+        return String(validating: self.percentDecoded(bytes, plusAsSpace: true), as: UTF8.self)
+    }
+
+    /// Whether ``percentDecoded(_:plusAsSpace:)`` would change `bytes`, or might.
+    private static func hasEscapes<Bytes: Collection<UInt8>>(_ bytes: Bytes, plusAsSpace: Bool) -> Bool {
+        bytes.contains { $0 == UInt8(ascii: "%") || (plusAsSpace && $0 == UInt8(ascii: "+")) }
     }
 
     /// The bytes `%XX` escapes stand for; invalid escapes stay literal.

@@ -25,6 +25,13 @@ struct ArgumentParsingTests {
         #expect(throws: ArgumentError.self) { try FormURLEncoding.parse("x=%C0%AF") }
         #expect(throws: ArgumentError.self) { try FormURLEncoding.parse("x=%ED%A0%80") }
         #expect(try FormURLEncoding.parse("x=%F0%9F%90%B1")["x"] == ["🐱"])
+        // Bytes that arrive unescaped are checked as well: a key or value with nothing to
+        // decode is still refused when it is not UTF-8, and a path segment gets U+FFFD.
+        let raw = #expect(throws: ArgumentError.self) { try FormURLEncoding.parse(Array("a=1&name=zz".utf8) + [0xFF]) }
+        #expect(raw?.parameter == "name")
+        #expect(throws: ArgumentError.self) { try FormURLEncoding.parse([0xC3, UInt8(ascii: "="), UInt8(ascii: "1")]) }
+        #expect(FormURLEncoding.decode([UInt8(ascii: "a"), 0xFF, UInt8(ascii: "+")], plusAsSpace: false) == "a\u{FFFD}+")
+        #expect(FormURLEncoding.decode(Array("a+b%20c".utf8), plusAsSpace: true) == "a b c")
     }
 
     @Test func invalidUTF8InBodiesIsMalformed() throws {
