@@ -158,16 +158,8 @@ final class DumpWriter {
     }
 
     private func flush() throws {
-        var offset = 0
-        while offset < self.buffer.count {
-            let written = self.buffer.withUnsafeBytes { bytes in
-                write(self.descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-            }
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw DataLoadError(.io, "cannot write \(self.path): \(String(cString: strerror(errno)))")
-            }
-            offset += written
+        if let code = DescriptorWrite.all(self.buffer, to: self.descriptor) {
+            throw DataLoadError(.io, "cannot write \(self.path): \(String(cString: strerror(code)))")
         }
         self.buffer.removeAll(keepingCapacity: true)
     }

@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SpoutCore
 
 /// Receives the progress of a load, file by file.
 ///
@@ -52,18 +53,7 @@ public enum LoadProgressReporters {
 
     /// Writes `text` to standard output, unbuffered.
     public static func writeToStandardOutput(_ text: String) {
-        let bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { buffer in
-                write(STDOUT_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
-            }
-            if written < 0 {
-                if errno == EINTR { continue }
-                return
-            }
-            offset += written
-        }
+        _ = DescriptorWrite.all(Array(text.utf8), to: STDOUT_FILENO)
     }
 }
 

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SpoutCore
 
 /// A temporary file with no name: created unlinked (Linux's `O_TMPFILE`), or unlinked right
 /// after `mkstemp` where the file system does not support that, so no crash or `kill -9`
@@ -48,16 +49,8 @@ final class SpoolFile: Sendable {
 
     /// Writes all of `bytes` at `offset`.
     func write(_ bytes: [UInt8], at offset: Int) throws(Failure) {
-        var written = 0
-        while written < bytes.count {
-            let result = bytes.withUnsafeBytes { buffer in
-                pwrite(self.descriptor, buffer.baseAddress! + written, buffer.count - written, off_t(offset + written))
-            }
-            if result < 0 {
-                if errno == EINTR { continue }
-                throw Failure(operation: "write the spool file", code: errno)
-            }
-            written += result
+        if let code = DescriptorWrite.all(bytes, to: self.descriptor, at: offset) {
+            throw Failure(operation: "write the spool file", code: code)
         }
     }
 

@@ -5,6 +5,7 @@ import Darwin
 #endif
 import NIOCore
 import NIOPosix
+import SpoutCore
 
 /// Hands log lines to an output (standard error, ``standardError``), gathering the lines an
 /// event loop's thread logs during one turn of its loop into one call.
@@ -71,24 +72,6 @@ final class StandardErrorWriter: Sendable {
     /// `bytes` to `descriptor`, retrying partial writes and interruptions; other errors drop
     /// the rest (a log must not stop the server).
     private static func writeAll(_ bytes: [UInt8], to descriptor: Int32) {
-        bytes.withUnsafeBytes { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = systemWrite(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                if written > 0 {
-                    offset += written
-                } else if written < 0 && errno == EINTR {
-                    continue
-                } else {
-                    return
-                }
-            }
-        }
+        _ = DescriptorWrite.all(bytes, to: descriptor)
     }
 }
-
-#if canImport(Glibc)
-private let systemWrite = Glibc.write
-#elseif canImport(Darwin)
-private let systemWrite = Darwin.write
-#endif

@@ -29,16 +29,8 @@ final class FileSink: ByteSink {
     }
 
     func write(_ chunk: [UInt8]) throws {
-        try chunk.withUnsafeBytes { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = Glibc.write(self.descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    throw FileSinkError(message: "writing the output failed: \(FileSinkError.reason(errno))")
-                }
-                offset += written
-            }
+        if let code = DescriptorWrite.all(chunk, to: self.descriptor) {
+            throw FileSinkError(message: "writing the output failed: \(FileSinkError.reason(code))")
         }
     }
 
