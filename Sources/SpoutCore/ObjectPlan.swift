@@ -12,9 +12,9 @@ struct ObjectPlan: Sendable {
 
     var members: [Member]
     /// For a plan of plain columns in order (no dotted label, no attachment), what a compact
-    /// object writes before each value: `{"a":`, `,"b":`, … one after the other, `ends[i]` where
-    /// the `i`th ends, so the object is written without walking ``members``. Nil otherwise.
-    private(set) var compactPrefixes: (bytes: [UInt8], ends: [Int])?
+    /// object writes around each value, so the object is written without walking ``members``.
+    /// Nil otherwise.
+    private(set) var compactLayout: CompactObjectLayout?
 
     /// Plans made so far, by column list and attachment keys: a request's results have the
     /// columns the previous request's had, and making a plan (an escaped key per column) cost
@@ -44,26 +44,22 @@ struct ObjectPlan: Sendable {
         for (index, key) in attachmentKeys.enumerated() {
             self.members.append(.attachment(key: Self.encodedKey(key), index: index))
         }
-        self.compactPrefixes = Self.compactPrefixes(of: self.members)
+        self.compactLayout = Self.compactLayout(of: self.members)
     }
 
     private init(members: [Member]) {
         self.members = members
     }
 
-    /// ``compactPrefixes`` for `members`; nil unless they are plain columns in order.
-    private static func compactPrefixes(of members: [Member]) -> (bytes: [UInt8], ends: [Int])? {
-        guard !members.isEmpty else { return nil }
-        var bytes: [UInt8] = []
-        var ends: [Int] = []
+    /// ``compactLayout`` for `members`; nil unless they are plain columns in order.
+    private static func compactLayout(of members: [Member]) -> CompactObjectLayout? {
+        var keys: [[UInt8]] = []
+        keys.reserveCapacity(members.count)
         for (position, member) in members.enumerated() {
             guard case .column(let key, let index) = member, index == position else { return nil }
-            bytes.append(position == 0 ? UInt8(ascii: "{") : UInt8(ascii: ","))
-            bytes.append(contentsOf: key)
-            bytes.append(UInt8(ascii: ":"))
-            ends.append(bytes.count)
+            keys.append(key)
         }
-        return (bytes, ends)
+        return CompactObjectLayout(encodedKeys: keys)
     }
 
     /// `"key":` with the key escaped as a JSON string.

@@ -4,11 +4,18 @@ protocol RowValues {
     /// Writes value `index` as JSON: exactly the bytes
     /// `JSONText.writeValue(value(at: index), dateFormat:to:)` writes (the default).
     func writeJSON(at index: Int, dateFormat: DateFormat, to out: inout ChunkedOutput)
+    /// Writes the row as the compact object `layout` describes, each value as
+    /// ``writeJSON(at:dateFormat:to:)`` writes it (the default).
+    func writeJSONObject(_ layout: CompactObjectLayout, dateFormat: DateFormat, to out: inout ChunkedOutput)
 }
 
 extension RowValues {
     func writeJSON(at index: Int, dateFormat: DateFormat, to out: inout ChunkedOutput) {
         JSONText.writeValue(self.value(at: index), dateFormat: dateFormat, to: &out)
+    }
+
+    func writeJSONObject(_ layout: CompactObjectLayout, dateFormat: DateFormat, to out: inout ChunkedOutput) {
+        layout.write(to: &out) { column, out in self.writeJSON(at: column, dateFormat: dateFormat, to: &out) }
     }
 }
 
@@ -22,6 +29,19 @@ public protocol JSONWritingCursor: RowCursor {
     /// either path gives the same output. Called only while the cursor is on a row (after
     /// ``RowCursor/next()`` returned true), with `index` a valid column index.
     func writeJSON(at index: Int, dateFormat: DateFormat, to out: inout ChunkedOutput)
+
+    /// Writes the current row as the compact object `layout` describes (made for this
+    /// cursor's columns): exactly the bytes `layout.write(to:)` writes with each value from
+    /// ``writeJSON(at:dateFormat:to:)`` (the default), in one call per row, so that a cursor can
+    /// check where it is and find its buffers once per row rather than once per value. Called
+    /// only while the cursor is on a row.
+    func writeJSONObject(_ layout: CompactObjectLayout, dateFormat: DateFormat, to out: inout ChunkedOutput)
+}
+
+extension JSONWritingCursor {
+    public func writeJSONObject(_ layout: CompactObjectLayout, dateFormat: DateFormat, to out: inout ChunkedOutput) {
+        layout.write(to: &out) { column, out in self.writeJSON(at: column, dateFormat: dateFormat, to: &out) }
+    }
 }
 
 /// A child row held in memory for a window of parents, with its own attached arrays.
@@ -51,10 +71,9 @@ struct RowEncoder: ~Copyable {
     let dateFormat: DateFormat
     var out: ChunkedOutput
     private var rowCount = 0
-    /// For a compact object of plain columns, the plan's ``ObjectPlan/compactPrefixes``, from
+    /// For a compact object of plain columns, the plan's ``ObjectPlan/compactLayout``, from
     /// which the object is written without walking ``plan``. Nil for other formats and plans.
-    private let columnPrefixes: [UInt8]?
-    private let columnPrefixEnds: [Int]
+    private let compactLayout: CompactObjectLayout?
 
     init(format: OutputFormat, shape: ResultShape, columns: [Column], attachmentKeys: [String], dateFormat: DateFormat, sink: any ByteSink) {
         self.format = format
@@ -64,9 +83,7 @@ struct RowEncoder: ~Copyable {
         self.dateFormat = dateFormat
         self.out = ChunkedOutput(sink: sink)
         let isCompactObject = format == .jsonLines || (format == .json(pretty: false) && shape != .scalar)
-        let prefixes = isCompactObject ? self.plan.compactPrefixes : nil
-        self.columnPrefixes = prefixes?.bytes
-        self.columnPrefixEnds = prefixes?.ends ?? []
+        self.compactLayout = isCompactObject ? self.plan.compactLayout : nil
     }
 
     private var indent: Int? {
@@ -104,16 +121,16 @@ struct RowEncoder: ~Copyable {
                 if self.rowCount > 0 { self.out.append(UInt8(ascii: ",")) }
                 if pretty { self.newline(depth: 1) }
             }
-            if let prefixes = self.columnPrefixes {
-                self.writeColumns(values, prefixes: prefixes)
+            if let layout = self.compactLayout {
+                values.writeJSONObject(layout, dateFormat: self.dateFormat, to: &self.out)
             } else {
                 self.writeObject(self.plan, values, children: children, depth: pretty ? (self.shape == .array ? 1 : 0) : nil)
             }
         case .jsonLines:
             if self.shape == .scalar {
                 JSONText.writeValue(values.value(at: 0), dateFormat: self.dateFormat, to: &self.out)
-            } else if let prefixes = self.columnPrefixes {
-                self.writeColumns(values, prefixes: prefixes)
+            } else if let layout = self.compactLayout {
+                values.writeJSONObject(layout, dateFormat: self.dateFormat, to: &self.out)
             } else {
                 self.writeObject(self.plan, values, children: children, depth: nil)
             }
@@ -141,24 +158,6 @@ struct RowEncoder: ~Copyable {
     private mutating func newline(depth: Int) {
         self.out.append(UInt8(ascii: "\n"))
         for _ in 0..<depth { self.out.append("  ") }
-    }
-
-    /// Writes a compact object of plain columns from ``columnPrefixes`` (its `prefixes`).
-    private mutating func writeColumns(_ values: some RowValues, prefixes: [UInt8]) {
-        let dateFormat = self.dateFormat
-        let ends = self.columnPrefixEnds
-        prefixes.withUnsafeBufferPointer { prefixes in
-            ends.withUnsafeBufferPointer { ends in
-                var start = 0
-                for index in 0..<ends.count {
-                    let end = ends[index]
-                    self.out.append(prefixes.baseAddress! + start, count: end - start)
-                    values.writeJSON(at: index, dateFormat: dateFormat, to: &self.out)
-                    start = end
-                }
-            }
-        }
-        self.out.append(UInt8(ascii: "}"))
     }
 
     /// Writes a row whose attached arrays are streamed rather than held: its columns as

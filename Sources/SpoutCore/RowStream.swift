@@ -350,4 +350,8 @@ private struct JSONWritingCursorValues: RowValues {
     func writeJSON(at index: Int, dateFormat: DateFormat, to out: inout ChunkedOutput) {
         self.cursor.writeJSON(at: index, dateFormat: dateFormat, to: &out)
     }
+    @inline(__always)
+    func writeJSONObject(_ layout: CompactObjectLayout, dateFormat: DateFormat, to out: inout ChunkedOutput) {
+        self.cursor.writeJSONObject(layout, dateFormat: dateFormat, to: &out)
+    }
 }

@@ -135,6 +135,20 @@ final class PostgresServerCursor: JSONWritingCursor {
         self.decoders[index].writeJSON(in: batch, row: self.row, column: Int32(index), dateFormat: dateFormat, to: &out)
     }
 
+    /// The row's values as `layout`'s object, the batch and row found once rather than once
+    /// per value.
+    func writeJSONObject(_ layout: CompactObjectLayout, dateFormat: DateFormat, to out: inout ChunkedOutput) {
+        guard let batch = self.batch, self.row >= 0, self.row < self.rowCount, layout.count <= self.decoders.count else {
+            layout.write(to: &out) { _, out in out.append("null") }
+            return
+        }
+        let row = self.row
+        let decoders = self.decoders
+        layout.write(to: &out) { column, out in
+            decoders[column].writeJSON(in: batch, row: row, column: Int32(column), dateFormat: dateFormat, to: &out)
+        }
+    }
+
     func close() {
         guard !self.isFinished else { return }
         self.isFinished = true

@@ -86,6 +86,18 @@ final class PostgresSingleRowCursor: JSONWritingCursor {
         self.decoders[index].writeJSON(in: current, row: 0, column: Int32(index), dateFormat: dateFormat, to: &out)
     }
 
+    /// The row's values as `layout`'s object, the row found once rather than once per value.
+    func writeJSONObject(_ layout: CompactObjectLayout, dateFormat: DateFormat, to out: inout ChunkedOutput) {
+        guard let current = self.current, layout.count <= self.decoders.count else {
+            layout.write(to: &out) { _, out in out.append("null") }
+            return
+        }
+        let decoders = self.decoders
+        layout.write(to: &out) { column, out in
+            decoders[column].writeJSON(in: current, row: 0, column: Int32(column), dateFormat: dateFormat, to: &out)
+        }
+    }
+
     func close() {
         self.finish(cancelling: true)
     }

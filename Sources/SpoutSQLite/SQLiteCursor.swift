@@ -134,11 +134,33 @@ final class SQLiteCursor: JSONWritingCursor {
             out.append("null")
             return
         }
-        switch self.jsonKinds[index] {
+        Self.writeJSON(handle, at: index, kind: self.jsonKinds[index], type: self.types[index], dateFormat: dateFormat, to: &out)
+    }
+
+    /// The row's values as `layout`'s object, the statement checked once for the row rather
+    /// than once per value; `null`s where ``writeJSON(at:dateFormat:to:)`` would write them.
+    func writeJSONObject(_ layout: CompactObjectLayout, dateFormat: DateFormat, to out: inout ChunkedOutput) {
+        guard case .onRow = self.position, layout.count <= self.jsonKinds.count, self.statement.isHeld(by: self.lease),
+            let handle = self.statement.handle
+        else {
+            layout.write(to: &out) { _, out in out.append("null") }
+            return
+        }
+        let kinds = self.jsonKinds
+        let types = self.types
+        layout.write(to: &out) { column, out in
+            Self.writeJSON(handle, at: column, kind: kinds[column], type: types[column], dateFormat: dateFormat, to: &out)
+        }
+    }
+
+    @inline(__always)
+    private static func writeJSON(
+        _ handle: OpaquePointer, at index: Int, kind: SQLiteJSONWriter.Kind, type: ColumnType, dateFormat: DateFormat, to out: inout ChunkedOutput
+    ) {
+        switch kind {
         case .plain: SQLiteJSONWriter.write(handle, at: Int32(index), isDate: false, dateFormat: dateFormat, to: &out)
         case .date: SQLiteJSONWriter.write(handle, at: Int32(index), isDate: true, dateFormat: dateFormat, to: &out)
-        case .read:
-            SQLiteJSONWriter.writeRead(handle, at: Int32(index), type: self.types[index], dateFormat: dateFormat, to: &out)
+        case .read: SQLiteJSONWriter.writeRead(handle, at: Int32(index), type: type, dateFormat: dateFormat, to: &out)
         }
     }
 

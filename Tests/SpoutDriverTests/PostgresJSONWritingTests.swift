@@ -24,11 +24,25 @@ struct PostgresJSONWritingTests {
         ) AS v
         """
 
-    /// Every value of every row: (the cursor's own JSON, the JSON of its value).
+    /// Every value of every row: (the cursor's own JSON, the JSON of its value); and every
+    /// row the cursor writes whole (`writeJSONObject`) is the object of its values written one
+    /// by one.
     static func bothWays(_ cursor: any RowCursor, dateFormat: DateFormat) throws -> [(String, String)] {
         let writer = try #require(cursor as? any JSONWritingCursor, "the cursor writes no JSON itself")
+        let labels = cursor.columns.map(\.label)
+        let layout = try #require(CompactObjectLayout(keys: labels))
         var pairs: [(String, String)] = []
         while try cursor.next() {
+            let whole = CollectingSink()
+            var wholeOut = ChunkedOutput(sink: whole)
+            writer.writeJSONObject(layout, dateFormat: dateFormat, to: &wholeOut)
+            try wholeOut.finish()
+            let first = pairs.count
+            defer {
+                let values = pairs[first...].map(\.0)
+                let object = "{" + zip(labels, values).map { "\"\($0)\":\($1)" }.joined(separator: ",") + "}"
+                #expect(String(decoding: whole.bytes, as: UTF8.self) == object)
+            }
             for index in cursor.columns.indices {
                 let direct = CollectingSink()
                 var out = ChunkedOutput(sink: direct)
@@ -59,6 +73,15 @@ struct PostgresJSONWritingTests {
                 #expect(direct == viaValue)
             }
         }
+        // Off a row (the cursor ended), a whole row is nulls, as each value would be.
+        let ended = try connection.query(try ParsedSQL("SELECT 1 AS a, 'x'::text AS b", dialect: .postgres), [], options: QueryOptions())
+        while try ended.next() {}
+        let sink = CollectingSink()
+        var out = ChunkedOutput(sink: sink)
+        try #require(ended as? any JSONWritingCursor).writeJSONObject(try #require(CompactObjectLayout(keys: ["a", "b"])), dateFormat: dateFormat, to: &out)
+        try out.finish()
+        #expect(String(decoding: sink.bytes, as: UTF8.self) == #"{"a":null,"b":null}"#)
+        ended.close()
         // The direct path did write what matters: text escaped, integers, dates.
         #expect(streamed.map(\.0).contains(#""quote \" back \\ tab \t nl\nctl \u0001 é 名前 😀""#))
         #expect(streamed.map(\.0).contains("-9223372036854775808"))

@@ -201,6 +201,14 @@ import Testing
             #expect(rows == values.count)
             #expect(written.text == expected.text)
             #expect(written.bytes == expected.bytes)
+
+            // Off a row (the cursor ended), a row written whole is nulls, as each value would be.
+            let ended = CollectingSink()
+            var endedOut = ChunkedOutput(sink: ended)
+            try #require(cursor as? any JSONWritingCursor).writeJSONObject(
+                try #require(CompactObjectLayout(keys: ["i", "t"])), dateFormat: dateFormat, to: &endedOut)
+            try endedOut.finish()
+            #expect(ended.text == #"{"i":null,"t":null}"#)
         }
     }
 
