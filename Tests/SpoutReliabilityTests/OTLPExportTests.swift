@@ -62,6 +62,9 @@ struct OTLPExportTests {
             try #require(response.status == 200, "\(response.text)")
             #expect(response.text.contains("\"child\":\(Self.secretID + 2)"))
             traceResponse = response.header("traceresponse")
+            // The access log line goes out at the end of the event loop's turn that sent the
+            // response (StandardErrorWriter), so the client can have the response first.
+            _ = try await eventually { service.log.contains("trace.id=\(Self.traceID)") }
             log = service.log
             try await Self.awaitExport(receiver, serverSpans: 3)
         }
