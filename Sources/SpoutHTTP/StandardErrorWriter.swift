@@ -28,8 +28,9 @@ final class StandardErrorWriter: Sendable {
         var bytes: [UInt8] = []
     }
 
-    /// The process's standard error.
-    static let standardError = StandardErrorWriter { StandardErrorWriter.writeAll($0, to: 2) }
+    /// The process's standard error. A write that fails drops the rest of its batch: a log
+    /// must not stop the server.
+    static let standardError = StandardErrorWriter { _ = DescriptorWrite.all($0, to: 2) }
 
     static let flushThreshold = 64 * 1024
 
@@ -67,11 +68,5 @@ final class StandardErrorWriter: Sendable {
         guard !pending.bytes.isEmpty else { return }
         self.output(pending.bytes)
         pending.bytes.removeAll(keepingCapacity: pending.bytes.capacity <= 2 * Self.flushThreshold)
-    }
-
-    /// `bytes` to `descriptor`, retrying partial writes and interruptions; other errors drop
-    /// the rest (a log must not stop the server).
-    private static func writeAll(_ bytes: [UInt8], to descriptor: Int32) {
-        _ = DescriptorWrite.all(bytes, to: descriptor)
     }
 }
