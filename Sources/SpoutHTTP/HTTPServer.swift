@@ -283,9 +283,12 @@ public final class HTTPServer: Service {
         let sync = channel.pipeline.syncOperations
         let arrival = RequestArrivalClock()
         try sync.addHandler(RequestArrivalObserver(clock: arrival))
+        // No outbound header validation: every head and trailer this server writes is made
+        // from `HTTPFields`, whose names are checked when made and whose values are legalized
+        // (`HTTPField(name:value:)`), so NIO's validator would check each field a second time.
         try sync.configureHTTPServerPipeline(
-            withPipeliningAssistance: true, withErrorHandling: false, withEncoderConfiguration: .init(),
-            withDecoderLimitConfiguration: limits
+            withPipeliningAssistance: true, withErrorHandling: false, withOutboundHeaderValidation: false,
+            withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits
         )
         try sync.addHandler(ProtocolErrorHandler())
         if environment.configuration.compression {

@@ -15,8 +15,9 @@ import Synchronization
 ///
 /// It exists because the access log writes a line per request: it formats the local time once
 /// per second (`localtime` re-reads the time zone file on every call, `localtime_r` once per
-/// process), renders metadata without intermediate arrays, and hands each line whole to the
-/// kernel (``StandardErrorWriter``), so concurrent lines never interleave.
+/// process), writes each line as bytes from the start (metadata in one sorted pass, no string
+/// built and copied), and hands each line whole to the kernel (``StandardErrorWriter``), so
+/// concurrent lines never interleave.
 ///
 /// With ``Format/json`` each entry is one JSON object per line instead, for log shippers:
 /// `time`, `level`, `label`, `source`, `message`, then every metadata field under its own
@@ -80,25 +81,30 @@ public struct LineLogHandler: LogHandler {
         if self.format == .json {
             return self.jsonLine(for: event, metadata: metadata, timestamp: timestamp)
         }
-        var text = timestamp
-        text.reserveCapacity(128 + metadata.count * 24)
-        text += " "
-        text += event.level.rawValue
-        if !self.label.isEmpty { text += " " }
-        text += self.label
-        text += ":"
-        for key in metadata.keys.sorted() {
-            text += " "
-            text += key
-            text += "="
-            text += metadata[key]!.description
+        var line: [UInt8] = []
+        line.reserveCapacity(128 + metadata.count * 32)
+        line.append(contentsOf: timestamp.utf8)
+        line.append(UInt8(ascii: " "))
+        line.append(contentsOf: event.level.rawValue.utf8)
+        if !self.label.isEmpty { line.append(UInt8(ascii: " ")) }
+        line.append(contentsOf: self.label.utf8)
+        line.append(UInt8(ascii: ":"))
+        for (key, value) in metadata.sorted(by: { $0.key < $1.key }) {
+            line.append(UInt8(ascii: " "))
+            line.append(contentsOf: key.utf8)
+            line.append(UInt8(ascii: "="))
+            switch value {
+            case .string(let text): line.append(contentsOf: text.utf8)
+            case .stringConvertible(let convertible): line.append(contentsOf: convertible.description.utf8)
+            default: line.append(contentsOf: value.description.utf8)
+            }
         }
-        text += " ["
-        text += event.source
-        text += "] "
-        text += event.message.description
-        text += "\n"
-        return text.utf8.withContiguousStorageIfAvailable(Array.init) ?? Array(text.utf8)
+        line.append(contentsOf: " [".utf8)
+        line.append(contentsOf: event.source.utf8)
+        line.append(contentsOf: "] ".utf8)
+        line.append(contentsOf: event.message.description.utf8)
+        line.append(UInt8(ascii: "\n"))
+        return line
     }
 
     private func jsonLine(for event: LogEvent, metadata: Logger.Metadata, timestamp: String) -> [UInt8] {
@@ -112,16 +118,19 @@ public struct LineLogHandler: LogHandler {
             JSONObjectWriter.appendString(name, to: &line)
             line.append(UInt8(ascii: ":"))
         }
-        for (name, value) in [
-            ("time", timestamp), ("level", event.level.rawValue), ("label", self.label), ("source", event.source),
-            ("message", event.message.description),
-        ] {
+        key("time")
+        JSONObjectWriter.appendString(timestamp, to: &line)
+        key("level")
+        JSONObjectWriter.appendString(event.level.rawValue, to: &line)
+        key("label")
+        JSONObjectWriter.appendString(self.label, to: &line)
+        key("source")
+        JSONObjectWriter.appendString(event.source, to: &line)
+        key("message")
+        JSONObjectWriter.appendString(event.message.description, to: &line)
+        for (name, value) in metadata.sorted(by: { $0.key < $1.key }) {
             key(name)
-            JSONObjectWriter.appendString(value, to: &line)
-        }
-        for name in metadata.keys.sorted() {
-            key(name)
-            Self.appendJSON(metadata[name]!, to: &line)
+            Self.appendJSON(value, to: &line)
         }
         line.append(contentsOf: [UInt8(ascii: "}"), UInt8(ascii: "\n")])
         return line

@@ -53,11 +53,13 @@ struct RequestTrace: Sendable {
     }
 
     /// A new span id in `incoming`'s trace (its flags and state), or a new trace, not sampled.
+    /// The ids come from ``IdentifierGenerator``, without a system call each.
     private static func ownSpan(continuing incoming: TraceContext?) -> TraceContext {
+        var generator = IdentifierGenerator()
         if let incoming {
-            return TraceContext(traceID: incoming.traceID, spanID: .random(), flags: incoming.flags, state: incoming.state)
+            return TraceContext(traceID: incoming.traceID, spanID: .random(using: &generator), flags: incoming.flags, state: incoming.state)
         }
-        return TraceContext(traceID: .random(), spanID: .random(), flags: [], state: TraceState())
+        return TraceContext(traceID: .random(using: &generator), spanID: .random(using: &generator), flags: [], state: TraceState())
     }
 
     /// `<trace id>-<span id>`: the span as ``Request/traceContext`` hands it on.

@@ -1,3 +1,4 @@
+import HTTPTypes
 import Testing
 
 @testable import SpoutHTTP
@@ -12,10 +13,24 @@ import Testing
 
     @Test func mixIsABijectionOnConsecutiveValues() {
         // Consecutive counters spread over the whole range, and never collide.
-        let mixed = (0..<UInt64(50_000)).map(RequestID.mix)
+        let mixed = (0..<UInt64(50_000)).map(IdentifierGenerator.mix)
         #expect(Set(mixed).count == mixed.count)
         #expect(mixed.filter { $0 >> 63 == 1 }.count > 20_000)
         #expect(RequestID.hex(0x00ab_cdef_0123_4567) == "00abcdef01234567")
+    }
+
+    @Test func traceAndSpanIdsOfNewTracesAreDistinctAndValid() {
+        // Without a `traceparent` each request starts a trace: ids from the same generator as
+        // request ids, none repeated, none all-zero (which W3C Trace Context forbids).
+        let traces = (0..<5_000).map { _ in RequestTrace(fields: [:], method: "GET", tracer: nil) }
+        #expect(Set(traces.map(\.traceID)).count == traces.count)
+        #expect(Set(traces.map(\.spanID)).count == traces.count)
+        #expect(traces.allSatisfy { $0.traceID.utf8.count == 32 && $0.spanID.utf8.count == 16 })
+        #expect(!traces.contains { $0.traceID == String(repeating: "0", count: 32) || $0.spanID == String(repeating: "0", count: 16) })
+        // A caller's trace is continued with a new span of ours.
+        let caller = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        let continued = RequestTrace(fields: [.traceParent: caller], method: "GET", tracer: nil)
+        #expect(continued.traceID == "0af7651916cd43dd8448eb211c80319c" && continued.spanID != "b7ad6b7169203331")
     }
 
     @Test func aReasonableClientIdIsKept() {
