@@ -16,10 +16,17 @@ struct ColumnListKey: Hashable, Sendable {
 
     func hash(into hasher: inout Hasher) {
         hasher.combine(self.columns.count)
-        for column in self.columns {
-            hasher.combine(column.label.utf8.count)
-            hasher.combine(column.type)
+        // Read in place: iterating the array would copy (retain) each column.
+        self.columns.withUnsafeBufferPointer { columns in
+            for index in 0..<columns.count {
+                hasher.combine(columns[index].label.utf8.count)
+                hasher.combine(columns[index].type)
+            }
         }
         hasher.combine(self.attachmentKeys.count)
+    }
+
+    static func == (a: ColumnListKey, b: ColumnListKey) -> Bool {
+        Column.sameList(a.columns, b.columns) && a.attachmentKeys == b.attachmentKeys
     }
 }

@@ -32,4 +32,19 @@ public struct Column: Sendable, Hashable {
         self.type = type
         self.databaseTypeName = databaseTypeName
     }
+
+    /// Whether `a` and `b` hold equal columns in the same order: `a == b`, comparing the
+    /// columns where they lie rather than copying each (the array's `==` retains every string
+    /// of every column it compares; result column lists are compared on every request).
+    @inlinable
+    public static func sameList(_ a: [Column], _ b: [Column]) -> Bool {
+        a.withUnsafeBufferPointer { a in
+            b.withUnsafeBufferPointer { b in
+                guard a.count == b.count else { return false }
+                if a.baseAddress == b.baseAddress { return true }
+                for index in 0..<a.count where a[index] != b[index] { return false }
+                return true
+            }
+        }
+    }
 }

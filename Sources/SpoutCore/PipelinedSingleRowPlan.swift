@@ -94,7 +94,7 @@ public struct PipelinedSingleRowPlan: Sendable {
         guard results.count == 1, !self.stream.attachments.isEmpty, let parent = results[0].first else {
             return StatementBatch([])
         }
-        if let known = self.stream.database?.resultColumns, known[self.parentText] != parent.columns {
+        if let known = self.stream.database?.resultColumns, !(known[self.parentText].map { Column.sameList($0, parent.columns) } ?? false) {
             known.store(parent.columns, for: self.parentText)
         }
         guard let row = parent.rows.first, self.foreseenChildren(results[0]) == nil else {
@@ -110,7 +110,7 @@ public struct PipelinedSingleRowPlan: Sendable {
     /// columns and values.
     private func foreseenChildren(_ first: [QueryResult]) -> ArraySlice<QueryResult>? {
         guard let foreseen = self.foreseen, first.count == 1 + self.stream.attachments.count,
-            let row = first[0].rows.first, first[0].columns == foreseen.columns,
+            let row = first[0].rows.first, Column.sameList(first[0].columns, foreseen.columns),
             foreseen.keys.allSatisfy({ row[$0.index] == $0.value })
         else { return nil }
         return first.dropFirst()

@@ -17,9 +17,18 @@
 /// memory holds one window of them and everything below it.
 public struct RowStream: Sendable {
     /// An attached child stream and the key its array appears under.
-    public struct Attachment: Sendable {
-        public var key: String
-        public var stream: RowStream
+    ///
+    /// A class with constant fields: the executor and the pipelined plan pass attachments
+    /// around for every request, and sharing one costs a retain where a copy of the key and
+    /// the child stream cost one per reference they hold.
+    public final class Attachment: Sendable {
+        public let key: String
+        public let stream: RowStream
+
+        init(key: String, stream: RowStream) {
+            self.key = key
+            self.stream = stream
+        }
     }
 
     public let sql: String

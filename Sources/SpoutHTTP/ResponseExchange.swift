@@ -24,7 +24,11 @@ public protocol ResponseProducer: Sendable {
 /// event loop. A response already sent, or a connection gone, makes later calls no-ops (a
 /// stream's sink is closed instead, which wakes its producer with
 /// ``StreamingResponseSink/ChannelClosed``).
-public struct ResponseExchange: Sendable {
+///
+/// A class with constant fields: the route's task, the producer and its closures share one
+/// exchange rather than copying its two dozen references (a retain and a release each) every
+/// time it is passed on.
+public final class ResponseExchange: Sendable {
     /// The request being answered.
     public let request: Request
     /// Whether row responses add `Server-Timing` (``ServerConfiguration/timingHeader``).
@@ -43,6 +47,25 @@ public struct ResponseExchange: Sendable {
     let clientAddress: String
     /// Whether responses may be compressed (``ServerConfiguration/compression``).
     let compresses: Bool
+
+    init(
+        request: Request, timingHeader: Bool, logger: Logger, handler: NIOLoopBound<HTTPConnectionHandler>, hop: LoopHop,
+        number: Int, allocator: ByteBufferAllocator, chunksInFlight: Int, metrics: ServerMetrics?, streams: StreamServices?,
+        clientAddress: String, compresses: Bool
+    ) {
+        self.request = request
+        self.timingHeader = timingHeader
+        self.logger = logger
+        self.handler = handler
+        self.hop = hop
+        self.number = number
+        self.allocator = allocator
+        self.chunksInFlight = chunksInFlight
+        self.metrics = metrics
+        self.streams = streams
+        self.clientAddress = clientAddress
+        self.compresses = compresses
+    }
 
     /// The request's `Accept` field, as sent (the first, when it sent several).
     public var acceptHeader: String? { self.request.headers[values: .accept].first }

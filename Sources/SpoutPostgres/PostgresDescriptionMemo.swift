@@ -25,8 +25,9 @@ struct PostgresDescriptionMemo {
     /// The description of `result`: a kept one whose columns match, else a new one, kept.
     mutating func description(of result: OpaquePointer) -> PostgresResultDescription {
         let count = Int(PQnfields(result))
-        for entry in self.entries where entry.oids.count == count && Self.matches(entry, result) {
-            return entry.description
+        // By index: iterating the entries would copy (retain) each one's arrays.
+        for position in self.entries.indices where self.entries[position].oids.count == count && Self.matches(self.entries[position], result) {
+            return self.entries[position].description
         }
         let description = PostgresResultDescription(result)
         let entry = Entry(oids: (0..<Int32(count)).map { PQftype(result, $0) }, description: description)
@@ -40,14 +41,16 @@ struct PostgresDescriptionMemo {
     }
 
     /// Whether `result`'s columns have `entry`'s types and names, in order (the counts are equal).
-    private static func matches(_ entry: Entry, _ result: OpaquePointer) -> Bool {
-        for (index, oid) in entry.oids.enumerated() where PQftype(result, Int32(index)) != oid {
-            return false
+    private static func matches(_ entry: borrowing Entry, _ result: OpaquePointer) -> Bool {
+        let typesMatch = entry.oids.withUnsafeBufferPointer { oids in
+            (0..<oids.count).allSatisfy { PQftype(result, Int32($0)) == oids[$0] }
         }
-        for (index, column) in entry.description.columns.enumerated() {
-            guard let name = PQfname(result, Int32(index)) else { return false }
-            guard column.label.withCString({ strcmp($0, name) == 0 }) else { return false }
+        guard typesMatch else { return false }
+        return entry.description.columns.withUnsafeBufferPointer { columns in
+            (0..<columns.count).allSatisfy { index in
+                guard let name = PQfname(result, Int32(index)) else { return false }
+                return columns[index].label.withCString { strcmp($0, name) == 0 }
+            }
         }
-        return true
     }
 }
