@@ -94,8 +94,9 @@ public struct PipelinedSingleRowPlan: Sendable {
         guard results.count == 1, !self.stream.attachments.isEmpty, let parent = results[0].first else {
             return StatementBatch([])
         }
-        if let known = self.stream.database?.resultColumns, !(known[self.parentText].map { Column.sameList($0, parent.columns) } ?? false) {
-            known.store(parent.columns, for: self.parentText)
+        if let known = self.stream.database?.resultColumns {
+            let isKnown = known[self.parentText].map { Column.sameList($0, parent.columns) } ?? false
+            if !isKnown { known.store(parent.columns, for: self.parentText) }
         }
         guard let row = parent.rows.first, self.foreseenChildren(results[0]) == nil else {
             return StatementBatch([])

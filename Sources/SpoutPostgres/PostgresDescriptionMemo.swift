@@ -26,7 +26,8 @@ struct PostgresDescriptionMemo {
     mutating func description(of result: OpaquePointer) -> PostgresResultDescription {
         let count = Int(PQnfields(result))
         // By index: iterating the entries would copy (retain) each one's arrays.
-        for position in self.entries.indices where self.entries[position].oids.count == count && Self.matches(self.entries[position], result) {
+        for position in self.entries.indices
+        where self.entries[position].oids.count == count && Self.matches(self.entries[position], result) {
             return self.entries[position].description
         }
         let description = PostgresResultDescription(result)
