@@ -93,11 +93,7 @@ public struct LineLogHandler: LogHandler {
             line.append(UInt8(ascii: " "))
             line.append(contentsOf: key.utf8)
             line.append(UInt8(ascii: "="))
-            switch value {
-            case .string(let text): line.append(contentsOf: text.utf8)
-            case .stringConvertible(let convertible): line.append(contentsOf: convertible.description.utf8)
-            default: line.append(contentsOf: value.description.utf8)
-            }
+            line.append(contentsOf: value.description.utf8)
         }
         line.append(contentsOf: " [".utf8)
         line.append(contentsOf: event.source.utf8)
