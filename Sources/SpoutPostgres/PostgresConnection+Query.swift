@@ -97,10 +97,8 @@ extension PostgresConnection {
         guard let result, PQresultStatus(result) == PGRES_COMMAND_OK else {
             throw self.makeError(result)
         }
-        let cursor = PostgresServerCursor(
+        return try PostgresServerCursor(
             connection: self, name: name, batchSize: batchSize, prefetch: prefetch, epoch: self.stateMachine.transactionEpoch)
-        try cursor.fetchFirstBatch()
-        return cursor
     }
 
     /// Runs `FETCH count FROM name` and returns its result (owned by the caller).

@@ -17,8 +17,11 @@ import SpoutCore
 /// read to its end by ``close()``, not cancelled, so the transaction goes on (a commit after a
 /// limit stopped reading succeeds); ``PostgresConnection/reset()`` cancels it instead.
 final class PostgresServerCursor: JSONWritingCursor {
-    private(set) var columns: [Column] = []
-    private var decoders: [PostgresColumnDecoder] = []
+    let columns: [Column]
+    /// Constant, so that reading it for every value of every row takes no reference counting
+    /// (a `var` array is retained and released around each row's loop: about 6 % of a stream's
+    /// CPU on `/salaries`).
+    private let decoders: [PostgresColumnDecoder]
     private let connection: PostgresConnection
     private let name: String
     private let batchSize: Int
@@ -38,7 +41,18 @@ final class PostgresServerCursor: JSONWritingCursor {
     private var isExhausted = false
     private var isFinished = false
 
-    init(connection: PostgresConnection, name: String, batchSize: Int, prefetch: Bool, epoch: Int) {
+    /// Fetches the first batch, which tells the columns. Closes the cursor when it throws.
+    init(connection: PostgresConnection, name: String, batchSize: Int, prefetch: Bool, epoch: Int) throws {
+        let first: OpaquePointer
+        do {
+            first = try connection.fetch(from: name, count: batchSize, epoch: epoch)
+        } catch {
+            connection.closeServerCursor(name, epoch: epoch)
+            throw error
+        }
+        let description = connection.resultDescriptions.description(of: first)
+        self.columns = description.columns
+        self.decoders = description.decoders
         self.connection = connection
         self.name = name
         self.batchSize = batchSize
@@ -46,23 +60,16 @@ final class PostgresServerCursor: JSONWritingCursor {
         self.requested = batchSize
         self.prefetch = prefetch
         self.epoch = epoch
-    }
-
-    deinit {
-        self.close()
-    }
-
-    /// Fetches the first batch, which tells the columns. Closes the cursor when it throws.
-    func fetchFirstBatch() throws {
         do {
-            try self.fetchBatch()
+            try self.adopt(first)
         } catch {
             self.close()
             throw error
         }
-        let description = self.connection.resultDescriptions.description(of: self.batch!)
-        self.columns = description.columns
-        self.decoders = description.decoders
+    }
+
+    deinit {
+        self.close()
     }
 
     private func fetchBatch() throws {
@@ -76,6 +83,12 @@ final class PostgresServerCursor: JSONWritingCursor {
             self.requested = self.nextCount
             result = try self.connection.fetch(from: self.name, count: self.requested, epoch: self.epoch)
         }
+        try self.adopt(result)
+    }
+
+    /// Makes `result` (a FETCH of ``requested`` rows, now owned by the cursor) the current
+    /// batch, sizes the next one, and sends it ahead when the cursor prefetches.
+    private func adopt(_ result: OpaquePointer) throws {
         self.batch = result
         self.rowCount = PQntuples(result)
         self.row = -1

@@ -104,4 +104,35 @@ struct PostgresBatchSizeTests {
         #expect(narrowCount == 1200)
         try connection.commit()
     }
+
+    /// A `FETCH` that fails — the cursor's first, which the cursor runs before it is returned,
+    /// or a later one — throws the database's error; the transaction can be rolled back and
+    /// the connection goes on.
+    @Test(.enabled(if: TestDatabases.postgresEnabled), arguments: [false, true])
+    func aFailingFetchThrowsAndLeavesTheConnectionUsable(prefetch: Bool) throws {
+        let connection = try PostgresTestEnvironment.connect()
+        defer { connection.close() }
+        let options = QueryOptions(interleaved: true, batchSize: 3, prefetch: prefetch)
+
+        try connection.begin(readOnly: true)
+        let failsFirst = try ParsedSQL("SELECT 1 / (g - 1) AS q FROM generate_series(1, 10) g", dialect: .postgres)
+        let first = #expect(throws: DatabaseError.self) { _ = try connection.query(failsFirst, [], options: options) }
+        #expect(first?.code == .invalidValue)
+        try connection.rollback()
+        #expect(try connection.scalar("SELECT 'after the first'") == .text("after the first"))
+
+        try connection.begin(readOnly: true)
+        let failsLater = try ParsedSQL("SELECT 10 / (g - 5) AS q FROM generate_series(1, 10) g", dialect: .postgres)
+        let cursor = try connection.query(failsLater, [], options: options)
+        var seen: [Int64] = []
+        let later = #expect(throws: DatabaseError.self) {
+            while try cursor.next() {
+                if case .integer(let value) = cursor.value(at: 0) { seen.append(value) }
+            }
+        }
+        #expect(later?.code == .invalidValue)
+        #expect(seen == [-2, -3, -5])
+        try connection.rollback()
+        #expect(try connection.scalar("SELECT 'after a later one'") == .text("after a later one"))
+    }
 }
