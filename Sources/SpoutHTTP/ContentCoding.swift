@@ -1,13 +1,16 @@
-/// A content coding Spout applies to streamed bodies itself, in the producer (issue #31).
-///
-/// Whole bodies (objects, pages, errors) are still compressed by NIO's `HTTPResponseCompressor`
-/// on the event loop: they are small. Streams are where the bytes are, and compressing them on
-/// the event loop stalled every other connection of that loop.
+import HTTPTypes
+
+/// A content coding Spout applies to response bodies itself (issue #31): to a stream in its
+/// producer, off the event loop (``CompressionStage``), and to a body sent whole
+/// (``encodeWhole(_:)``) as it is sent.
 public enum ContentCoding: String, Sendable, CaseIterable {
     /// Zstandard (RFC 8878) at level 1: faster than gzip and smaller than gzip's default level.
     case zstd
     /// gzip at level 1 (zlib).
     case gzip
+    /// deflate in zlib's format (RFC 9110 §8.4.1.2) at level 1: gzip's data in a smaller frame,
+    /// for clients that ask for it alone.
+    case deflate
 
     /// The level each coding is used at: the fastest of each, since a stream's producer
     /// compresses while the client waits; `docs/benchmarks.md` has the sizes.
@@ -15,15 +18,22 @@ public enum ContentCoding: String, Sendable, CaseIterable {
         switch self {
         case .zstd: 1
         case .gzip: 1
+        case .deflate: 1
         }
     }
+
+    /// The fewest bytes a body sent whole must have to be compressed: below it, a coding's
+    /// frame (18 bytes of gzip's, 9–13 of zstd's) eats what it would save, and the body goes
+    /// as it is, untagged by a coding and without `Vary`.
+    public static let minimumWholeBody = 128
 
     /// The coding to use for a request with this `Accept-Encoding` value, or nil for none
     /// (identity).
     ///
     /// Rules (RFC 9110 §12.5.3): codings are compared by their `q` (default 1; `q=0` refuses);
-    /// `*` stands for every coding not named; `x-gzip` is `gzip`; on equal `q` zstd wins. No
-    /// field, or no acceptable coding, is identity (Spout never answers 406 for this).
+    /// `*` stands for every coding not named; `x-gzip` is `gzip`; on equal `q` zstd wins over
+    /// gzip, and gzip over deflate. No field, or no acceptable coding, is identity (Spout never
+    /// answers 406 for this).
     public static func negotiate(_ acceptEncoding: String?) -> ContentCoding? {
         guard let acceptEncoding else { return nil }
         var weights: [String: Double] = [:]
@@ -45,11 +55,39 @@ public enum ContentCoding: String, Sendable, CaseIterable {
         return best?.coding
     }
 
-    /// A new encoder of this coding.
-    func makeEncoder() throws -> any StreamEncoder {
+    /// A new encoder of this coding; `size` is the whole input's, when it is known.
+    func makeEncoder(size: Int? = nil) throws -> any StreamEncoder {
         switch self {
-        case .zstd: try ZstdStreamEncoder(level: self.level)
-        case .gzip: try GzipStreamEncoder(level: self.level)
+        case .zstd: try ZstdStreamEncoder(level: self.level, size: size)
+        case .gzip: try DeflateStreamEncoder(level: self.level, gzip: true, size: size)
+        case .deflate: try DeflateStreamEncoder(level: self.level, gzip: false, size: size)
         }
+    }
+
+    /// `body` in this coding, in one call (a body sent whole).
+    func encodeWhole(_ body: [UInt8]) throws -> [UInt8] {
+        try self.makeEncoder(size: body.count).finish(body)
+    }
+
+    /// Marks `fields` as those of this coding's representation: its `ETag` gets the coding's
+    /// mark (``EntityTag/marking(_:coding:)``), so each representation has its own tag, and
+    /// `Vary` names `Accept-Encoding`. (`Content-Encoding` is the caller's: a 304 has none.)
+    func mark(_ fields: inout HTTPFields) {
+        if let tag = fields[values: .eTag].first { fields.replaceOrAdd(.eTag, EntityTag.marking(tag, coding: self)) }
+        Self.varyByAcceptEncoding(&fields)
+    }
+
+    /// Adds `Accept-Encoding` to `Vary` unless a `Vary` field names it already: the body that
+    /// goes with `fields` depends on the request's `Accept-Encoding`.
+    static func varyByAcceptEncoding(_ fields: inout HTTPFields) {
+        let values = fields[values: .vary]
+        // Spelled as Spout spells it (every endpoint's reads say it), found without copies;
+        // otherwise compared token by token, ignoring case.
+        let named = values.contains { value in
+            value.contains("Accept-Encoding")
+                || value.split(separator: ",").contains { $0.trimmingBlanks.lowercased() == "accept-encoding" }
+        }
+        guard !named else { return }
+        fields.replaceOrAdd(.vary, values.first.map { $0 + ", Accept-Encoding" } ?? "Accept-Encoding")
     }
 }

@@ -6,18 +6,14 @@ import Crypto
 /// of its body, so two servers with the same data give the same tag, and any change to the
 /// bytes changes it. A streamed response can only be tagged before it runs, from what an
 /// endpoint's `versionSql` returns: a **weak** tag, a digest of that value and the response's
-/// format. When the compressor encodes a body (gzip, deflate), ``HTTPServer`` appends
-/// ``codingSuffix`` to the tag, and a stream encoded by its producer gets `-zstd` or `-gzip`
-/// (``ResponseExchange/startStream(status:headers:)``), so two representations never share a
-/// tag; comparisons ignore the suffix, as they ignore `W/` (RFC 9110's weak comparison for
-/// `If-None-Match`).
+/// format. A body sent in a coding (``ContentCoding``: `zstd`, `gzip`, `deflate`), streamed or
+/// whole, has the coding's name appended to its tag (`"…-gzip"`), so two representations never
+/// share a tag; comparisons ignore the suffix, as they ignore `W/` (RFC 9110's weak comparison
+/// for `If-None-Match`).
 public struct EntityTag: Sendable, Hashable, CustomStringConvertible {
     /// The tag between its quotes.
     public var opaque: String
     public var isWeak: Bool
-
-    /// Marks the tag of a compressed representation (`"…-z"`).
-    public static let codingSuffix = "-z"
 
     public init(opaque: String, isWeak: Bool) {
         self.opaque = opaque
@@ -43,7 +39,7 @@ public struct EntityTag: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether an `If-None-Match` field value names this tag: `*`, or one of its
-    /// comma-separated tags equal under weak comparison (ignoring `W/` and ``codingSuffix``).
+    /// comma-separated tags equal under weak comparison (ignoring `W/` and a coding's mark).
     public func isMatched(byIfNoneMatch field: String?) -> Bool {
         guard let field else { return false }
         let trimmed = field.trimmingBlanks
@@ -59,25 +55,17 @@ public struct EntityTag: Sendable, Hashable, CustomStringConvertible {
         return false
     }
 
-    /// `value` with ``codingSuffix`` added inside its quotes (an `ETag` field of a response the
-    /// compressor encodes); unchanged when it is not a quoted tag.
-    static func markingCompressed(_ value: String) -> String {
-        self.marking(value, suffix: Self.codingSuffix)
-    }
-
-    /// `value` marked as the tag of the `coding` representation (`"…-zstd"`, `"…-gzip"`).
+    /// `value` marked as the tag of the `coding` representation (`"…-zstd"`, `"…-gzip"`,
+    /// `"…-deflate"`); unchanged when it is not a quoted tag or carries a mark already.
     static func marking(_ value: String, coding: ContentCoding) -> String {
-        self.marking(value, suffix: "-" + coding.rawValue)
-    }
-
-    private static func marking(_ value: String, suffix: String) -> String {
         guard value.hasSuffix("\""), !Self.codingSuffixes.contains(where: { value.hasSuffix($0 + "\"") }) else { return value }
-        return String(value.dropLast()) + suffix + "\""
+        return String(value.dropLast()) + "-" + coding.rawValue + "\""
     }
 
-    /// Every suffix a representation's tag may carry: NIO's compressor's and the streamed
-    /// codings'.
-    static let codingSuffixes = [Self.codingSuffix] + ContentCoding.allCases.map { "-" + $0.rawValue }
+    /// Every suffix a representation's tag may carry: the codings', and `-z`, which tags of
+    /// bodies compressed by NIO's compressor carried before Spout encoded them itself (a
+    /// client's cache may still hold them).
+    static let codingSuffixes = ContentCoding.allCases.map { "-" + $0.rawValue } + ["-z"]
 
     /// The first 16 bytes of a digest in lower-case hexadecimal.
     private static func hex(_ digest: SHA256.Digest) -> String {

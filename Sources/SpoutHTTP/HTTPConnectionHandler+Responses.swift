@@ -32,10 +32,7 @@ extension HTTPConnectionHandler {
         }
         exchange.sink = sink
         exchange.status = status.code
-        var fields = self.headFields(exchange, headers: headers)
-        if exchange.isHead && self.environment.configuration.compression {
-            fields.replaceOrAdd(.spoutIdentity, "1")
-        }
+        let fields = self.headFields(exchange, headers: headers)
         exchange.streamHead = HTTPResponseHead(version: exchange.version, status: HTTPResponseStatus(status), headers: HTTPHeaders(fields))
         sink.writabilityChanged(context.channel.isWritable)
     }
@@ -149,17 +146,41 @@ extension HTTPConnectionHandler {
         exchange.status = status.code
         var fields = self.headFields(exchange, headers: headers)
         let hasBody = status != .noContent && status != .notModified && status.kind != .informational
+        // The body's own bytes, before any coding (what `spout_http_response_bytes_total` counts).
+        exchange.bytes = hasBody ? body.count : 0
+        var body = body
         if hasBody {
+            self.compressWhole(&body, fields: &fields, exchange: exchange)
             fields.replaceOrAdd(.contentLength, String(body.count))
         }
-        if (!hasBody || exchange.isHead) && self.environment.configuration.compression {
-            fields.replaceOrAdd(.spoutIdentity, "1")
-        }
-        exchange.bytes = hasBody ? body.count : 0
         let head = HTTPResponseHead(version: exchange.version, status: HTTPResponseStatus(status), headers: HTTPHeaders(fields))
         context.write(self.wrapOutboundOut(.head(head)), promise: nil)
         let last = hasBody && !body.isEmpty ? context.channel.allocator.buffer(bytes: body) : nil
         self.end(exchange, lastChunk: last, context: context, failure: failure)
+    }
+
+    /// Encodes a body sent whole with the best coding the request accepts
+    /// (``ContentCoding/negotiate(_:)``), on the event loop: such bodies are at most a chunk
+    /// (anything bigger streams, and is compressed by its producer). Left as it is with
+    /// compression off, when the head already names a coding (a stream that ended before its
+    /// first chunk, encoded by its producer), and below ``ContentCoding/minimumWholeBody``.
+    /// A body it would compress gets `Vary: Accept-Encoding` whatever the request accepts;
+    /// HEAD gets the identity head. A coding that fails leaves the body as it is (logged).
+    private func compressWhole(_ body: inout [UInt8], fields: inout HTTPFields, exchange: InFlightRequest) {
+        guard self.environment.configuration.compression, body.count >= ContentCoding.minimumWholeBody,
+            !fields.contains(.contentEncoding)
+        else { return }
+        ContentCoding.varyByAcceptEncoding(&fields)
+        guard !exchange.isHead, let coding = ContentCoding.negotiate(exchange.requestFields[values: .acceptEncoding].first) else { return }
+        do {
+            body = try coding.encodeWhole(body)
+            fields.replaceOrAdd(.contentEncoding, coding.rawValue)
+            coding.mark(&fields)
+        } catch {
+            self.environment.logger.warning(
+                "cannot \(coding.rawValue)-encode a response; it goes uncompressed",
+                metadata: ["request.id": "\(exchange.id)", "reason": "\(error)"])
+        }
     }
 
     /// Writes the last body part and the end of the response (with `trailers`, which only a

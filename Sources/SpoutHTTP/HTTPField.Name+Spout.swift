@@ -27,7 +27,4 @@ extension HTTPField.Name {
     /// `X-Forwarded-For`: the addresses proxies saw, believed only from
     /// ``ServerConfiguration/trustedProxies``.
     public static let xForwardedFor = HTTPField.Name("X-Forwarded-For")!
-    /// Marks a response the compressor must leave alone (a bodiless one, or one encoded
-    /// already); the compressor's predicate removes it, so it never reaches the client.
-    static let spoutIdentity = HTTPField.Name("x-spout-identity")!
 }

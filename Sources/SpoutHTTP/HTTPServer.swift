@@ -4,7 +4,6 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOExtras
 import NIOHTTP1
-import NIOHTTPCompression
 import NIOPosix
 import ServiceLifecycle
 import SpoutCore
@@ -291,9 +290,6 @@ public final class HTTPServer: Service {
             withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits
         )
         try sync.addHandler(ProtocolErrorHandler())
-        if environment.configuration.compression {
-            try sync.addHandler(HTTPResponseCompressor(responseCompressionPredicate: Self.compressionPredicate))
-        }
         try sync.addHandler(HTTPConnectionHandler(environment: environment, arrival: arrival))
     }
 
@@ -309,19 +305,6 @@ public final class HTTPServer: Service {
         channel.write(HTTPServerResponsePart.head(head), promise: nil)
         channel.write(HTTPServerResponsePart.body(.byteBuffer(channel.allocator.buffer(bytes: body))), promise: nil)
         channel.writeAndFlush(HTTPServerResponsePart.end(nil)).whenComplete { _ in channel.close(promise: nil) }
-    }
-
-    /// Leaves bodiless responses (HEAD, 204) alone and removes the marker saying so; marks the
-    /// `ETag` of a body that will be compressed, so that representation has a tag of its own.
-    private static func compressionPredicate(_ head: inout HTTPResponseHead, _ supported: Bool) -> HTTPResponseCompressor.CompressionIntent {
-        if head.headers.contains(name: HTTPField.Name.spoutIdentity.rawName) {
-            head.headers.remove(name: HTTPField.Name.spoutIdentity.rawName)
-            return .doNotCompress
-        }
-        if supported, let tag = head.headers.first(name: HTTPField.Name.eTag.rawName) {
-            head.headers.replaceOrAdd(name: HTTPField.Name.eTag.rawName, value: EntityTag.markingCompressed(tag))
-        }
-        return .compressIfPossible
     }
 
     private static func addBuiltInRoutes(to router: inout Router) {

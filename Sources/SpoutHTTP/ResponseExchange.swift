@@ -89,7 +89,7 @@ public final class ResponseExchange: Sendable {
     /// carries the mark of the coding the request negotiates; the 304 repeats that tag.
     public func sendNotModified(_ headers: HTTPFields, streamed: Bool = false) {
         var kept: HTTPFields = headers.filter { Self.notModifiedFields.contains($0.name) }
-        if streamed, let coding = self.streamCoding(headers) { Self.mark(&kept, coding: coding) }
+        if streamed, let coding = self.streamCoding(headers) { coding.mark(&kept) }
         self.onLoop { [number, kept] in $0.sendResponse(number, status: .notModified, headers: kept, body: [], contentType: nil) }
     }
 
@@ -115,7 +115,7 @@ public final class ResponseExchange: Sendable {
             do {
                 encoder = try coding.makeEncoder()
                 headers.replaceOrAdd(.contentEncoding, coding.rawValue)
-                Self.mark(&headers, coding: coding)
+                coding.mark(&headers)
             } catch {
                 self.logger.warning(
                     "cannot start \(coding.rawValue) compression; the stream goes uncompressed",
@@ -138,18 +138,6 @@ public final class ResponseExchange: Sendable {
     private func streamCoding(_ headers: HTTPFields) -> ContentCoding? {
         guard self.compresses, self.request.method != .head, !headers.contains(.contentEncoding) else { return nil }
         return ContentCoding.negotiate(self.request.headers[values: .acceptEncoding].first)
-    }
-
-    /// Marks `headers` as those of the `coding` representation: its `ETag`, `Vary:
-    /// Accept-Encoding`, and the marker that keeps NIO's compressor off (the body, if any, is
-    /// encoded already).
-    private static func mark(_ headers: inout HTTPFields, coding: ContentCoding) {
-        if let tag = headers[values: .eTag].first { headers.replaceOrAdd(.eTag, EntityTag.marking(tag, coding: coding)) }
-        let vary = headers[values: .vary].first ?? ""
-        if !vary.lowercased().contains("accept-encoding") {
-            headers.replaceOrAdd(.vary, vary.isEmpty ? "Accept-Encoding" : vary + ", Accept-Encoding")
-        }
-        headers.replaceOrAdd(.spoutIdentity, "1")
     }
 
     /// Ends the stream `sink` belongs to: with the rest of the body and `trailers` on success

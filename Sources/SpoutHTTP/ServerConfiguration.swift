@@ -23,7 +23,8 @@ public struct ServerConfiguration: Sendable, Hashable {
     /// The channel's write-buffer watermarks: a stream pauses above `high` and resumes below `low`.
     public var writeBufferLowWatermark: Int
     public var writeBufferHighWatermark: Int
-    /// Compress responses with gzip/deflate when the client's `Accept-Encoding` allows.
+    /// Compress response bodies (zstd, gzip or deflate: ``ContentCoding``) when the client's
+    /// `Accept-Encoding` allows.
     public var compression: Bool
     /// `SO_SNDBUF` of accepted connections; nil keeps the kernel's default. Linux grows a
     /// socket's send buffer up to `net.ipv4.tcp_wmem`'s maximum (MiBs), which a slow client

@@ -19,16 +19,30 @@ struct StreamEncoderFailure: Error, CustomStringConvertible {
     var description: String
 }
 
-/// gzip through zlib's `deflate`. Not `Sendable`: an encoder belongs to one stream's producer.
-final class GzipStreamEncoder: StreamEncoder {
+/// gzip or deflate (zlib's format) through zlib's `deflate`. Not `Sendable`: an encoder
+/// belongs to one body's producer.
+final class DeflateStreamEncoder: StreamEncoder {
     /// zlib keeps a pointer back to the `z_stream` and checks it on every call: the stream
     /// lives at one address for the encoder's life.
     private let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
-    private var output = [UInt8](repeating: 0, count: 64 * 1024)
+    private var output: [UInt8]
 
-    init(level: Int32) throws {
+    /// An encoder at `level`; `gzip` frames the data as gzip, otherwise as zlib (HTTP's
+    /// `deflate`). `size`, when the whole input is known, shrinks zlib's window and tables to
+    /// it (matches reach no further than the input's start anyway), so a small
+    /// body costs kilobytes of state rather than zlib's 256 KiB.
+    init(level: Int32, gzip: Bool, size: Int? = nil) throws {
+        var windowBits: Int32 = 15
+        var memoryLevel: Int32 = 8
+        if let size {
+            // A match reaches back at most the window less zlib's 262-byte lookahead; the
+            // smallest window is 2⁹, and the hash table has 2^(memoryLevel + 7) entries.
+            while windowBits > 9 && (1 << (windowBits - 1)) - 262 >= size { windowBits -= 1 }
+            memoryLevel = max(1, min(8, windowBits - 7))
+        }
+        self.output = [UInt8](repeating: 0, count: size.map { min(64 * 1024, $0 + $0 / 8 + 64) } ?? 64 * 1024)
         self.stream.initialize(to: z_stream())
-        let status = spout_deflate_init_gzip(self.stream, level, 8)
+        let status = spout_deflate_init(self.stream, level, windowBits, memoryLevel, gzip ? 1 : 0)
         guard status == Z_OK else {
             self.stream.deallocate()
             throw StreamEncoderFailure(description: "deflateInit2 failed (\(status))")
@@ -78,12 +92,19 @@ final class GzipStreamEncoder: StreamEncoder {
 /// zstd through libzstd's streaming API.
 final class ZstdStreamEncoder: StreamEncoder {
     private let context: OpaquePointer
-    private var output = [UInt8](repeating: 0, count: ZSTD_CStreamOutSize())
+    private var output: [UInt8]
 
-    init(level: Int32) throws {
+    /// An encoder at `level`. `size`, when the whole input is known, is pledged to libzstd,
+    /// which then sizes its tables to it (a small body costs little state) and writes the
+    /// size into the frame.
+    init(level: Int32, size: Int? = nil) throws {
         guard let context = ZSTD_createCCtx() else { throw StreamEncoderFailure(description: "ZSTD_createCCtx failed") }
         self.context = context
-        let status = ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, level)
+        self.output = [UInt8](repeating: 0, count: size.map { min(ZSTD_CStreamOutSize(), ZSTD_compressBound($0)) } ?? ZSTD_CStreamOutSize())
+        var status = ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, level)
+        if ZSTD_isError(status) == 0, let size {
+            status = ZSTD_CCtx_setPledgedSrcSize(context, UInt64(size))
+        }
         guard ZSTD_isError(status) == 0 else {
             ZSTD_freeCCtx(context)
             throw StreamEncoderFailure(description: "zstd level \(level): \(String(cString: ZSTD_getErrorName(status)))")

@@ -253,16 +253,31 @@ struct PagesAndCachesTests {
                 #expect(petsCreated.status == 200)
                 #expect(petsCreated.text.contains("Tag\(name)"))
 
-                // A page is sent whole and tagged; compression gets a tag of its own.
+                // A page is sent whole and tagged; each coding's representation gets a tag of
+                // its own, and its bytes decode to the plain page.
                 let page = try await get("/employees?pageSize=2")
                 let pageTag = try #require(page.header("etag"))
                 #expect(try await get("/employees?pageSize=2", [("If-None-Match", pageTag)]).status == 304)
-                let gzipped = try await get("/employees?pageSize=2", [("Accept-Encoding", "gzip")])
-                #expect(gzipped.header("content-encoding") == "gzip")
-                #expect(gzipped.header("etag") == String(pageTag.dropLast()) + "-z\"")
-                #expect(
-                    try await get("/employees?pageSize=2", [("Accept-Encoding", "gzip"), ("If-None-Match", gzipped.header("etag")!)]).status
-                        == 304)
+                for (coding, decode) in [("zstd", unzstd), ("gzip", gunzip), ("deflate", inflate)] as [(String, ([UInt8]) throws -> [UInt8])] {
+                    let encoded = try await get("/employees?pageSize=2", [("Accept-Encoding", coding)])
+                    #expect(encoded.header("content-encoding") == coding)
+                    #expect(encoded.header("content-length") == String(encoded.body.count))
+                    #expect(try decode(encoded.body) == page.body)
+                    #expect(encoded.header("etag") == String(pageTag.dropLast()) + "-\(coding)\"")
+                    #expect(
+                        try await get("/employees?pageSize=2", [("Accept-Encoding", coding), ("If-None-Match", encoded.header("etag")!)]).status
+                            == 304)
+                }
+                let preferred = try await get("/employees?pageSize=2", [("Accept-Encoding", "gzip, deflate;q=0.9, br")])
+                #expect(preferred.header("content-encoding") == "gzip")
+                // HEAD: the identity head, whose length is the plain body's.
+                let head = try await RawHTTP.get(port: port, "/employees?pageSize=2", method: "HEAD", headers: [("Accept-Encoding", "gzip")])
+                #expect(head.status == 200 && head.header("content-encoding") == nil)
+                #expect(head.header("content-length") == String(page.body.count))
+                // Too small to gain from a coding's frame: sent as it is to every client.
+                let tiny = try await get("/health", [("Accept-Encoding", "zstd")])
+                #expect(tiny.body.count < ContentCoding.minimumWholeBody)
+                #expect(tiny.header("content-encoding") == nil && tiny.header("vary") == nil)
 
                 // A versioned stream compressed by its producer: one tag per coding, each
                 // confirmed by a 304 (weak comparison ignores the mark).

@@ -97,10 +97,12 @@ struct CompressionStageTests {
         }
     }
 
+    /// `bytes` in `coding`, decoded by a real decoder (not the code under test).
     static func decode(_ bytes: [UInt8], _ coding: ContentCoding) throws -> [UInt8] {
         switch coding {
         case .zstd: try unzstd(bytes)
         case .gzip: try gunzip(bytes)
+        case .deflate: try inflate(bytes)
         }
     }
 

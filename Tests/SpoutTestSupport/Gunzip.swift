@@ -17,11 +17,20 @@ public func unzstd(_ data: [UInt8]) throws -> [UInt8] {
     try decompress(data, tool: "/usr/bin/zstd")
 }
 
-private func decompress(_ data: [UInt8], tool: String) throws -> [UInt8] {
+/// Decompresses HTTP `deflate` data (zlib's format, RFC 1950) with Python's `zlib` module, a
+/// build of the reference library that is not the code under test (`scripts/test` installs
+/// `python3`).
+public func inflate(_ data: [UInt8]) throws -> [UInt8] {
+    try decompress(data, tool: "/usr/bin/python3") { path in
+        ["-c", "import sys, zlib; sys.stdout.buffer.write(zlib.decompress(open(sys.argv[1], 'rb').read()))", path]
+    }
+}
+
+private func decompress(_ data: [UInt8], tool: String, arguments: (String) -> [String] = { ["-dc", $0] }) throws -> [UInt8] {
     let file = FileManager.default.temporaryDirectory.appendingPathComponent("spout-compressed-\(UUID().uuidString)")
     try Data(data).write(to: file)
     defer { try? FileManager.default.removeItem(at: file) }
-    let result = try ChildProcess.run(executable: tool, arguments: ["-dc", file.path]) as ChildProcess.Result
+    let result = try ChildProcess.run(executable: tool, arguments: arguments(file.path)) as ChildProcess.Result
     guard result.status == 0 else { throw GunzipFailure(tool: tool) }
     return result.outputBytes
 }

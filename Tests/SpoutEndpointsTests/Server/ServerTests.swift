@@ -249,6 +249,7 @@ struct ServerTests {
 
             let deflate = try await HTTPTestConnection.get(port: fixture.port, "/employees?limit=2", headers: [("Accept-Encoding", "deflate")])
             #expect(deflate.header("Content-Encoding") == "deflate")
+            #expect(try String(decoding: inflate(deflate.body), as: UTF8.self).hasPrefix(#"[{"employeeNumber":1"#))
         }
     }
 
