@@ -81,13 +81,29 @@ public enum ContentCoding: String, Sendable, CaseIterable {
     /// goes with `fields` depends on the request's `Accept-Encoding`.
     static func varyByAcceptEncoding(_ fields: inout HTTPFields) {
         let values = fields[values: .vary]
-        // Spelled as Spout spells it (every endpoint's reads say it), found without copies;
-        // otherwise compared token by token, ignoring case.
-        let named = values.contains { value in
-            value.contains("Accept-Encoding")
-                || value.split(separator: ",").contains { $0.trimmingBlanks.lowercased() == "accept-encoding" }
-        }
-        guard !named else { return }
+        guard !values.contains(where: Self.namesAcceptEncoding) else { return }
         fields.replaceOrAdd(.vary, values.first.map { $0 + ", Accept-Encoding" } ?? "Accept-Encoding")
+    }
+
+    /// Whether a `Vary` value lists `Accept-Encoding` (in any case), read in place: every
+    /// whole body above ``minimumWholeBody`` asks, so no token is copied or lowercased.
+    static func namesAcceptEncoding(_ value: String) -> Bool {
+        let name = "accept-encoding".utf8
+        var value = value
+        return value.withUTF8 { bytes in
+            var start = 0
+            while start <= bytes.count {
+                var end = start
+                while end < bytes.count && bytes[end] != UInt8(ascii: ",") { end += 1 }
+                var first = start
+                var last = end
+                while first < last && (bytes[first] == UInt8(ascii: " ") || bytes[first] == UInt8(ascii: "\t")) { first += 1 }
+                while last > first && (bytes[last - 1] == UInt8(ascii: " ") || bytes[last - 1] == UInt8(ascii: "\t")) { last -= 1 }
+                // `| 0x20` lowers ASCII letters and leaves `-` as it is.
+                if last - first == name.count && zip(bytes[first..<last], name).allSatisfy({ $0 | 0x20 == $1 }) { return true }
+                start = end + 1
+            }
+            return false
+        }
     }
 }

@@ -135,9 +135,13 @@ struct ParentKeyCast: Sendable {
     private static let cache = BoundedCache<ChildQueryKey, ParentKeyCast>(capacity: 4096)
 
     /// The PostgreSQL type of a parent column's values: its own type when it has a plain
-    /// name (`int4`, `varchar`, ...), else one that holds every value of its ``ColumnType``.
+    /// name (ASCII letters, digits and `_`: `int4`, `varchar`, ...), else one that holds every
+    /// value of its ``ColumnType``. Asked for each child of every single-row request, so the
+    /// name is checked byte by byte rather than by Unicode properties.
     static func typeName(of column: Column) -> String {
-        if let name = column.databaseTypeName, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) {
+        if let name = column.databaseTypeName, !name.isEmpty,
+            name.utf8.allSatisfy({ ($0 | 0x20) &- UInt8(ascii: "a") < 26 || $0 &- UInt8(ascii: "0") < 10 || $0 == UInt8(ascii: "_") })
+        {
             return name
         }
         switch column.type {

@@ -26,4 +26,17 @@ import Testing
         let batch = try LateralBatch.cached(child: child, keyNames: ["employeeNumber"], keyColumns: Self.key)
         #expect(!batch.sql.text.contains(";") && !batch.sql.text.contains("the end"))
     }
+
+    /// A key's cast names the parent column's own type when that is a plain name, and a type
+    /// that holds every value of its kind otherwise (a name that would need quoting).
+    @Test func aKeyIsCastToItsOwnTypeWhenItsNameIsPlain() {
+        let cases: [(String?, ColumnType, String)] = [
+            ("int4", .integer, "int4"), ("varchar", .text, "varchar"), ("_int8", .array(.integer), "_int8"), ("Mood2", .text, "Mood2"),
+            (nil, .integer, "int8"), ("", .date, "date"), ("my type", .text, "text"), ("public.mood", .text, "text"),
+            ("humeur_é", .text, "text"), ("numeric(10,2)", .decimal, "numeric"), ("\"Quoted\"", .timestamp, "timestamptz"),
+        ]
+        for (name, type, expected) in cases {
+            #expect(ParentKeyCast.typeName(of: Column(label: "k", type: type, databaseTypeName: name)) == expected, "\(name ?? "nil")")
+        }
+    }
 }

@@ -60,4 +60,18 @@ struct ContentCodingTests {
         ContentCoding.varyByAcceptEncoding(&bare)
         #expect(bare[values: .vary] == ["Accept-Encoding"])
     }
+
+    @Test("Vary lists Accept-Encoding: a whole token, in any case, between any blanks")
+    func varyTokens() {
+        for value in ["Accept-Encoding", "accept-encoding", "Accept, Accept-Encoding", " ACCEPT-ENCODING ,Origin", "Origin,\taccept-Encoding"] {
+            #expect(ContentCoding.namesAcceptEncoding(value), "\(value)")
+        }
+        for value in ["", ",", "Accept", "Accept-Encodings", "X-Accept-Encoding", "Accept Encoding", "accept-encodinG2", "Origin, Accept"] {
+            #expect(!ContentCoding.namesAcceptEncoding(value), "\(value)")
+        }
+        var other: HTTPFields = [.vary: "origin"]
+        other.append(HTTPField(name: .vary, value: "accept-encoding"))
+        ContentCoding.varyByAcceptEncoding(&other)
+        #expect(other[values: .vary] == ["origin", "accept-encoding"])
+    }
 }

@@ -262,6 +262,7 @@ struct ServerTests {
             let cases: [(String, String?)] = [
                 ("zstd", "zstd"), ("gzip", "gzip"), ("gzip, zstd", "zstd"), ("gzip;q=1, zstd;q=0.5", "gzip"), ("x-gzip", "gzip"),
                 ("*", "zstd"), ("zstd;q=0, *;q=0.3", "gzip"), ("br", nil), ("identity", nil), ("gzip;q=0, zstd;q=0", nil),
+                ("deflate", "deflate"), ("deflate, gzip", "gzip"),
             ]
             for (accept, coding) in cases {
                 let response = try await HTTPTestConnection.get(port: fixture.port, "/big?count=20000", headers: [("Accept-Encoding", accept)])
@@ -270,6 +271,7 @@ struct ServerTests {
                 switch coding {
                 case "zstd"?: #expect(try unzstd(response.body) == plain.body, "\(accept)")
                 case "gzip"?: #expect(try gunzip(response.body) == plain.body, "\(accept)")
+                case "deflate"?: #expect(try inflate(response.body) == plain.body, "\(accept)")
                 default: #expect(response.body == plain.body, "\(accept)")
                 }
                 if coding != nil {
