@@ -5,7 +5,12 @@
 /// ``parameterNames`` `["employeeNumber"]`. A name that appears twice reuses its number.
 /// Quoted strings, quoted identifiers, dollar quotes, comments and `::` casts are left alone
 /// (see ``SQLLexer``).
-public struct ParsedSQL: Sendable, Hashable {
+///
+/// A class with constant fields: statements are passed from the parse cache to streams,
+/// plans and drivers for every request, and sharing one costs one retain where a copy of
+/// its five fields cost a retain each. Equality and hashing are by value (the source, the
+/// dialect and the segments).
+public final class ParsedSQL: Sendable, Hashable {
     /// A piece of the statement: verbatim SQL or a named parameter.
     public enum Segment: Sendable, Hashable {
         case sql(String)
@@ -24,7 +29,7 @@ public struct ParsedSQL: Sendable, Hashable {
     public let segments: [Segment]
 
     /// Parses `source` for `dialect`. Throws ``SQLSyntaxError`` with the offset of the problem.
-    public init(_ source: String, dialect: SQLDialect) throws {
+    public convenience init(_ source: String, dialect: SQLDialect) throws {
         let segments = try Self.segments(of: source)
         self.init(source: source, dialect: dialect, segments: segments)
     }
@@ -57,7 +62,7 @@ public struct ParsedSQL: Sendable, Hashable {
 
     /// A statement assembled from segments (a driver's rewriting of a parsed statement); its
     /// source spells each parameter as `:name` again.
-    public init(segments: [Segment], dialect: SQLDialect) {
+    public convenience init(segments: [Segment], dialect: SQLDialect) {
         let source = segments.map { segment -> String in
             switch segment {
             case .sql(let text): return text
@@ -93,6 +98,15 @@ public struct ParsedSQL: Sendable, Hashable {
         self.text = text
         self.parameterNames = names
         self.segments = segments
+    }
+
+    public static func == (left: ParsedSQL, right: ParsedSQL) -> Bool {
+        left === right || (left.dialect == right.dialect && left.source == right.source && left.segments == right.segments)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(self.source)
+        hasher.combine(self.dialect)
     }
 
     /// The statement without what follows its code (``SQLLexer/codeEnd(of:)``: trailing
