@@ -85,12 +85,23 @@ public final class ResponseExchange: Sendable {
     /// stands for (RFC 9110 §15.4.5: `ETag`, `Cache-Control`, `Vary`, `Expires`,
     /// `Content-Location`).
     ///
-    /// `streamed`: the 200 would be a stream (``startStream(status:headers:)``), whose `ETag`
-    /// carries the mark of the coding the request negotiates; the 304 repeats that tag.
+    /// The 304's `ETag` is the one the 200 would carry: marked with the coding the request
+    /// negotiates when the 200 would be coded. `streamed`: the 200 would be a stream
+    /// (``startStream(status:headers:)``), which is coded whenever a coding is negotiated. A
+    /// body sent whole is coded only above ``ContentCoding/minimumWholeBody``, which a 304
+    /// cannot see: its tag is marked when the request's `If-None-Match` names the marked tag,
+    /// the one such a 200 carried.
     public func sendNotModified(_ headers: HTTPFields, streamed: Bool = false) {
         var kept: HTTPFields = headers.filter { Self.notModifiedFields.contains($0.name) }
-        if streamed, let coding = self.streamCoding(headers) { coding.mark(&kept) }
+        if let coding = self.coding(headers), streamed || self.ifNoneMatchNames(kept, markedWith: coding) { coding.mark(&kept) }
         self.onLoop { [number, kept] in $0.sendResponse(number, status: .notModified, headers: kept, body: [], contentType: nil) }
+    }
+
+    /// Whether the request's `If-None-Match` lists the `ETag` of `fields` marked with `coding`.
+    private func ifNoneMatchNames(_ fields: HTTPFields, markedWith coding: ContentCoding) -> Bool {
+        guard let tag = fields[values: .eTag].first, let ifNoneMatch = self.ifNoneMatch else { return false }
+        let marked = EntityTag.marking(tag, coding: coding)
+        return ifNoneMatch.split(separator: ",").contains { $0.trimmingBlanks == marked }
     }
 
     private static let notModifiedFields: Set<HTTPField.Name> = [.eTag, .cacheControl, .vary, .expires, .contentLocation]
@@ -111,7 +122,7 @@ public final class ResponseExchange: Sendable {
         let number = self.number
         var headers = headers
         var encoder: (any StreamEncoder)?
-        if let coding = self.streamCoding(headers) {
+        if let coding = self.coding(headers) {
             do {
                 encoder = try coding.makeEncoder()
                 headers.replaceOrAdd(.contentEncoding, coding.rawValue)
@@ -133,9 +144,10 @@ public final class ResponseExchange: Sendable {
         return sink
     }
 
-    /// The coding a stream of this request with `headers` is sent in: none for HEAD, with
-    /// compression off, or when the producer encoded the body itself.
-    private func streamCoding(_ headers: HTTPFields) -> ContentCoding? {
+    /// The coding a body of this request with `headers` is sent in (a whole one only above
+    /// ``ContentCoding/minimumWholeBody``): none for HEAD, with compression off, or when the
+    /// producer encoded the body itself.
+    private func coding(_ headers: HTTPFields) -> ContentCoding? {
         guard self.compresses, self.request.method != .head, !headers.contains(.contentEncoding) else { return nil }
         return ContentCoding.negotiate(self.request.headers[values: .acceptEncoding].first)
     }
