@@ -103,9 +103,12 @@ extension PostgresConnection {
 
     /// Runs `FETCH count FROM name` and returns its result (owned by the caller).
     /// - Throws: when the cursor's transaction has ended, or the FETCH fails.
-    func fetch(from name: String, count: Int, epoch: Int) throws -> OpaquePointer {
+    /// With `binary`, the rows come in binary form (a `FETCH` sent with the extended protocol
+    /// sets its own result format, whatever the cursor was declared with).
+    func fetch(from name: String, count: Int, epoch: Int, binary: Bool = false) throws -> OpaquePointer {
         let handle = try self.cursorHandle(name, epoch: epoch)
-        return try self.fetchedRows(PQexec(handle, "FETCH \(count) FROM \(name)"))
+        let fetch = "FETCH \(count) FROM \(name)"
+        return try self.fetchedRows(binary ? PQexecParams(handle, fetch, 0, nil, nil, nil, nil, 1) : PQexec(handle, fetch))
     }
 
     /// The connection for a statement on cursor `name`, once its transaction is known to last.
@@ -129,10 +132,12 @@ extension PostgresConnection {
 
     /// Sends `FETCH count FROM name` without waiting for its result: the server works on the
     /// next batch while the caller handles the current one. Until ``receiveFetch()`` the
-    /// connection takes no other statement.
-    func sendFetch(from name: String, count: Int, epoch: Int) throws {
+    /// connection takes no other statement. `binary` as for ``fetch(from:count:epoch:binary:)``.
+    func sendFetch(from name: String, count: Int, epoch: Int, binary: Bool = false) throws {
         let handle = try self.cursorHandle(name, epoch: epoch)
-        guard PQsendQuery(handle, "FETCH \(count) FROM \(name)") == 1 else {
+        let fetch = "FETCH \(count) FROM \(name)"
+        let sent = binary ? PQsendQueryParams(handle, fetch, 0, nil, nil, nil, nil, 1) : PQsendQuery(handle, fetch)
+        guard sent == 1 else {
             throw self.makeError(nil)
         }
         try self.enterBusyState(self.stateMachine.fetchSent())

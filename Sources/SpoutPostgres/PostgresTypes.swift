@@ -59,9 +59,10 @@ struct PostgresColumnDecoder: Sendable, Hashable {
         self.isArray ? .array(self.element.columnType) : self.element.columnType
     }
 
-    /// The text of field (`row`, `column`) of `result` as libpq holds it; nil for NULL.
+    /// The bytes of field (`row`, `column`) of `result` as libpq holds them (its text, or its
+    /// binary form in a binary result); nil for NULL.
     @inline(__always)
-    private static func text(in result: OpaquePointer, row: Int32, column: Int32) -> UnsafeBufferPointer<UInt8>? {
+    static func text(in result: OpaquePointer, row: Int32, column: Int32) -> UnsafeBufferPointer<UInt8>? {
         // libpq gives NULL a length of 0, so only an empty value needs asking whether it is NULL:
         // one call fewer per value on the streaming path.
         let length = PQgetlength(result, row, column)

@@ -86,4 +86,64 @@ struct PostgresJSONWritingTests {
         #expect(streamed.map(\.0).contains(#""quote \" back \\ tab \t nl\nctl \u0001 é 名前 😀""#))
         #expect(streamed.map(\.0).contains("-9223372036854775808"))
     }
+
+    /// Every type a server cursor reads in binary (``PostgresBinaryColumn``), with NULLs, the
+    /// extremes, `infinity`, BC dates and years past 9999.
+    static let binarySQL = """
+        SELECT * FROM (VALUES
+          (1::int2, 2::int4, '-9223372036854775808'::int8, true, 'plain'::text, 'quote " back \\ tab \t nl
+        ctl ' || chr(1) || ' é 名前 😀'::varchar, 'pad'::char(5), 'nm'::name, DATE '2024-02-29'),
+          ('-32768'::int2, 2147483647, 9223372036854775807, false, '', NULL, NULL, NULL, DATE 'infinity'),
+          (NULL, NULL, NULL, NULL, NULL, 'x', 'y', 'z', DATE '-infinity'),
+          (0, '-2147483648'::int4, 0, true, 'a', 'b', 'c', 'd', DATE '0044-03-15 BC'),
+          (32767, -1, -1, false, 'e', 'f', 'g', 'h', DATE '10000-01-01'),
+          (8, 9, 10, NULL, 'i', 'j', 'k', 'l', DATE '1970-01-01')
+        ) AS v(a, b, c, d, e, f, g, h, i)
+        """
+
+    /// A stream's batches after the first come in binary when every column has a binary form:
+    /// each value reads and writes exactly as in the text of a stream read in one batch.
+    @Test(arguments: [DateFormat.epochMilliseconds, .iso8601], [false, true])
+    func binaryBatchesReadAsTheirText(dateFormat: DateFormat, prefetch: Bool) throws {
+        let connection = try PostgresTestEnvironment.connect()
+        defer { connection.close() }
+        let parsed = try ParsedSQL(Self.binarySQL, dialect: .postgres)
+        try connection.begin(readOnly: true)
+        // One row per batch: every row after the first comes in a binary batch.
+        let binary = try connection.query(parsed, [], options: QueryOptions(interleaved: true, batchSize: 1, prefetch: prefetch))
+        let server = try #require(binary as? PostgresServerCursor)
+        #expect(!server.batchIsBinary)
+        let binaryPairs = try Self.bothWays(binary, dateFormat: dateFormat)
+        #expect(server.batchIsBinary)
+        let text = try connection.query(parsed, [], options: QueryOptions(interleaved: true, batchSize: 1_000, prefetch: prefetch))
+        let textPairs = try Self.bothWays(text, dateFormat: dateFormat)
+        #expect(try #require(text as? PostgresServerCursor).batchIsBinary == false)
+        try connection.commit()
+
+        #expect(binaryPairs.count == 6 * 9)
+        #expect(binaryPairs.map(\.0) == textPairs.map(\.0))
+        #expect(binaryPairs.map(\.1) == textPairs.map(\.1))
+        for (direct, viaValue) in binaryPairs {
+            #expect(direct == viaValue)
+        }
+        #expect(binaryPairs.map(\.0).contains("9223372036854775807"))
+        #expect(binaryPairs.map(\.0).contains(#""pad  ""#))
+    }
+
+    /// One column without a binary form Spout reads keeps every batch in text.
+    @Test func aColumnReadAsTextKeepsTheBatchesText() throws {
+        let connection = try PostgresTestEnvironment.connect()
+        defer { connection.close() }
+        let parsed = try ParsedSQL("SELECT g, g::numeric / 4 AS q FROM generate_series(1, 5) g", dialect: .postgres)
+        try connection.begin(readOnly: true)
+        let cursor = try connection.query(parsed, [], options: QueryOptions(interleaved: true, batchSize: 2))
+        let server = try #require(cursor as? PostgresServerCursor)
+        var quarters: [SQLValue] = []
+        while try cursor.next() {
+            #expect(!server.batchIsBinary)
+            quarters.append(cursor.value(at: 1))
+        }
+        #expect(quarters == ["0.25000000000000000000", "0.50000000000000000000", "0.75000000000000000000", "1.00000000000000000000", "1.2500000000000000"].map { SQLValue.decimal($0) })
+        try connection.commit()
+    }
 }
