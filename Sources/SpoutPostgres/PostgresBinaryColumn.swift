@@ -2,8 +2,9 @@ import CLibPQ
 import SpoutCore
 
 /// A column type whose binary form (`typsend`) a server cursor reads instead of its text, and
-/// how: integers, booleans, dates and the text types, the types whose binary form is simpler
-/// than their text. A stream's batches after the first are fetched in binary when every column
+/// how: integers, `float8`, booleans, dates, timestamps and the text types, the types whose
+/// binary form is simpler than their text. (`float4` is not one: its text is the shortest
+/// decimal of a `float4`, which reads back as another `Double` than the `Float` widened.) A stream's batches after the first are fetched in binary when every column
 /// is one of them (``PostgresServerCursor``): PostgreSQL then skips formatting each value
 /// (`date_out` is dearer than `date_send`), libpq parses fewer bytes, and a date needs no
 /// parsing at all.
@@ -17,8 +18,11 @@ enum PostgresBinaryColumn: Sendable, Hashable {
     case int2
     case int4
     case int8
+    case float8
     case bool
     case date
+    /// `timestamp` and `timestamptz`: microseconds since 2000-01-01 (UTC).
+    case timestamp
     /// `text`, `varchar`, `bpchar` and `name`: their binary form is their text.
     case text
 
@@ -28,8 +32,10 @@ enum PostgresBinaryColumn: Sendable, Hashable {
         case PostgresTypeOID.int2: self = .int2
         case PostgresTypeOID.int4: self = .int4
         case PostgresTypeOID.int8: self = .int8
+        case PostgresTypeOID.float8: self = .float8
         case PostgresTypeOID.bool: self = .bool
         case PostgresTypeOID.date: self = .date
+        case PostgresTypeOID.timestamp, PostgresTypeOID.timestamptz: self = .timestamp
         case PostgresTypeOID.text, PostgresTypeOID.varchar, PostgresTypeOID.bpchar, PostgresTypeOID.name: self = .text
         default: return nil
         }
@@ -49,14 +55,19 @@ enum PostgresBinaryColumn: Sendable, Hashable {
         return columns
     }
 
-    /// PostgreSQL's dates count days from 2000-01-01; Spout's from 1970-01-01.
+    /// PostgreSQL's dates and timestamps count from 2000-01-01; Spout's from 1970-01-01.
     private static let daysFrom1970To2000: Int64 = 10_957
+    private static let microsecondsFrom1970To2000: Int64 = 946_684_800_000_000
 
     /// The value of a binary field (not NULL).
     func value(_ bytes: UnsafeBufferPointer<UInt8>) -> SQLValue {
         switch self {
         case .int2, .int4, .int8:
             return self.integer(bytes).map { .integer($0) } ?? .null
+        case .float8:
+            return self.double(bytes).map { .double($0) } ?? .null
+        case .timestamp:
+            return self.microseconds(bytes).map { .timestamp(microseconds: $0) } ?? .null
         case .bool:
             guard bytes.count == 1 else { return .null }
             return .bool(bytes[0] != 0)
@@ -74,6 +85,11 @@ enum PostgresBinaryColumn: Sendable, Hashable {
         case .int2, .int4, .int8:
             guard let value = self.integer(bytes) else { return out.append("null") }
             JSONText.writeInteger(value, to: &out)
+        case .float8:
+            guard let value = self.double(bytes) else { return out.append("null") }
+            JSONText.writeDouble(value, to: &out)
+        case .timestamp:
+            JSONText.writeValue(self.value(bytes), dateFormat: dateFormat, to: &out)
         case .bool:
             guard bytes.count == 1 else { return out.append("null") }
             out.append(bytes[0] != 0 ? "true" : "false")
@@ -95,6 +111,24 @@ enum PostgresBinaryColumn: Sendable, Hashable {
         case .int8 where bytes.count == 8: return Int64(bigEndian: raw.loadUnaligned(as: Int64.self))
         default: return nil
         }
+    }
+
+    /// An IEEE 754 double, big-endian.
+    @inline(__always)
+    private func double(_ bytes: UnsafeBufferPointer<UInt8>) -> Double? {
+        guard bytes.count == 8 else { return nil }
+        return Double(bitPattern: UInt64(bigEndian: UnsafeRawBufferPointer(bytes).loadUnaligned(as: UInt64.self)))
+    }
+
+    /// Microseconds since 1970-01-01 of a binary timestamp; nil for `infinity` and
+    /// `-infinity` (as the text decoder maps them) and for a wrong length.
+    @inline(__always)
+    private func microseconds(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
+        guard bytes.count == 8 else { return nil }
+        let micros = Int64(bigEndian: UnsafeRawBufferPointer(bytes).loadUnaligned(as: Int64.self))
+        guard micros != .max, micros != .min else { return nil }
+        let (since1970, overflow) = micros.addingReportingOverflow(Self.microsecondsFrom1970To2000)
+        return overflow ? nil : since1970
     }
 
     /// Days since 1970-01-01 of a binary date; nil for `infinity` and `-infinity` (as the text

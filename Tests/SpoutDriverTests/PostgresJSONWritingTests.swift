@@ -88,17 +88,27 @@ struct PostgresJSONWritingTests {
     }
 
     /// Every type a server cursor reads in binary (``PostgresBinaryColumn``), with NULLs, the
-    /// extremes, `infinity`, BC dates and years past 9999.
+    /// extremes, `infinity`, BC dates and years past 9999, the ends of a timestamp's range, and
+    /// the doubles whose text is the hardest to read back.
     static let binarySQL = """
         SELECT * FROM (VALUES
           (1::int2, 2::int4, '-9223372036854775808'::int8, true, 'plain'::text, 'quote " back \\ tab \t nl
-        ctl ' || chr(1) || ' é 名前 😀'::varchar, 'pad'::char(5), 'nm'::name, DATE '2024-02-29'),
-          ('-32768'::int2, 2147483647, 9223372036854775807, false, '', NULL, NULL, NULL, DATE 'infinity'),
-          (NULL, NULL, NULL, NULL, NULL, 'x', 'y', 'z', DATE '-infinity'),
-          (0, '-2147483648'::int4, 0, true, 'a', 'b', 'c', 'd', DATE '0044-03-15 BC'),
-          (32767, -1, -1, false, 'e', 'f', 'g', 'h', DATE '10000-01-01'),
-          (8, 9, 10, NULL, 'i', 'j', 'k', 'l', DATE '1970-01-01')
-        ) AS v(a, b, c, d, e, f, g, h, i)
+        ctl ' || chr(1) || ' é 名前 😀'::varchar, 'pad'::char(5), 'nm'::name, DATE '2024-02-29',
+           TIMESTAMP '2024-02-29 12:34:56.789', TIMESTAMPTZ '1969-12-31 23:59:59.999999+00', 1.5::float8),
+          ('-32768'::int2, 2147483647, 9223372036854775807, false, '', NULL, NULL, NULL, DATE 'infinity',
+           TIMESTAMP 'infinity', TIMESTAMPTZ '-infinity', 'NaN'::float8),
+          (NULL, NULL, NULL, NULL, NULL, 'x', 'y', 'z', DATE '-infinity', NULL, NULL, NULL),
+          (0, '-2147483648'::int4, 0, true, 'a', 'b', 'c', 'd', DATE '0044-03-15 BC',
+           TIMESTAMP '0044-03-15 10:00:00 BC', TIMESTAMPTZ '2024-06-01 12:00:00+02', 0.1::float8),
+          (32767, -1, -1, false, 'e', 'f', 'g', 'h', DATE '10000-01-01',
+           TIMESTAMP '10000-01-01 00:00:00.000001', TIMESTAMPTZ '294276-12-31 23:59:59.999999+00', '-0'::float8),
+          (8, 9, 10, NULL, 'i', 'j', 'k', 'l', DATE '1970-01-01',
+           TIMESTAMP '1970-01-01 00:00:00', TIMESTAMPTZ '4713-01-01 00:00:00+00 BC', '1e300'::float8),
+          (11, 12, 13, true, 'm', 'n', 'o', 'p', DATE '2000-01-01',
+           TIMESTAMP '2000-01-01 00:00:00', TIMESTAMPTZ '2000-01-01 00:00:00.5+00', '4.9e-324'::float8),
+          (14, 15, 16, false, 'q', 'r', 's', 't', DATE '1999-12-31',
+           TIMESTAMP '1999-12-31 23:59:59.999999', TIMESTAMPTZ 'epoch', '-Infinity'::float8)
+        ) AS v(a, b, c, d, e, f, g, h, i, j, k, l)
         """
 
     /// A stream's batches after the first come in binary when every column has a binary form:
@@ -120,7 +130,7 @@ struct PostgresJSONWritingTests {
         #expect(try #require(text as? PostgresServerCursor).batchIsBinary == false)
         try connection.commit()
 
-        #expect(binaryPairs.count == 6 * 9)
+        #expect(binaryPairs.count == 8 * 12)
         #expect(binaryPairs.map(\.0) == textPairs.map(\.0))
         #expect(binaryPairs.map(\.1) == textPairs.map(\.1))
         for (direct, viaValue) in binaryPairs {
