@@ -1,7 +1,8 @@
 import CZlib
 import CZstd
 
-/// Compresses one streamed body as its producer writes it.
+/// Compresses one body: a stream as its producer writes it, or a body sent whole in one
+/// ``finish(_:)`` (``ContentCoding/encodeWhole(_:)``).
 ///
 /// Contract: one thread at a time calls ``encode(_:flush:)`` for each chunk and ``finish(_:)``
 /// once; each returns the compressed bytes the library let go of so far (possibly none). After
@@ -29,8 +30,8 @@ final class DeflateStreamEncoder: StreamEncoder {
 
     /// An encoder at `level`; `gzip` frames the data as gzip, otherwise as zlib (HTTP's
     /// `deflate`). `size`, when the whole input is known, shrinks zlib's window and tables to
-    /// it (matches reach no further than the input's start anyway), so a small
-    /// body costs kilobytes of state rather than zlib's 256 KiB.
+    /// it (matches reach no further than the input's start anyway), so a small body costs
+    /// kilobytes of state rather than zlib's 256 KiB.
     init(level: Int32, gzip: Bool, size: Int? = nil) throws {
         var windowBits: Int32 = 15
         var memoryLevel: Int32 = 8

@@ -12,9 +12,9 @@ import SpoutCore
 /// stream overlaps the two), and the connection is busy until the cursor is closed.
 ///
 /// The first batch comes as text, and tells the columns' types; when every column has a binary
-/// form Spout reads (``PostgresBinaryColumn``: integers, booleans, dates, text), the later
-/// batches are fetched in binary, which costs the server, libpq and the row writer less. Either
-/// way a value reads and writes the same.
+/// form Spout reads (``PostgresBinaryColumn`` lists the types), the later batches are fetched
+/// in binary, which costs the server, libpq and the row writer less. Either way a value reads
+/// and writes the same.
 ///
 /// The cursor lives in the transaction it was declared in. ``close()`` (also when the rows run
 /// out, or when the cursor is dropped) sends `CLOSE` only while that transaction is still open
