@@ -147,6 +147,10 @@ struct PgBouncerTests {
             environment: [
                 "SPOUT_DATABASE_URL": bouncer.url(database: "employees"),
                 "SPOUT_DATABASE_PREPARED_STATEMENTS": preparedStatements ? "true" : "false",
+                // Streams in batches of 200 rows: their later batches are fetched in binary
+                // through the pooler (extended-protocol FETCHes), the direct server's in one
+                // batch of text, and their bytes are compared.
+                "SPOUT_DATABASE_FETCH_SIZE": "200",
             ])
         do {
             try await body(direct, bounced, cluster)
