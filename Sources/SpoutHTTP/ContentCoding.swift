@@ -85,25 +85,17 @@ public enum ContentCoding: String, Sendable, CaseIterable {
         fields.replaceOrAdd(.vary, values.first.map { $0 + ", Accept-Encoding" } ?? "Accept-Encoding")
     }
 
-    /// Whether a `Vary` value lists `Accept-Encoding` (in any case), read in place: every
-    /// whole body above ``minimumWholeBody`` asks, so no token is copied or lowercased.
+    /// Whether a `Vary` value lists `Accept-Encoding` (in any case), without Foundation: every
+    /// whole body above ``minimumWholeBody`` asks, and `String.contains` goes through
+    /// `NSString`'s `range(of:)` on Linux.
     static func namesAcceptEncoding(_ value: String) -> Bool {
-        let name = "accept-encoding".utf8
-        var value = value
-        return value.withUTF8 { bytes in
-            var start = 0
-            while start <= bytes.count {
-                var end = start
-                while end < bytes.count && bytes[end] != UInt8(ascii: ",") { end += 1 }
-                var first = start
-                var last = end
-                while first < last && (bytes[first] == UInt8(ascii: " ") || bytes[first] == UInt8(ascii: "\t")) { first += 1 }
-                while last > first && (bytes[last - 1] == UInt8(ascii: " ") || bytes[last - 1] == UInt8(ascii: "\t")) { last -= 1 }
-                // `| 0x20` lowers ASCII letters and leaves `-` as it is.
-                if last - first == name.count && zip(bytes[first..<last], name).allSatisfy({ $0 | 0x20 == $1 }) { return true }
-                start = end + 1
-            }
-            return false
+        var rest = Substring(value)
+        while true {
+            let end = rest.firstIndex(of: ",") ?? rest.endIndex
+            // `| 0x20` lowers ASCII letters and leaves `-` as it is.
+            if rest[..<end].trimmingBlanks.utf8.elementsEqual("accept-encoding".utf8, by: { $0 | 0x20 == $1 }) { return true }
+            guard end < rest.endIndex else { return false }
+            rest = rest[rest.index(after: end)...]
         }
     }
 }

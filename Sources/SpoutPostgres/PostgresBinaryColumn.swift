@@ -4,8 +4,9 @@ import SpoutCore
 /// A column type whose binary form (`typsend`) a server cursor reads instead of its text, and
 /// how: integers, `float8`, booleans, dates, timestamps and the text types, the types whose
 /// binary form is simpler than their text. (`float4` is not one: its text is the shortest
-/// decimal of a `float4`, which reads back as another `Double` than the `Float` widened.) A stream's batches after the first are fetched in binary when every column
-/// is one of them (``PostgresServerCursor``): PostgreSQL then skips formatting each value
+/// decimal of a `float4`, which reads back as another `Double` than the `Float` widened.) A
+/// stream's batches after the first are fetched in binary when every column is one of them
+/// (``PostgresServerCursor``): PostgreSQL then skips formatting each value
 /// (`date_out` is dearer than `date_send`), libpq parses fewer bytes, and a date needs no
 /// parsing at all.
 ///
