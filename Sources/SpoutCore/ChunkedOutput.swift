@@ -111,50 +111,7 @@ public struct ChunkedOutput: ~Copyable {
             position.pointee = UInt8(ascii: "-")
             position += 1
         }
-        let digits = Self.decimalDigitCount(value.magnitude)
-        Self.writeDigits(value.magnitude, count: digits, to: position)
-        self.count = position + digits - self.base
-    }
-
-    /// The number of decimal digits of `value` (1 for 0).
-    @inlinable @inline(__always)
-    static func decimalDigitCount(_ value: UInt64) -> Int {
-        var digits = 1
-        var rest = value
-        while rest >= 10_000 {
-            rest /= 10_000
-            digits &+= 4
-        }
-        if rest >= 100 { return digits &+ (rest >= 1000 ? 3 : 2) }
-        return digits &+ (rest >= 10 ? 1 : 0)
-    }
-
-    /// Writes the `count` decimal digits of `value` at `start`, two at a time.
-    @inlinable @inline(__always)
-    static func writeDigits(_ value: UInt64, count: Int, to start: UnsafeMutablePointer<UInt8>) {
-        // "00" through "99": a constant in the binary, read without any lazy initialization.
-        let pairs: StaticString = """
-            00010203040506070809101112131415161718192021222324252627282930313233343536373839\
-            40414243444546474849505152535455565758596061626364656667686970717273747576777879\
-            8081828384858687888990919293949596979899
-            """
-        let table = pairs.utf8Start
-        var rest = value
-        var end = start + count
-        while rest >= 100 {
-            let pair = Int(truncatingIfNeeded: rest % 100) &* 2
-            rest /= 100
-            end -= 2
-            end[0] = table[pair]
-            end[1] = table[pair &+ 1]
-        }
-        if rest >= 10 {
-            let pair = Int(truncatingIfNeeded: rest) &* 2
-            end[-2] = table[pair]
-            end[-1] = table[pair &+ 1]
-        } else {
-            end[-1] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest)
-        }
+        self.count = DecimalDigits.write(value.magnitude, at: position) - self.base
     }
 
     /// Makes room for `extra` more bytes (a value larger than what is left of the chunk).
