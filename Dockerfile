@@ -20,7 +20,7 @@ ARG RUNTIME_IMAGE=debian:bookworm-slim
 # ---- builder -----------------------------------------------------------------------------
 FROM ${SWIFT_IMAGE} AS builder
 RUN apt-get update \
-    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libpq-dev libsqlite3-dev libzstd-dev zlib1g-dev \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libpq-dev libsqlite3-dev libzstd-dev libisal-dev zlib1g-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /build
 
@@ -40,7 +40,7 @@ RUN swift build -c release --static-swift-stdlib -Xlinker -s --product spout \
 # (useradd without --system: with it, a uid above SYS_UID_MAX, 999, draws a warning.)
 FROM ${RUNTIME_IMAGE}
 RUN apt-get update \
-    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libpq5 libsqlite3-0 libzstd1 ca-certificates tzdata \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libpq5 libsqlite3-0 libzstd1 libisal2 ca-certificates tzdata \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 spout \
     && useradd --uid 10001 --gid 10001 --home-dir /app --no-create-home --no-log-init --shell /usr/sbin/nologin spout \

@@ -5,7 +5,7 @@ import PackageDescription
 //
 // One module per layer (see docs/ARCHITECTURE.md):
 //   CLibPQ, CSQLite3   system libraries (libpq-dev, libsqlite3-dev)
-//   CZlib, CZstd       system libraries (zlib1g-dev, libzstd-dev): gzip and zstd streams
+//   CISAL, CZstd       system libraries (libisal-dev, libzstd-dev): gzip/deflate and zstd bodies
 //   CEventPoll         Linux epoll (glibc), for the PostgreSQL reactor thread
 //   SpoutCore          values, named-parameter SQL, row streams with attach(), encoders, pool
 //   SpoutPostgres      the libpq driver
@@ -90,7 +90,7 @@ let package = Package(
             providers: [.apt(["libsqlite3-dev"])]
         ),
         // Compression of streamed bodies in their producer (gzip and zstd; issue #31).
-        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CISAL", pkgConfig: "libisal", providers: [.apt(["libisal-dev"])]),
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         .target(name: "SpoutCore"),
         // The reactor's epoll is Linux's; elsewhere the driver runs every statement on the
@@ -105,7 +105,7 @@ let package = Package(
             name: "SpoutHTTP",
             dependencies: [
                 "SpoutCore",
-                "CZlib",
+                "CISAL",
                 "CZstd",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

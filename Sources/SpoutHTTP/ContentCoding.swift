@@ -4,16 +4,18 @@ import HTTPTypes
 /// producer, off the event loop (``CompressionStage``), and to a body sent whole
 /// (``encodeWhole(_:)``) as it is sent.
 public enum ContentCoding: String, Sendable, CaseIterable {
-    /// Zstandard (RFC 8878) at level 1: faster than gzip and smaller than gzip's default level.
+    /// Zstandard (RFC 8878) at level 1: the smallest output of the three (about 0.85 × gzip's
+    /// on JSON), so preferred when a client accepts it as readily as gzip.
     case zstd
-    /// gzip at level 1 (zlib).
+    /// gzip at ISA-L's level 1 (igzip: zlib's format at about four times the speed of zlib's
+    /// level 1, and smaller).
     case gzip
     /// deflate in zlib's format (RFC 9110 §8.4.1.2) at level 1: gzip's data in a smaller frame,
     /// for clients that ask for it alone.
     case deflate
 
-    /// The level each coding is used at: the fastest of each, since a stream's producer
-    /// compresses while the client waits; `docs/benchmarks.md` has the sizes.
+    /// The level each coding is used at: each library's fast level, since a stream's producer
+    /// compresses while the client waits; `docs/benchmarks.md` has the speeds and sizes.
     var level: Int32 {
         switch self {
         case .zstd: 1
@@ -55,18 +57,23 @@ public enum ContentCoding: String, Sendable, CaseIterable {
         return best?.coding
     }
 
-    /// A new encoder of this coding; `size` is the whole input's, when it is known.
-    func makeEncoder(size: Int? = nil) throws -> any StreamEncoder {
+    /// A new encoder of this coding for a stream.
+    func makeEncoder() throws -> any StreamEncoder {
         switch self {
-        case .zstd: try ZstdStreamEncoder(level: self.level, size: size)
-        case .gzip: try DeflateStreamEncoder(level: self.level, gzip: true, size: size)
-        case .deflate: try DeflateStreamEncoder(level: self.level, gzip: false, size: size)
+        case .zstd: try ZstdStreamEncoder(level: self.level)
+        case .gzip: DeflateStreamEncoder(level: self.level, framing: .gzip)
+        case .deflate: DeflateStreamEncoder(level: self.level, framing: .zlib)
         }
     }
 
-    /// `body` in this coding, in one call (a body sent whole).
+    /// `body` in this coding, in one call (a body sent whole): zstd with the body's size
+    /// pledged (its tables sized to it), gzip and deflate by ISA-L's one-shot compressor.
     func encodeWhole(_ body: [UInt8]) throws -> [UInt8] {
-        try self.makeEncoder(size: body.count).finish(body)
+        switch self {
+        case .zstd: try ZstdStreamEncoder(level: self.level, size: body.count).finish(body)
+        case .gzip: try DeflateStreamEncoder.compressWhole(body, framing: .gzip)
+        case .deflate: try DeflateStreamEncoder.compressWhole(body, framing: .zlib)
+        }
     }
 
     /// Marks `fields` as those of this coding's representation: its `ETag` gets the coding's

@@ -64,7 +64,7 @@ import Yams
         let runtimeStart = try #require(steps.lastIndex { $0.0 == "FROM" })
         let runtime = Array(steps[runtimeStart...])
         let install = try #require(runtime.first { $0.0 == "RUN" && $0.1.contains("apt-get install") }).1
-        for package in ["libpq5", "libsqlite3-0", "ca-certificates", "tzdata"] {
+        for package in ["libpq5", "libsqlite3-0", "libzstd1", "libisal2", "ca-certificates", "tzdata"] {
             #expect(install.contains(package), "runtime installs \(package)")
         }
         #expect(!install.contains("-dev"), "no development packages at run time")

@@ -21,8 +21,7 @@ struct ContentCodingTests {
         }
     }
 
-    /// Sizes around the window sizes a known size picks (2⁹ … 2¹⁵, less zlib's lookahead),
-    /// and beyond the largest.
+    /// Sizes from nothing to past a deflate window (32 KiB) and a stored block (65,535 bytes).
     static let sizes = [0, 1, 127, 250, 251, 300, 767, 768, 1_000, 4_000, 20_000, 32_506, 32_507, 70_000]
 
     @Test("a body encoded whole decodes to itself, at every size", arguments: ContentCoding.allCases)
@@ -34,6 +33,19 @@ struct ContentCodingTests {
             let encoded = try coding.encodeWhole(body)
             #expect(try CompressionStageTests.decode(encoded, coding) == body, "\(coding) \(size)")
             if size >= 4_000 { #expect(encoded.count < body.count / 4, "\(coding) \(size): \(encoded.count)") }
+        }
+    }
+
+    /// Bytes no coding can shrink: the one-shot compressors must have room for them stored
+    /// (gzip's and deflate's output buffer is sized for that, not for a compressed body).
+    @Test("an incompressible body encoded whole decodes to itself", arguments: ContentCoding.allCases)
+    func incompressibleWholeBodies(_ coding: ContentCoding) throws {
+        var generator = SystemRandomNumberGenerator()
+        for size in [1, 200, 65_535, 65_536, 200_000] {
+            let body = (0..<size).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let encoded = try coding.encodeWhole(body)
+            #expect(try CompressionStageTests.decode(encoded, coding) == body, "\(coding) \(size)")
+            #expect(encoded.count <= body.count + body.count / 1_000 + 64, "\(coding) \(size): \(encoded.count)")
         }
     }
 
