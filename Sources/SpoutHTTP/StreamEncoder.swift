@@ -3,9 +3,9 @@
 ///
 /// Contract: one thread at a time calls ``encode(_:flush:)`` for each chunk and ``finish(_:)``
 /// once; each returns the compressed bytes the library let go of so far (possibly none). After
-/// an `encode` with `flush`, the bytes returned so far decode to every byte given so far; the
-/// ``CompressionStage`` flushes whenever it runs out of input, so compression never holds a row
-/// back while the producer waits for the database.
+/// an `encode` with `flush` (of any bytes, none included), the bytes returned so far decode to
+/// every byte given so far; the ``CompressionStage`` flushes soon after it runs out of input,
+/// so compression does not hold a row back while the producer waits for the database.
 protocol StreamEncoder: AnyObject {
     func encode(_ bytes: [UInt8], flush: Bool) throws -> [UInt8]
     /// The last bytes and the coding's end (gzip's trailer, zstd's last block).

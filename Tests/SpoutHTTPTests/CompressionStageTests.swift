@@ -164,20 +164,31 @@ struct CompressionStageTests {
         }
     }
 
-    @Test("Once the stage runs out of input it flushes: what the client has decodes to every chunk written")
-    func flushesWhenIdle() async throws {
+    @Test(
+        "Once the stage runs out of input it flushes: what the client has decodes to every chunk written",
+        arguments: ContentCoding.allCases)
+    func flushesWhenIdle(_ coding: ContentCoding) async throws {
         try await onThread {
-            let (stage, target) = try Self.stage(.zstd)
+            let (stage, target) = try Self.stage(coding)
             var written: [UInt8] = []
             for chunk in Self.chunks(3) {
                 try stage.write(chunk)
                 written += chunk
                 try waitUntil("the target has every row written so far", within: .seconds(10)) {
-                    try Self.zstdPrefix(target.received) == written
+                    try Self.decodePrefix(target.received, coding) == written
                 }
             }
             try stage.finish([])
-            #expect(try unzstd(target.received) == written)
+            #expect(try Self.decode(target.received, coding) == written)
+        }
+    }
+
+    /// Decodes what a stream of `coding` that has not ended holds so far.
+    static func decodePrefix(_ bytes: [UInt8], _ coding: ContentCoding) throws -> [UInt8] {
+        switch coding {
+        case .zstd: try Self.zstdPrefix(bytes)
+        case .gzip: try inflatePrefix(bytes, gzip: true)
+        case .deflate: try inflatePrefix(bytes, gzip: false)
         }
     }
 

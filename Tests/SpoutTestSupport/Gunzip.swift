@@ -26,6 +26,15 @@ public func inflate(_ data: [UInt8]) throws -> [UInt8] {
     }
 }
 
+/// Decodes what a gzip (`gzip` true) or zlib-format stream that has not ended holds so far,
+/// with Python's `zlib` (`decompressobj`, which gives up what it can without the trailer).
+public func inflatePrefix(_ data: [UInt8], gzip: Bool) throws -> [UInt8] {
+    try decompress(data, tool: "/usr/bin/python3") { path in
+        let program = "import sys, zlib; d = zlib.decompressobj(\(gzip ? 31 : 15)); sys.stdout.buffer.write(d.decompress(open(sys.argv[1], 'rb').read()))"
+        return ["-c", program, path]
+    }
+}
+
 private func decompress(_ data: [UInt8], tool: String, arguments: (String) -> [String] = { ["-dc", $0] }) throws -> [UInt8] {
     let file = FileManager.default.temporaryDirectory.appendingPathComponent("spout-compressed-\(UUID().uuidString)")
     try Data(data).write(to: file)
