@@ -31,6 +31,9 @@ final class DeflateStreamEncoder: StreamEncoder {
         let size = Int(spout_isal_level1_buffer_size())
         self.levelBuffer = .allocate(byteCount: size, alignment: 16)
         isal_deflate_init(self.stream)
+        // Not every ISA-L's init sets the window (the memory is fresh from the allocator):
+        // 0 is its default, 32 KiB.
+        self.stream.pointee.hist_bits = 0
         self.stream.pointee.level = UInt32(level)
         self.stream.pointee.level_buf = self.levelBuffer.assumingMemoryBound(to: UInt8.self)
         self.stream.pointee.level_buf_size = UInt32(size)
@@ -82,6 +85,7 @@ final class DeflateStreamEncoder: StreamEncoder {
         let stream = UnsafeMutablePointer<isal_zstream>.allocate(capacity: 1)
         defer { stream.deallocate() }
         isal_deflate_stateless_init(stream)
+        stream.pointee.hist_bits = 0
         stream.pointee.level = 1
         stream.pointee.gzip_flag = framing.flag
         stream.pointee.end_of_stream = 1
