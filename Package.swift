@@ -89,7 +89,7 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
-        // Compression of streamed bodies in their producer (gzip and zstd; issue #31).
+        // Compressed bodies (gzip and deflate by ISA-L, zstd; issue #31).
         .systemLibrary(name: "CISAL", pkgConfig: "libisal", providers: [.apt(["libisal-dev"])]),
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         .target(name: "SpoutCore"),

@@ -11,7 +11,8 @@ static inline uint32_t spout_isal_level1_buffer_size(void) {
     return ISAL_DEF_LVL1_SMALL;
 }
 
-// The most a header, a stored block and a trailer can add to a body compressed in one call.
+// The largest block header ISA-L writes (a dynamic Huffman table): part of the room a body
+// compressed in one call may need beyond its own size.
 static inline uint32_t spout_isal_maximum_header_size(void) {
     return ISAL_DEF_MAX_HDR_SIZE;
 }

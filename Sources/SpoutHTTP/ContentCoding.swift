@@ -7,8 +7,8 @@ public enum ContentCoding: String, Sendable, CaseIterable {
     /// Zstandard (RFC 8878) at level 1: the smallest output of the three (about 0.85 × gzip's
     /// on JSON), so preferred when a client accepts it as readily as gzip.
     case zstd
-    /// gzip at ISA-L's level 1 (igzip: zlib's format at about four times the speed of zlib's
-    /// level 1, and smaller).
+    /// gzip at ISA-L's level 1 (igzip: deflate at about four times the speed of zlib's level
+    /// 1, and smaller).
     case gzip
     /// deflate in zlib's format (RFC 9110 §8.4.1.2) at level 1: gzip's data in a smaller frame,
     /// for clients that ask for it alone.

@@ -26,7 +26,8 @@ final class DeflateStreamEncoder: StreamEncoder {
     private let levelBuffer: UnsafeMutableRawPointer
     private var output = [UInt8](repeating: 0, count: 64 * 1024)
 
-    /// A streaming encoder at ISA-L's `level` (1 to 3) in `framing`.
+    /// A streaming encoder at ISA-L's `level` in `framing`. The level buffer is the size
+    /// level 1 asks for (level 2 also fits it; level 3 would fail its first call).
     init(level: Int32, framing: Framing) {
         let size = Int(spout_isal_level1_buffer_size())
         self.levelBuffer = .allocate(byteCount: size, alignment: 16)
