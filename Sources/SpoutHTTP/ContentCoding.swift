@@ -71,8 +71,8 @@ public enum ContentCoding: String, Sendable, CaseIterable {
     func encodeWhole(_ body: [UInt8]) throws -> [UInt8] {
         switch self {
         case .zstd: try ZstdStreamEncoder(level: self.level, size: body.count).finish(body)
-        case .gzip: try DeflateStreamEncoder.compressWhole(body, framing: .gzip)
-        case .deflate: try DeflateStreamEncoder.compressWhole(body, framing: .zlib)
+        case .gzip: try DeflateStreamEncoder.compressWhole(body, level: self.level, framing: .gzip)
+        case .deflate: try DeflateStreamEncoder.compressWhole(body, level: self.level, framing: .zlib)
         }
     }
 

@@ -80,14 +80,15 @@ final class DeflateStreamEncoder: StreamEncoder {
         return result
     }
 
-    /// `body` compressed in one call, at level 1 without a level buffer: ISA-L's one-shot
-    /// compressor with its smallest tables, the cheapest to set up for a body sent whole.
-    static func compressWhole(_ body: [UInt8], framing: Framing) throws -> [UInt8] {
+    /// `body` compressed in one call at ISA-L's `level` (0 or 1: the levels its one-shot
+    /// compressor runs without a level buffer), with its smallest tables, the cheapest to set
+    /// up for a body sent whole.
+    static func compressWhole(_ body: [UInt8], level: Int32, framing: Framing) throws -> [UInt8] {
         let stream = UnsafeMutablePointer<isal_zstream>.allocate(capacity: 1)
         defer { stream.deallocate() }
         isal_deflate_stateless_init(stream)
         stream.pointee.hist_bits = 0
-        stream.pointee.level = 1
+        stream.pointee.level = UInt32(level)
         stream.pointee.gzip_flag = framing.flag
         stream.pointee.end_of_stream = 1
         // Incompressible input is stored: 5 bytes per block of at most 65,535, plus the frame.
