@@ -6,9 +6,25 @@
 /// last row, ``finish(_:)`` is called exactly once with the remaining bytes (possibly empty).
 /// When an error stops the stream, ``finish(_:)`` is not called. A sink that sees
 /// ``finish(_:)`` before any ``write(_:)`` knows the whole body and its length.
+///
+/// The bytes passed to either call are the encoder's own buffer, valid only until the call
+/// returns: a sink that keeps them copies them, once, into whatever it keeps (a sink for a
+/// socket into the channel's buffer, a file sink not at all).
 public protocol ByteSink: AnyObject {
-    func write(_ chunk: [UInt8]) throws
-    func finish(_ last: [UInt8]) throws
+    func write(_ chunk: UnsafeRawBufferPointer) throws
+    func finish(_ last: UnsafeRawBufferPointer) throws
+}
+
+extension ByteSink {
+    /// ``write(_:)-(UnsafeRawBufferPointer)`` for the bytes of an array.
+    public func write(_ chunk: [UInt8]) throws {
+        try chunk.withUnsafeBytes { try self.write($0) }
+    }
+
+    /// ``finish(_:)-(UnsafeRawBufferPointer)`` for the bytes of an array.
+    public func finish(_ last: [UInt8]) throws {
+        try last.withUnsafeBytes { try self.finish($0) }
+    }
 }
 
 /// A sink that collects everything in memory. For tests and small results only.
@@ -20,12 +36,12 @@ public final class CollectingSink: ByteSink {
 
     public init() {}
 
-    public func write(_ chunk: [UInt8]) throws {
+    public func write(_ chunk: UnsafeRawBufferPointer) throws {
         self.bytes.append(contentsOf: chunk)
         self.chunkCount += 1
     }
 
-    public func finish(_ last: [UInt8]) throws {
+    public func finish(_ last: UnsafeRawBufferPointer) throws {
         self.bytes.append(contentsOf: last)
         self.isFinished = true
     }

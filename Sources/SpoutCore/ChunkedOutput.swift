@@ -5,8 +5,8 @@
 /// The bytes live in one allocation owned by the value (freed by its `deinit`), not in an
 /// `Array`: an append is a capacity check and a store, with no uniqueness check and no
 /// reference counting, which is most of what encoding a row costs. The type is noncopyable, so
-/// two values can never share (and overwrite) one buffer. Each chunk handed to the sink is a
-/// fresh `[UInt8]` copied from the buffer (one copy per 32 KiB; the buffer is reused).
+/// two values can never share (and overwrite) one buffer. Each chunk is lent to the sink for
+/// the length of its call (``ByteSink``), which copies what it keeps; the buffer is then reused.
 public struct ChunkedOutput: ~Copyable {
     /// The size at which a chunk is handed to the sink.
     public static let chunkSize = 32 * 1024
@@ -135,21 +135,21 @@ public struct ChunkedOutput: ~Copyable {
 
     @usableFromInline
     mutating func flush() throws {
-        try self.sink.write(self.bufferedBytes())
+        try self.sink.write(self.bufferedBytes)
         self.flushedCount += self.count
         self.count = 0
     }
 
     /// Hands the rest to the sink's `finish`. Call once, after the last byte.
     public mutating func finish() throws {
-        try self.sink.finish(self.bufferedBytes())
+        try self.sink.finish(self.bufferedBytes)
         self.flushedCount += self.count
         self.count = 0
     }
 
-    /// A copy of the bytes not yet handed to the sink.
-    private func bufferedBytes() -> [UInt8] {
-        Array(UnsafeBufferPointer(start: self.base, count: self.count))
+    /// The bytes not yet handed to the sink, in place (valid until the next append).
+    private var bufferedBytes: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: self.base, count: self.count)
     }
 
     public var totalCount: Int { self.flushedCount + self.count }

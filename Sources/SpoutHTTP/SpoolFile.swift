@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import NIOCore
 import SpoutCore
 
 /// A temporary file with no name: created unlinked (Linux's `O_TMPFILE`), or unlinked right
@@ -47,9 +48,10 @@ final class SpoolFile: Sendable {
         return SpoolFile(descriptor: named)
     }
 
-    /// Writes all of `bytes` at `offset`.
-    func write(_ bytes: [UInt8], at offset: Int) throws(Failure) {
-        if let code = DescriptorWrite.all(bytes, to: self.descriptor, at: offset) {
+    /// Writes all of `chunk`'s readable bytes at `offset`.
+    func write(_ chunk: ByteBuffer, at offset: Int) throws(Failure) {
+        let failure = chunk.withUnsafeReadableBytes { DescriptorWrite.all($0, to: self.descriptor, at: offset) }
+        if let code = failure {
             throw Failure(operation: "write the spool file", code: code)
         }
     }

@@ -78,7 +78,7 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
     private var onClose: (@Sendable () -> Void)?
     /// The memory spool: chunks written, not yet handed to the channel, in order. Only filled
     /// while the file spool is empty, so it always comes first.
-    private var queued: [[UInt8]] = []
+    private var queued: [ByteBuffer] = []
     private var queuedBytes = 0
     private var file: SpoolFile?
     /// The file's readable bytes are `fileStart..<fileEnd`; `fileReserved` of the disk budget
@@ -118,25 +118,28 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
 
     // MARK: Producer side
 
-    public func write(_ chunk: [UInt8]) throws {
+    /// Copies `chunk` once: into the channel's buffer, or for a compressed body into the
+    /// compression stage's queue.
+    public func write(_ chunk: UnsafeRawBufferPointer) throws {
         guard !chunk.isEmpty else { return }
         if let compression = self.compression {
-            try compression.write(chunk)
+            try compression.write(Array(chunk))
         } else {
-            try self.hand(chunk)
+            try self.hand(self.allocator.buffer(bytes: chunk))
         }
     }
 
-    public func finish(_ last: [UInt8]) throws {
+    public func finish(_ last: UnsafeRawBufferPointer) throws {
         if let compression = self.compression {
-            try compression.finish(last)
+            try compression.finish(Array(last))
         } else {
-            try self.record(last)
+            try self.record(Array(last))
         }
     }
 
     func deliverCompressed(_ bytes: [UInt8]) throws {
-        try self.hand(bytes)
+        guard !bytes.isEmpty else { return }
+        try self.hand(self.allocator.buffer(bytes: bytes))
     }
 
     func finishCompressed(_ bytes: [UInt8]) throws {
@@ -144,8 +147,7 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
     }
 
     /// Hands a chunk of the body (compressed, if it is) to the channel or the spool, or waits.
-    private func hand(_ chunk: [UInt8]) throws {
-        guard !chunk.isEmpty else { return }
+    private func hand(_ chunk: ByteBuffer) throws {
         self.lock.lock()
         while true {
             if self.isClosed {
@@ -160,9 +162,8 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
                     self.deliveredCount += 1
                     self.chunksInFlight += 1
                     self.lock.unlock()
-                    let buffer = self.allocator.buffer(bytes: chunk)
                     let deliver = self.deliverChunk
-                    self.hop.execute { deliver(buffer, isFirst) }
+                    self.hop.execute { deliver(chunk, isFirst) }
                     return
                 }
                 self.waitForChange()
@@ -171,13 +172,13 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
             // With a spool every chunk goes through the queue (a move, not a copy), so the
             // event loop hands them over in order; a client that keeps up keeps it near empty.
             let fileIsEmpty = self.fileStart == self.fileEnd && !self.isReadingFile && !self.isWritingFile
-            if fileIsEmpty && (self.queued.isEmpty || self.queuedBytes + chunk.count <= spool.configuration.memoryBytesPerStream) {
+            if fileIsEmpty && (self.queued.isEmpty || self.queuedBytes + chunk.readableBytes <= spool.configuration.memoryBytesPerStream) {
                 self.accept(chunk)
                 self.queued.append(chunk)
-                self.queuedBytes += chunk.count
+                self.queuedBytes += chunk.readableBytes
                 let pump = self.claimPump()
                 self.lock.unlock(withValue: true)
-                spool.memoryChanged(by: chunk.count)
+                spool.memoryChanged(by: chunk.readableBytes)
                 if pump { self.hop.execute { self.pump() } }
                 return
             }
@@ -213,15 +214,15 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
     }
 
     /// Counts a chunk the stream accepted (holding the lock).
-    private func accept(_ chunk: [UInt8]) {
+    private func accept(_ chunk: ByteBuffer) {
         self.chunkCount += 1
-        self.byteCount += chunk.count
+        self.byteCount += chunk.readableBytes
     }
 
     /// Appends `chunk` to the spool file, holding the lock on entry and, when it returns nil
     /// or false, on exit. True: written (the lock is released). False: the file changed while
     /// writing failed; look again. Nil: the file may not take it (a cap); hold.
-    private func spoolToFile(_ chunk: [UInt8], spool: SpoolService, fileIsEmpty: Bool) throws -> Bool? {
+    private func spoolToFile(_ chunk: ByteBuffer, spool: SpoolService, fileIsEmpty: Bool) throws -> Bool? {
         let configuration = spool.configuration
         let startOver = fileIsEmpty && self.fileEnd > 0
         if startOver {
@@ -231,10 +232,10 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
             self.fileStart = 0
             self.fileEnd = 0
         }
-        let fits = self.fileEnd + chunk.count <= configuration.maximumBytesPerStream && spool.reserveDisk(chunk.count)
+        let fits = self.fileEnd + chunk.readableBytes <= configuration.maximumBytesPerStream && spool.reserveDisk(chunk.readableBytes)
         let existing = self.file
         guard fits || (startOver && existing != nil) else { return nil }
-        if fits { self.fileReserved += chunk.count }
+        if fits { self.fileReserved += chunk.readableBytes }
         let offset = self.fileEnd
         self.isWritingFile = true
         self.lock.unlock()
@@ -269,8 +270,8 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
         }
         if let failure {
             self.diskFailed = true
-            self.fileReserved -= chunk.count
-            spool.releaseDisk(chunk.count)
+            self.fileReserved -= chunk.readableBytes
+            spool.releaseDisk(chunk.readableBytes)
             spool.logger.warning(
                 "stream cannot spool to disk; it holds its database connection instead",
                 metadata: ["request.id": "\(self.requestID)", "error": "\(failure)"])
@@ -283,7 +284,7 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
             throw ChannelClosed()
         }
         self.accept(chunk)
-        self.fileEnd += chunk.count
+        self.fileEnd += chunk.readableBytes
         let pump = self.claimPump()
         self.lock.unlock(withValue: true)
         if pump { self.hop.execute { self.pump() } }
@@ -322,13 +323,13 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
         while !self.isClosed && self.isWritable && self.chunksInFlight < self.maximumChunksInFlight {
             if !self.queued.isEmpty {
                 let chunk = self.queued.removeFirst()
-                self.queuedBytes -= chunk.count
+                self.queuedBytes -= chunk.readableBytes
                 let isFirst = self.deliveredCount == 0
                 self.deliveredCount += 1
                 self.chunksInFlight += 1
                 self.lock.unlock(withValue: true)
-                self.spool?.memoryChanged(by: -chunk.count)
-                self.deliverChunk(self.allocator.buffer(bytes: chunk), isFirst)
+                self.spool?.memoryChanged(by: -chunk.readableBytes)
+                self.deliverChunk(chunk, isFirst)
                 self.lock.lock()
                 continue
             }

@@ -28,13 +28,13 @@ final class FileSink: ByteSink {
         if self.ownsDescriptor { close(self.descriptor) }
     }
 
-    func write(_ chunk: [UInt8]) throws {
+    func write(_ chunk: UnsafeRawBufferPointer) throws {
         if let code = DescriptorWrite.all(chunk, to: self.descriptor) {
             throw FileSinkError(message: "writing the output failed: \(FileSinkError.reason(code))")
         }
     }
 
-    func finish(_ last: [UInt8]) throws {
+    func finish(_ last: UnsafeRawBufferPointer) throws {
         try self.write(last)
     }
 }
