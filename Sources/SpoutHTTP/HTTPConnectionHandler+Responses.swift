@@ -243,23 +243,11 @@ extension HTTPConnectionHandler {
         self.environment.metrics?.requestCompleted(
             route: exchange.route, method: exchange.method.rawValue, status: exchange.status,
             duration: .nanoseconds(elapsed.nanoseconds), bytes: exchange.bytes, rows: exchange.rows)
-        var metadata: Logger.Metadata = [
-            "request.id": .string(exchange.id),
-            "trace.id": .string(exchange.trace.traceID),
-            "span.id": .string(exchange.trace.spanID),
-            "http.method": .string(exchange.method.rawValue),
-            "http.path": .string(String(exchange.path)),
-            "http.status": .stringConvertible(exchange.status),
-            "http.bytes": .stringConvertible(exchange.bytes),
-            "duration.ms": .stringConvertible(Double(elapsed.nanoseconds / 1000) / 1000),
-        ]
-        if let rows = exchange.rows { metadata["query.rows"] = .stringConvertible(rows) }
         exchange.trace.span?.end(status: exchange.status, requestID: exchange.id)
-        if let failure {
-            metadata["error"] = .string(failure)
-            self.environment.logger.error("request failed", metadata: metadata)
-        } else {
-            self.environment.logger.info("request", metadata: metadata)
-        }
+        self.accessLog.record(
+            AccessLogEntry(
+                requestID: exchange.id, traceID: exchange.trace.traceID, spanID: exchange.trace.spanID,
+                method: exchange.method.rawValue, path: exchange.path, status: exchange.status, bytes: exchange.bytes,
+                milliseconds: Double(elapsed.nanoseconds / 1000) / 1000, rows: exchange.rows, failure: failure))
     }
 }

@@ -34,6 +34,8 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     let environment: ConnectionEnvironment
     /// When the request being received started to arrive (see ``RequestArrivalObserver``).
     let arrival: RequestArrivalClock
+    /// Where each request's entry goes (the environment's logger).
+    let accessLog: AccessLog
     var state = State.idle
     private var exchangeCount = 0
     private var hop: LoopHop?
@@ -45,6 +47,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     init(environment: ConnectionEnvironment, arrival: RequestArrivalClock) {
         self.environment = environment
         self.arrival = arrival
+        self.accessLog = AccessLog(logger: environment.logger)
     }
 
     // MARK: Channel events

@@ -52,22 +52,29 @@ public struct JSONObjectWriter: Sendable {
         self.bytes.append(UInt8(ascii: ":"))
     }
 
-    static func appendString(_ text: String, to bytes: inout [UInt8]) {
-        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+    /// Appends `text` as a JSON string: quotes, and escapes for `"`, `\` and control characters.
+    static func appendString(_ text: some StringProtocol, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
         for byte in text.utf8 {
+            let escaped: UInt8
             switch byte {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case UInt8(ascii: "\n"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case UInt8(ascii: "\r"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case UInt8(ascii: "\t"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): escaped = byte
+            case UInt8(ascii: "\n"): escaped = UInt8(ascii: "n")
+            case UInt8(ascii: "\r"): escaped = UInt8(ascii: "r")
+            case UInt8(ascii: "\t"): escaped = UInt8(ascii: "t")
             case 0..<0x20:
-                bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
-                bytes.append(hex[Int(byte >> 4)])
-                bytes.append(hex[Int(byte & 0xF)])
-            default: bytes.append(byte)
+                // \u00XX, in lowercase hex.
+                let low = byte & 0xF
+                bytes.append(contentsOf: "\\u00".utf8)
+                bytes.append(UInt8(ascii: "0") + (byte >> 4))
+                bytes.append(low < 10 ? UInt8(ascii: "0") + low : UInt8(ascii: "a") + low - 10)
+                continue
+            default:
+                bytes.append(byte)
+                continue
             }
+            bytes.append(UInt8(ascii: "\\"))
+            bytes.append(escaped)
         }
         bytes.append(UInt8(ascii: "\""))
     }

@@ -64,6 +64,25 @@ public struct LineLogHandler: LogHandler {
         self.output(self.line(for: event, timestamp: Self.timestamp()))
     }
 
+    /// Whether the handler adds nothing of its own to an entry (no metadata, no provider), so
+    /// that an entry's fields alone make its line (``AccessLog``).
+    var writesWithoutMetadata: Bool { self.metadata.isEmpty && self.metadataProvider == nil }
+
+    /// Writes an access-log entry: the line ``log(event:)`` writes for the entry's level,
+    /// message and metadata, from source `SpoutHTTP`. Checks no level.
+    func write(_ entry: AccessLogEntry) {
+        self.output(self.line(for: entry, timestamp: Self.timestamp()))
+    }
+
+    /// The line for `entry` (for tests: with a given timestamp).
+    func line(for entry: AccessLogEntry, timestamp: String) -> [UInt8] {
+        var line = LineBuilder(
+            format: self.format, timestamp: timestamp, level: entry.level, label: self.label, source: "SpoutHTTP",
+            message: entry.message.description, fieldCount: 10)
+        entry.writeFields(to: &line)
+        return line.finish()
+    }
+
     /// The line for `event` (for tests: with a given timestamp).
     func line(for event: LogEvent, timestamp: String) -> [UInt8] {
         var metadata = self.metadata
@@ -78,58 +97,113 @@ public struct LineLogHandler: LogHandler {
             metadata["error.message"] = "\(error)"
             metadata["error.type"] = "\(String(reflecting: type(of: error)))"
         }
-        if self.format == .json {
-            return self.jsonLine(for: event, metadata: metadata, timestamp: timestamp)
-        }
-        var line: [UInt8] = []
-        line.reserveCapacity(128 + metadata.count * 32)
-        line.append(contentsOf: timestamp.utf8)
-        line.append(UInt8(ascii: " "))
-        line.append(contentsOf: event.level.rawValue.utf8)
-        if !self.label.isEmpty { line.append(UInt8(ascii: " ")) }
-        line.append(contentsOf: self.label.utf8)
-        line.append(UInt8(ascii: ":"))
+        var line = LineBuilder(
+            format: self.format, timestamp: timestamp, level: event.level, label: self.label, source: event.source,
+            message: event.message.description, fieldCount: metadata.count)
         for (key, value) in metadata.sorted(by: { $0.key < $1.key }) {
-            line.append(UInt8(ascii: " "))
-            line.append(contentsOf: key.utf8)
-            line.append(UInt8(ascii: "="))
-            line.append(contentsOf: value.description.utf8)
+            line.field(key, metadata: value)
         }
-        line.append(contentsOf: " [".utf8)
-        line.append(contentsOf: event.source.utf8)
-        line.append(contentsOf: "] ".utf8)
-        line.append(contentsOf: event.message.description.utf8)
-        line.append(UInt8(ascii: "\n"))
-        return line
+        return line.finish()
     }
 
-    private func jsonLine(for event: LogEvent, metadata: Logger.Metadata, timestamp: String) -> [UInt8] {
-        var line: [UInt8] = []
-        line.reserveCapacity(160 + metadata.count * 32)
-        line.append(UInt8(ascii: "{"))
-        var first = true
-        func key(_ name: String) {
-            if !first { line.append(UInt8(ascii: ",")) }
-            first = false
-            JSONObjectWriter.appendString(name, to: &line)
-            line.append(UInt8(ascii: ":"))
+    /// One line in either format, written front to back: the head, each field in the order
+    /// given (the caller sorts them by key), then the tail. The one owner of both formats.
+    struct LineBuilder {
+        private var bytes: [UInt8] = []
+        private let format: Format
+        private let source: String
+        private let message: String
+
+        /// The head: in text `TIME LEVEL LABEL:`, in JSON the object's `time`, `level`,
+        /// `label`, `source` and `message`.
+        init(format: Format, timestamp: String, level: Logger.Level, label: String, source: String, message: String, fieldCount: Int) {
+            self.format = format
+            self.source = source
+            self.message = message
+            self.bytes.reserveCapacity(160 + fieldCount * 32)
+            switch format {
+            case .text:
+                self.bytes.append(contentsOf: timestamp.utf8)
+                self.bytes.append(UInt8(ascii: " "))
+                self.bytes.append(contentsOf: level.rawValue.utf8)
+                if !label.isEmpty { self.bytes.append(UInt8(ascii: " ")) }
+                self.bytes.append(contentsOf: label.utf8)
+                self.bytes.append(UInt8(ascii: ":"))
+            case .json:
+                self.bytes.append(contentsOf: #"{"time":"#.utf8)
+                JSONObjectWriter.appendString(timestamp, to: &self.bytes)
+                self.bytes.append(contentsOf: #","level":"#.utf8)
+                JSONObjectWriter.appendString(level.rawValue, to: &self.bytes)
+                self.bytes.append(contentsOf: #","label":"#.utf8)
+                JSONObjectWriter.appendString(label, to: &self.bytes)
+                self.bytes.append(contentsOf: #","source":"#.utf8)
+                JSONObjectWriter.appendString(source, to: &self.bytes)
+                self.bytes.append(contentsOf: #","message":"#.utf8)
+                JSONObjectWriter.appendString(message, to: &self.bytes)
+            }
         }
-        key("time")
-        JSONObjectWriter.appendString(timestamp, to: &line)
-        key("level")
-        JSONObjectWriter.appendString(event.level.rawValue, to: &line)
-        key("label")
-        JSONObjectWriter.appendString(self.label, to: &line)
-        key("source")
-        JSONObjectWriter.appendString(event.source, to: &line)
-        key("message")
-        JSONObjectWriter.appendString(event.message.description, to: &line)
-        for (name, value) in metadata.sorted(by: { $0.key < $1.key }) {
-            key(name)
-            Self.appendJSON(value, to: &line)
+
+        /// Starts a field: ` key=` in text, `,"key":` in JSON.
+        private mutating func key(_ key: String) {
+            switch self.format {
+            case .text:
+                self.bytes.append(UInt8(ascii: " "))
+                self.bytes.append(contentsOf: key.utf8)
+                self.bytes.append(UInt8(ascii: "="))
+            case .json:
+                self.bytes.append(UInt8(ascii: ","))
+                JSONObjectWriter.appendString(key, to: &self.bytes)
+                self.bytes.append(UInt8(ascii: ":"))
+            }
         }
-        line.append(contentsOf: [UInt8(ascii: "}"), UInt8(ascii: "\n")])
-        return line
+
+        /// A text field: as it is in text, a JSON string in JSON.
+        mutating func field(_ key: String, string: some StringProtocol) {
+            self.key(key)
+            switch self.format {
+            case .text: self.bytes.append(contentsOf: string.utf8)
+            case .json: JSONObjectWriter.appendString(string, to: &self.bytes)
+            }
+        }
+
+        /// An integer field: its decimal digits in both formats (a JSON number).
+        mutating func field(_ key: String, integer: Int) {
+            self.key(key)
+            self.bytes.append(contentsOf: String(integer).utf8)
+        }
+
+        /// A number field: Swift's description in text; in JSON a number when finite, else
+        /// its description as a string.
+        mutating func field(_ key: String, double: Double) {
+            self.field(key, metadata: .stringConvertible(double))
+        }
+
+        /// A metadata value: its description in text; in JSON strings as strings, integers
+        /// and finite numbers as numbers, arrays and dictionaries nested.
+        mutating func field(_ key: String, metadata value: Logger.Metadata.Value) {
+            self.key(key)
+            switch self.format {
+            case .text: self.bytes.append(contentsOf: value.description.utf8)
+            case .json: LineLogHandler.appendJSON(value, to: &self.bytes)
+            }
+        }
+
+        /// The line with its tail: ` [SOURCE] MESSAGE` and a newline in text, `}` and a
+        /// newline in JSON.
+        consuming func finish() -> [UInt8] {
+            switch self.format {
+            case .text:
+                self.bytes.append(contentsOf: " [".utf8)
+                self.bytes.append(contentsOf: self.source.utf8)
+                self.bytes.append(contentsOf: "] ".utf8)
+                self.bytes.append(contentsOf: self.message.utf8)
+                self.bytes.append(UInt8(ascii: "\n"))
+            case .json:
+                self.bytes.append(UInt8(ascii: "}"))
+                self.bytes.append(UInt8(ascii: "\n"))
+            }
+            return self.bytes
+        }
     }
 
     /// A metadata value as JSON: strings as strings, integers and finite numbers as numbers,
