@@ -10,6 +10,9 @@
 // integers as numbers, text as JSON strings. The statements are Spout's own SQL files
 // (sql/employees/employee.sql, titles.sql, salaries.sql) with :employeeNumber bound as the
 // one parameter.
+//
+// GET /health answers {"status":"ok"} as Spout's /health does, with no database: the server's
+// HTTP floor, measured beside Spout's own.
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -159,6 +162,18 @@ public final class DetailPeer extends HttpServlet {
         json.append('"');
     }
 
+    /** The HTTP floor: a constant body, no database. */
+    private static final class Health extends HttpServlet {
+        private static final byte[] BODY = "{\"status\":\"ok\"}".getBytes(StandardCharsets.UTF_8);
+
+        @Override
+        protected void doGet(HttpServletRequest request, HttpServletResponse response) throws IOException {
+            response.setContentType("application/json");
+            response.setContentLength(BODY.length);
+            response.getOutputStream().write(BODY);
+        }
+    }
+
     public static void main(String[] arguments) throws Exception {
         int port = Integer.parseInt(arguments[0]);
         String url = arguments[1];
@@ -176,6 +191,7 @@ public final class DetailPeer extends HttpServlet {
         Server server = new Server(port);
         ServletContextHandler context = new ServletContextHandler();
         context.addServlet(new ServletHolder(new DetailPeer(pool)), "/employees/*");
+        context.addServlet(new ServletHolder(new Health()), "/health");
         server.setHandler(context);
         server.start();
         System.out.println("listening on " + port);
