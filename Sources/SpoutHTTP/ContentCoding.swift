@@ -92,15 +92,18 @@ public enum ContentCoding: String, Sendable, CaseIterable {
         fields.replaceOrAdd(.vary, values.first.map { $0 + ", Accept-Encoding" } ?? "Accept-Encoding")
     }
 
-    /// Whether a `Vary` value lists `Accept-Encoding` (in any case), without Foundation: every
-    /// whole body above ``minimumWholeBody`` asks, and `String.contains` goes through
-    /// `NSString`'s `range(of:)` on Linux.
+    /// Whether a `Vary` value lists `Accept-Encoding` (in any case). Every whole body above
+    /// ``minimumWholeBody`` asks, so it reads the value's bytes in place: no Foundation (whose
+    /// `range(of:)` goes through `NSString` on Linux), no `Character`s, no trimmed copies.
     static func namesAcceptEncoding(_ value: String) -> Bool {
-        var rest = Substring(value)
+        var rest = value.utf8[...]
         while true {
-            let end = rest.firstIndex(of: ",") ?? rest.endIndex
+            let end = rest.firstIndex(of: UInt8(ascii: ",")) ?? rest.endIndex
+            var item = rest[..<end]
+            while let first = item.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { item.removeFirst() }
+            while let last = item.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") { item.removeLast() }
             // `| 0x20` lowers ASCII letters and leaves `-` as it is.
-            if rest[..<end].trimmingBlanks.utf8.elementsEqual("accept-encoding".utf8, by: { $0 | 0x20 == $1 }) { return true }
+            if item.elementsEqual("accept-encoding".utf8, by: { $0 | 0x20 == $1 }) { return true }
             guard end < rest.endIndex else { return false }
             rest = rest[rest.index(after: end)...]
         }

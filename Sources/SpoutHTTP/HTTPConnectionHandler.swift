@@ -43,6 +43,9 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     /// When the connection last became idle (no request in progress).
     var idleSince = NIODeadline.now()
     private var deadlineCheck: Scheduled<Void>?
+    /// The peer's IP address as text, read once per connection (a connection's peer does not
+    /// change); `-` when the channel has none.
+    private var peerAddress: String?
 
     init(environment: ConnectionEnvironment, arrival: RequestArrivalClock) {
         self.environment = environment
@@ -260,8 +263,10 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 // HTTP/1.0 has no chunked encoding: a streamed body ends when the connection does.
                 exchange.keepAlive = false
             }
+            let peer = self.peerAddress ?? context.channel.remoteAddress?.ipAddress ?? "-"
+            self.peerAddress = peer
             let clientAddress = StreamAdmission.clientAddress(
-                peer: context.channel.remoteAddress?.ipAddress ?? "-", forwardedFor: exchange.requestFields[values: .xForwardedFor],
+                peer: peer, forwardedFor: exchange.requestFields[values: .xForwardedFor],
                 trustedProxies: self.environment.configuration.trustedProxies)
             let runner = ResponseRunner(
                 exchange: ResponseExchange(

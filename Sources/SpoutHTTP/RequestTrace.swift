@@ -22,6 +22,10 @@ struct RequestTrace: Sendable {
     let traceID: String
     /// The span id, 16 lowercase hex digits.
     let spanID: String
+    /// `00-<trace id>-<span id>-<flags>`: the value of `traceresponse` (and of the
+    /// `traceparent` this server would send onwards), as `TraceContext.traceParentHeaderValue`
+    /// writes it, made from the digits above rather than writing the ids out again.
+    let headerValue: String
 
     /// The tracer's span of the request; nil when the server does not trace.
     let span: RequestSpan?
@@ -47,9 +51,32 @@ struct RequestTrace: Sendable {
             self.span = nil
             self.context = Self.ownSpan(continuing: incoming)
         }
-        // Written out once: the access log and the request both use them.
-        self.traceID = self.context.traceID.description
-        self.spanID = self.context.spanID.description
+        // Written out once: the access log, the response's header and the request use them.
+        let traceDigits = self.context.traceID.hexBytes
+        let spanDigits = self.context.spanID.hexBytes
+        self.traceID = String(decoding: traceDigits, as: UTF8.self)
+        self.spanID = String(decoding: spanDigits, as: UTF8.self)
+        let flags = self.context.flags.rawValue
+        self.headerValue = String(unsafeUninitializedCapacity: 55) { text in
+            var end = 0
+            func append(_ byte: UInt8) {
+                text[end] = byte
+                end += 1
+            }
+            func appendHex(_ value: UInt8) {
+                append(value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10)
+            }
+            append(UInt8(ascii: "0"))
+            append(UInt8(ascii: "0"))
+            append(UInt8(ascii: "-"))
+            for digit in traceDigits { append(digit) }
+            append(UInt8(ascii: "-"))
+            for digit in spanDigits { append(digit) }
+            append(UInt8(ascii: "-"))
+            appendHex(flags >> 4)
+            appendHex(flags & 0xF)
+            return end
+        }
     }
 
     /// A new span id in `incoming`'s trace (its flags and state), or a new trace, not sampled.
@@ -64,8 +91,4 @@ struct RequestTrace: Sendable {
 
     /// `<trace id>-<span id>`: the span as ``Request/traceContext`` hands it on.
     var ids: String { self.traceID + "-" + self.spanID }
-
-    /// `00-<trace id>-<span id>-<flags>`: the value of `traceresponse` (and of the
-    /// `traceparent` this server would send onwards).
-    var headerValue: String { self.context.traceParentHeaderValue }
 }

@@ -33,6 +33,17 @@ import Testing
         #expect(continued.traceID == "0af7651916cd43dd8448eb211c80319c" && continued.spanID != "b7ad6b7169203331")
     }
 
+    /// `traceresponse` is written from the ids' digits: the same text as the W3C library's.
+    @Test(arguments: ["00", "01", "09", "0a", "10", "7f", "ff"])
+    func headerValueIsTheLibrarysTraceparent(flags: String) {
+        let caller = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-\(flags)"
+        let continued = RequestTrace(fields: [.traceParent: caller], method: "GET", tracer: nil)
+        #expect(continued.headerValue == continued.context.traceParentHeaderValue)
+        #expect(continued.headerValue.hasSuffix("-\(flags)") && continued.headerValue.utf8.count == 55)
+        let new = RequestTrace(fields: [:], method: "GET", tracer: nil)
+        #expect(new.headerValue == new.context.traceParentHeaderValue)
+    }
+
     @Test func aReasonableClientIdIsKept() {
         #expect(RequestID.make(from: "req-42") == "req-42")
         #expect(RequestID.make(from: "") != "")
