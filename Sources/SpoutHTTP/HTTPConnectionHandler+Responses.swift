@@ -51,6 +51,7 @@ extension HTTPConnectionHandler {
         guard let exchange = self.currentExchange(number), let sink = exchange.sink, let context = self.context else { return }
         if isFirst, let head = exchange.streamHead {
             exchange.streamHeadWritten = true
+            self.responseInProgress = true
             context.write(self.wrapOutboundOut(.head(head)), promise: nil)
             self.environment.metrics?.firstByte(route: exchange.route, after: .nanoseconds((NIODeadline.now() - exchange.start).nanoseconds))
         }
@@ -154,6 +155,7 @@ extension HTTPConnectionHandler {
             fields.replaceOrAdd(.contentLength, String(body.count))
         }
         let head = HTTPResponseHead(version: exchange.version, status: HTTPResponseStatus(status), headers: HTTPHeaders(fields))
+        self.responseInProgress = true
         context.write(self.wrapOutboundOut(.head(head)), promise: nil)
         let last = hasBody && !body.isEmpty ? context.channel.allocator.buffer(bytes: body) : nil
         self.end(exchange, lastChunk: last, context: context, failure: failure)
@@ -196,6 +198,7 @@ extension HTTPConnectionHandler {
         // Set the state first: writing `.end` may deliver the next pipelined request at once.
         let keepAlive = exchange.keepAlive
         self.state = keepAlive ? .idle : .closing
+        self.responseInProgress = false
         self.idleSince = .now()
         self.arrival.reset()
         let trailerFields = trailers.map(HTTPHeaders.init)
@@ -205,6 +208,21 @@ extension HTTPConnectionHandler {
             let channel = context.channel
             context.writeAndFlush(self.wrapOutboundOut(.end(trailerFields))).whenComplete { _ in channel.close(promise: nil) }
         }
+    }
+
+    /// Answers a request the parser rejected: 431 when its head is too large, 400 otherwise,
+    /// with `Connection: close` (the caller closes).
+    func answerParserError(_ error: HTTPParserError, context: ChannelHandlerContext) {
+        let response = error == .headerOverflow
+            ? ErrorResponse(status: .requestHeaderFieldsTooLarge, message: "request header fields too large")
+            : ErrorResponse(status: .badRequest, message: "malformed request")
+        let fields: HTTPFields = [
+            .contentType: "application/json", .connection: "close", .contentLength: String(response.body.count),
+        ]
+        let head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(response.status), headers: HTTPHeaders(fields))
+        context.write(self.wrapOutboundOut(.head(head)), promise: nil)
+        context.write(self.wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: response.body)))), promise: nil)
+        context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
     }
 
     /// The fields of a response head: `headers`, then the exchange's CORS fields, `X-Request-Id`,

@@ -13,8 +13,10 @@ import SpoutCore
 /// a ``StreamingResponseSink`` fed by a thread-pool thread. Every mutable field is confined to
 /// the channel's event loop; work from other threads comes back through ``LoopHop``.
 ///
-/// Before routing it answers CORS preflights (``CORSPolicy``); after routing, and before any
-/// argument is converted, it checks the route's ``Route/apiKeys``. Every response head,
+/// A request the parser cannot read never reaches it as a request: it answers the parser's
+/// error (400 or 431) and closes. Before routing it answers CORS preflights (``CORSPolicy``);
+/// after routing, and before any argument is converted, it checks the route's
+/// ``Route/apiKeys``. Every response head,
 /// streamed or whole, carries the request's CORS fields. Its responses are in
 /// `HTTPConnectionHandler+Responses.swift`; each request's record is an ``InFlightRequest``.
 final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
@@ -37,6 +39,9 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     /// Where each request's entry goes (the environment's logger).
     let accessLog: AccessLog
     var state = State.idle
+    /// A response's head went out and its end has not: a request the parser rejects now cannot
+    /// be answered, only closed on.
+    var responseInProgress = false
     private var exchangeCount = 0
     private var hop: LoopHop?
     private(set) var context: ChannelHandlerContext?
@@ -193,8 +198,15 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         }
     }
 
+    /// A request the parser rejects (NIO's pipeline handler delivers that error once the
+    /// response before it has ended) gets 431 when its head is too large, 400 otherwise, unless
+    /// a response is under way; then the connection closes, as it does on any other error.
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        self.environment.logger.debug("connection error", metadata: ["error": "\(String(reflecting: error))"])
+        if let parserError = error as? HTTPParserError {
+            if !self.responseInProgress { self.answerParserError(parserError, context: context) }
+        } else {
+            self.environment.logger.debug("connection error", metadata: ["error": "\(String(reflecting: error))"])
+        }
         context.close(promise: nil)
     }
 

@@ -289,7 +289,6 @@ public final class HTTPServer: Service {
             withPipeliningAssistance: true, withErrorHandling: false, withOutboundHeaderValidation: false,
             withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits
         )
-        try sync.addHandler(ProtocolErrorHandler())
         try sync.addHandler(HTTPConnectionHandler(environment: environment, arrival: arrival))
     }
 

@@ -113,6 +113,12 @@ struct ServerTests {
                 port: port, "/employees", headers: [("X-Padding", String(repeating: "p", count: 20_000))]
             )
             #expect(hugeHeader.status == 431)
+
+            // A head the parser rejects: 400 with a JSON body, and the connection closes.
+            let malformed = try await RawHTTP.send(port: port, Array("GET /employees HTTP/1.1\r\nHost: x\r\nno colon\r\n\r\n".utf8))
+            #expect(malformed.status == 400)
+            #expect(malformed.text == #"{"error":"malformed request"}"#)
+            #expect(malformed.header("Connection") == "close")
         }
     }
 
