@@ -7,7 +7,8 @@ import Logging
 import Synchronization
 
 /// A log handler that writes one line per entry to standard error, in swift-log's
-/// `StreamLogHandler` format:
+/// `StreamLogHandler` format (a line break inside a value or message written as `\n` or `\r`,
+/// so that an entry is always one line):
 ///
 /// ```
 /// 2026-11-23T12:24:37+0000 info spout: http.status=200 request.id=fe9bf5eb8bce64d6 [SpoutHTTP] request
@@ -157,12 +158,30 @@ public struct LineLogHandler: LogHandler {
             }
         }
 
-        /// A text field: as it is in text, a JSON string in JSON.
+        /// A text field: as it is in text (line breaks escaped), a JSON string in JSON.
         mutating func field(_ key: String, string: some StringProtocol) {
             self.key(key)
             switch self.format {
-            case .text: self.bytes.append(contentsOf: string.utf8)
+            case .text: self.appendText(string)
             case .json: JSONObjectWriter.appendString(string, to: &self.bytes)
+            }
+        }
+
+        /// Appends a value in the text format: as it is, except that a line break becomes `\n`
+        /// or `\r`, so that an entry stays one line whatever its values hold (an error's
+        /// description may span lines).
+        private mutating func appendText(_ text: some StringProtocol) {
+            let utf8 = text.utf8
+            guard utf8.contains(where: { $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") }) else {
+                self.bytes.append(contentsOf: utf8)
+                return
+            }
+            for byte in utf8 {
+                switch byte {
+                case UInt8(ascii: "\n"): self.bytes.append(contentsOf: #"\n"#.utf8)
+                case UInt8(ascii: "\r"): self.bytes.append(contentsOf: #"\r"#.utf8)
+                default: self.bytes.append(byte)
+                }
             }
         }
 
@@ -183,7 +202,7 @@ public struct LineLogHandler: LogHandler {
         mutating func field(_ key: String, metadata value: Logger.Metadata.Value) {
             self.key(key)
             switch self.format {
-            case .text: self.bytes.append(contentsOf: value.description.utf8)
+            case .text: self.appendText(value.description)
             case .json: LineLogHandler.appendJSON(value, to: &self.bytes)
             }
         }
@@ -196,7 +215,7 @@ public struct LineLogHandler: LogHandler {
                 self.bytes.append(contentsOf: " [".utf8)
                 self.bytes.append(contentsOf: self.source.utf8)
                 self.bytes.append(contentsOf: "] ".utf8)
-                self.bytes.append(contentsOf: self.message.utf8)
+                self.appendText(self.message)
                 self.bytes.append(UInt8(ascii: "\n"))
             case .json:
                 self.bytes.append(UInt8(ascii: "}"))
