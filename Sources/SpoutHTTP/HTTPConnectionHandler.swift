@@ -16,9 +16,9 @@ import SpoutCore
 /// A request the parser cannot read never reaches it as a request: it answers the parser's
 /// error (400 or 431) and closes. Before routing it answers CORS preflights (``CORSPolicy``);
 /// after routing, and before any argument is converted, it checks the route's
-/// ``Route/apiKeys``. Every response head,
-/// streamed or whole, carries the request's CORS fields. Its responses are in
-/// `HTTPConnectionHandler+Responses.swift`; each request's record is an ``InFlightRequest``.
+/// ``Route/apiKeys``. Every response head, streamed or whole, carries the request's CORS
+/// fields. Its responses are in `HTTPConnectionHandler+Responses.swift`; each request's record
+/// is an ``InFlightRequest``.
 final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
