@@ -63,11 +63,9 @@ public struct JSONObjectWriter: Sendable {
             case UInt8(ascii: "\r"): escaped = UInt8(ascii: "r")
             case UInt8(ascii: "\t"): escaped = UInt8(ascii: "t")
             case 0..<0x20:
-                // \u00XX, in lowercase hex.
-                let low = byte & 0xF
                 bytes.append(contentsOf: "\\u00".utf8)
-                bytes.append(UInt8(ascii: "0") + (byte >> 4))
-                bytes.append(low < 10 ? UInt8(ascii: "0") + low : UInt8(ascii: "a") + low - 10)
+                bytes.append(HexDigits.digit(byte >> 4))
+                bytes.append(HexDigits.digit(byte & 0xF))
                 continue
             default:
                 bytes.append(byte)

@@ -14,10 +14,8 @@ enum RequestID {
     /// `value` as 16 lowercase hex digits.
     static func hex(_ value: UInt64) -> String {
         String(unsafeUninitializedCapacity: 16) { buffer in
-            let digits: StaticString = "0123456789abcdef"
             for position in 0..<16 {
-                let nibble = Int((value >> UInt64(60 - 4 * position)) & 0xF)
-                buffer[position] = digits.utf8Start[nibble]
+                buffer[position] = HexDigits.digit(UInt8(truncatingIfNeeded: value >> UInt64(60 - 4 * position)) & 0xF)
             }
             return 16
         }

@@ -63,9 +63,6 @@ struct RequestTrace: Sendable {
                 text[end] = byte
                 end += 1
             }
-            func appendHex(_ value: UInt8) {
-                append(value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10)
-            }
             append(UInt8(ascii: "0"))
             append(UInt8(ascii: "0"))
             append(UInt8(ascii: "-"))
@@ -73,8 +70,8 @@ struct RequestTrace: Sendable {
             append(UInt8(ascii: "-"))
             for digit in spanDigits { append(digit) }
             append(UInt8(ascii: "-"))
-            appendHex(flags >> 4)
-            appendHex(flags & 0xF)
+            append(HexDigits.digit(flags >> 4))
+            append(HexDigits.digit(flags & 0xF))
             return end
         }
     }

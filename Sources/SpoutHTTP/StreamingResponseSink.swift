@@ -138,7 +138,6 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
     }
 
     func deliverCompressed(_ bytes: [UInt8]) throws {
-        guard !bytes.isEmpty else { return }
         try self.hand(self.allocator.buffer(bytes: bytes))
     }
 
@@ -148,6 +147,7 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
 
     /// Hands a chunk of the body (compressed, if it is) to the channel or the spool, or waits.
     private func hand(_ chunk: ByteBuffer) throws {
+        guard chunk.readableBytes > 0 else { return }
         self.lock.lock()
         while true {
             if self.isClosed {

@@ -45,6 +45,18 @@ import Testing
         #expect(failed.contains(#" http.path=/pets?name="Fluffy"\n http.status=500 "#))
     }
 
+    /// JSON escapes quotes, line breaks, tabs and other control characters (`\u00XX`, lowercase).
+    @Test func jsonLineEscapesControlCharacters() {
+        let handler = LineLogHandler(label: "spout", format: .json) { _ in }
+        let line = String(decoding: handler.line(for: Self.entries[1], timestamp: "T"), as: UTF8.self)
+        #expect(line.contains(#""error":"the database is unavailable\t(\u0001)""#))
+        #expect(line.contains(#""http.path":"/pets?name=\"Fluffy\"\n""#))
+        let unitSeparator = AccessLogEntry(
+            requestID: "a", traceID: "b", spanID: "c", method: "GET", path: "/\u{1f}", status: 200, bytes: 0, milliseconds: 1,
+            rows: nil)
+        #expect(String(decoding: handler.line(for: unitSeparator, timestamp: "T"), as: UTF8.self).contains(#""http.path":"/\u001f""#))
+    }
+
     /// Written through a logger: the handler's level applies, and a handler with metadata of its
     /// own still gets it on the line (through `Logger`).
     @Test(arguments: [false, true])
