@@ -4,8 +4,6 @@
 /// ``JSONWritingCursor``) writes exactly the bytes ``writeValue(_:dateFormat:to:)`` writes for
 /// the same ``SQLValue``.
 public enum JSONText {
-    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
-
     /// Writes `text` as a JSON string: quotes, backslashes and every control character escaped.
     /// Swift strings are valid UTF-8, so invalid input was already replaced by U+FFFD.
     public static func writeString(_ text: String, to out: inout ChunkedOutput) {
@@ -20,26 +18,64 @@ public enum JSONText {
         var runStart = 0
         for index in 0..<bytes.count {
             let byte = bytes[index]
-            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+            guard self.needsEscape(byte) else { continue }
             if index > runStart { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index])) }
             runStart = index + 1
             out.append(UInt8(ascii: "\\"))
-            switch byte {
-            case UInt8(ascii: "\""): out.append(UInt8(ascii: "\""))
-            case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\"))
-            case 0x0A: out.append(UInt8(ascii: "n"))
-            case 0x0D: out.append(UInt8(ascii: "r"))
-            case 0x09: out.append(UInt8(ascii: "t"))
-            case 0x08: out.append(UInt8(ascii: "b"))
-            case 0x0C: out.append(UInt8(ascii: "f"))
-            default:
+            if let letter = self.shortEscape(byte) {
+                out.append(letter)
+            } else {
                 out.append("u00")
-                out.append(hex[Int(byte >> 4)])
-                out.append(hex[Int(byte & 0xF)])
+                out.append(HexDigits.digit(byte >> 4))
+                out.append(HexDigits.digit(byte & 0xF))
             }
         }
         if runStart < bytes.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...])) }
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// Appends `text` as a JSON string to `bytes`, escaped exactly as ``writeString(_:to:)``
+    /// escapes it: for JSON built outside a ``ChunkedOutput`` (a log line, SQLite's array
+    /// parameters).
+    public static func appendString(_ text: some StringProtocol, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            guard self.needsEscape(byte) else {
+                bytes.append(byte)
+                continue
+            }
+            bytes.append(UInt8(ascii: "\\"))
+            if let letter = self.shortEscape(byte) {
+                bytes.append(letter)
+            } else {
+                bytes.append(contentsOf: "u00".utf8)
+                bytes.append(HexDigits.digit(byte >> 4))
+                bytes.append(HexDigits.digit(byte & 0xF))
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Whether a string's UTF-8 `byte` is escaped in JSON text: a quote, a backslash or a
+    /// control character. The one rule both writers follow.
+    @inline(__always)
+    static func needsEscape(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+    }
+
+    /// The letter after the backslash for an escaped `byte` that has a short form (`n` for a
+    /// line feed, `"` for a quote); nil for a control character written `\u00XX`.
+    @inline(__always)
+    static func shortEscape(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"): byte
+        case 0x0A: UInt8(ascii: "n")
+        case 0x0D: UInt8(ascii: "r")
+        case 0x09: UInt8(ascii: "t")
+        case 0x08: UInt8(ascii: "b")
+        case 0x0C: UInt8(ascii: "f")
+        default: nil
+        }
     }
 
     /// Writes a driver's text bytes, which may not be valid UTF-8, as a JSON string: exactly

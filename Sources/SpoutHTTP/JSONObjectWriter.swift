@@ -1,3 +1,5 @@
+import SpoutCore
+
 /// Writes a small JSON object with string, integer, boolean, string-list and object-list fields,
 /// in the order they are added. For error and status bodies; row data never goes through it.
 public struct JSONObjectWriter: Sendable {
@@ -8,7 +10,7 @@ public struct JSONObjectWriter: Sendable {
 
     public mutating func add(_ key: String, _ value: String) {
         self.key(key)
-        Self.appendString(value, to: &self.bytes)
+        JSONText.appendString(value, to: &self.bytes)
     }
 
     public mutating func add(_ key: String, _ value: Int) {
@@ -37,7 +39,7 @@ public struct JSONObjectWriter: Sendable {
         self.bytes.append(UInt8(ascii: "["))
         for (index, value) in values.enumerated() {
             if index > 0 { self.bytes.append(UInt8(ascii: ",")) }
-            Self.appendString(value, to: &self.bytes)
+            JSONText.appendString(value, to: &self.bytes)
         }
         self.bytes.append(UInt8(ascii: "]"))
     }
@@ -48,32 +50,7 @@ public struct JSONObjectWriter: Sendable {
     private mutating func key(_ key: String) {
         if !self.isEmpty { self.bytes.append(UInt8(ascii: ",")) }
         self.isEmpty = false
-        Self.appendString(key, to: &self.bytes)
+        JSONText.appendString(key, to: &self.bytes)
         self.bytes.append(UInt8(ascii: ":"))
-    }
-
-    /// Appends `text` as a JSON string: quotes, and escapes for `"`, `\` and control characters.
-    static func appendString(_ text: some StringProtocol, to bytes: inout [UInt8]) {
-        bytes.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            let escaped: UInt8
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"): escaped = byte
-            case UInt8(ascii: "\n"): escaped = UInt8(ascii: "n")
-            case UInt8(ascii: "\r"): escaped = UInt8(ascii: "r")
-            case UInt8(ascii: "\t"): escaped = UInt8(ascii: "t")
-            case 0..<0x20:
-                bytes.append(contentsOf: "\\u00".utf8)
-                bytes.append(HexDigits.digit(byte >> 4))
-                bytes.append(HexDigits.digit(byte & 0xF))
-                continue
-            default:
-                bytes.append(byte)
-                continue
-            }
-            bytes.append(UInt8(ascii: "\\"))
-            bytes.append(escaped)
-        }
-        bytes.append(UInt8(ascii: "\""))
     }
 }

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Logging
+import SpoutCore
 import Synchronization
 
 /// A log handler that writes one line per entry to standard error, in swift-log's
@@ -132,15 +133,15 @@ public struct LineLogHandler: LogHandler {
                 self.bytes.append(UInt8(ascii: ":"))
             case .json:
                 self.bytes.append(contentsOf: #"{"time":"#.utf8)
-                JSONObjectWriter.appendString(timestamp, to: &self.bytes)
+                JSONText.appendString(timestamp, to: &self.bytes)
                 self.bytes.append(contentsOf: #","level":"#.utf8)
-                JSONObjectWriter.appendString(level.rawValue, to: &self.bytes)
+                JSONText.appendString(level.rawValue, to: &self.bytes)
                 self.bytes.append(contentsOf: #","label":"#.utf8)
-                JSONObjectWriter.appendString(label, to: &self.bytes)
+                JSONText.appendString(label, to: &self.bytes)
                 self.bytes.append(contentsOf: #","source":"#.utf8)
-                JSONObjectWriter.appendString(source, to: &self.bytes)
+                JSONText.appendString(source, to: &self.bytes)
                 self.bytes.append(contentsOf: #","message":"#.utf8)
-                JSONObjectWriter.appendString(message, to: &self.bytes)
+                JSONText.appendString(message, to: &self.bytes)
             }
         }
 
@@ -153,7 +154,7 @@ public struct LineLogHandler: LogHandler {
                 self.bytes.append(UInt8(ascii: "="))
             case .json:
                 self.bytes.append(UInt8(ascii: ","))
-                JSONObjectWriter.appendString(key, to: &self.bytes)
+                JSONText.appendString(key, to: &self.bytes)
                 self.bytes.append(UInt8(ascii: ":"))
             }
         }
@@ -163,7 +164,7 @@ public struct LineLogHandler: LogHandler {
             self.key(key)
             switch self.format {
             case .text: self.appendText(string)
-            case .json: JSONObjectWriter.appendString(string, to: &self.bytes)
+            case .json: JSONText.appendString(string, to: &self.bytes)
             }
         }
 
@@ -230,7 +231,7 @@ public struct LineLogHandler: LogHandler {
     private static func appendJSON(_ value: Logger.Metadata.Value, to line: inout [UInt8]) {
         switch value {
         case .string(let text):
-            JSONObjectWriter.appendString(text, to: &line)
+            JSONText.appendString(text, to: &line)
         case .stringConvertible(let convertible):
             switch convertible {
             case let number as any BinaryInteger:
@@ -238,7 +239,7 @@ public struct LineLogHandler: LogHandler {
             case let number as Double where number.isFinite:
                 line.append(contentsOf: "\(number)".utf8)
             default:
-                JSONObjectWriter.appendString(convertible.description, to: &line)
+                JSONText.appendString(convertible.description, to: &line)
             }
         case .array(let values):
             line.append(UInt8(ascii: "["))
@@ -251,7 +252,7 @@ public struct LineLogHandler: LogHandler {
             line.append(UInt8(ascii: "{"))
             for (index, name) in fields.keys.sorted().enumerated() {
                 if index > 0 { line.append(UInt8(ascii: ",")) }
-                JSONObjectWriter.appendString(name, to: &line)
+                JSONText.appendString(name, to: &line)
                 line.append(UInt8(ascii: ":"))
                 Self.appendJSON(fields[name]!, to: &line)
             }

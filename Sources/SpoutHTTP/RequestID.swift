@@ -1,3 +1,5 @@
+import SpoutCore
+
 /// Request ids: the client's `X-Request-Id` when it is reasonable, else 16 hex digits from
 /// ``IdentifierGenerator`` (unique within the process, no system call).
 enum RequestID {

@@ -1,4 +1,5 @@
 import HTTPTypes
+import SpoutCore
 import Tracing
 import W3CTraceContext
 

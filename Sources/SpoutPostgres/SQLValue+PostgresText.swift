@@ -49,15 +49,13 @@ extension SQLValue {
         }
     }
 
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
-
     private static func appendHex(_ bytes: [UInt8], to buffer: inout [UInt8]) {
         buffer.reserveCapacity(buffer.count + 2 + bytes.count * 2)
         buffer.append(UInt8(ascii: "\\"))
         buffer.append(UInt8(ascii: "x"))
         for byte in bytes {
-            buffer.append(self.hexDigits[Int(byte >> 4)])
-            buffer.append(self.hexDigits[Int(byte & 0x0f)])
+            buffer.append(HexDigits.digit(byte >> 4))
+            buffer.append(HexDigits.digit(byte & 0x0F))
         }
     }
 

@@ -27,20 +27,20 @@ enum SQLiteJSONArrayText {
             if SQLiteDecimalText.isPlainDecimal(text.utf8) {
                 output.append(contentsOf: text.utf8)
             } else {
-                Self.appendString(text, to: &output)
+                JSONText.appendString(text, to: &output)
             }
         case .bool(let bool):
             output.append(contentsOf: (bool ? "true" : "false").utf8)
         case .text(let text), .time(let text):
-            Self.appendString(text, to: &output)
+            JSONText.appendString(text, to: &output)
         case .json(let text):
             output.append(contentsOf: text.utf8)
         case .date(let days):
-            Self.appendString(CivilTime.formatDate(days: days), to: &output)
+            JSONText.appendString(CivilTime.formatDate(days: days), to: &output)
         case .timestamp(let microseconds):
-            Self.appendString(CivilTime.formatSQLTimestamp(microseconds: microseconds), to: &output)
+            JSONText.appendString(CivilTime.formatSQLTimestamp(microseconds: microseconds), to: &output)
         case .bytes(let bytes):
-            Self.appendString(Self.base64(bytes), to: &output)
+            JSONText.appendString(Self.base64(bytes), to: &output)
         case .array(let elements):
             output.append(UInt8(ascii: "["))
             for (position, element) in elements.enumerated() {
@@ -49,26 +49,6 @@ enum SQLiteJSONArrayText {
             }
             output.append(UInt8(ascii: "]"))
         }
-    }
-
-    private static func appendString(_ text: String, to output: inout [UInt8]) {
-        let hex = Array("0123456789abcdef".utf8)
-        output.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x0A: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0x00..<0x20:
-                output.append(contentsOf: "\\u00".utf8)
-                output.append(hex[Int(byte >> 4)])
-                output.append(hex[Int(byte & 0x0F)])
-            default: output.append(byte)
-            }
-        }
-        output.append(UInt8(ascii: "\""))
     }
 
     private static func base64(_ bytes: [UInt8]) -> String {

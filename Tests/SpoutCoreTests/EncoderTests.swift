@@ -148,6 +148,23 @@ final class MemoryConnection: DatabaseConnection, @unchecked Sendable {
         #expect(parsed.map { $0["s"]! } == strings)
     }
 
+    /// JSON built outside a stream (log lines, SQLite's array parameters) escapes each string
+    /// to the same bytes as a row's value: every ASCII byte, alone and between letters.
+    @Test func appendedStringsMatchStreamedStrings() throws {
+        var strings = (0..<0x80).map { String(UnicodeScalar(UInt8($0))) }
+        strings += (0..<0x80).map { "a\(UnicodeScalar(UInt8($0)))b" } + ["", "é€😀\u{2028}"]
+        let streamed = try encode(["s"], strings.map { [SQLValue.text($0)] })
+        var appended = Array("[".utf8)
+        for (index, string) in strings.enumerated() {
+            appended += Array((index == 0 ? "{\"s\":" : ",{\"s\":").utf8)
+            JSONText.appendString(string, to: &appended)
+            appended.append(UInt8(ascii: "}"))
+        }
+        appended.append(UInt8(ascii: "]"))
+        #expect(String(decoding: appended, as: UTF8.self) == streamed)
+        #expect(streamed.contains(#"{"s":"\b"}"#) && streamed.contains(#"{"s":"\u001f"}"#))
+    }
+
     @Test func invalidUTF8BecomesReplacementCharacter() throws {
         let text = String(decoding: [0x61, 0xFF, 0x62], as: UTF8.self)
         #expect(try encode(["s"], [[.text(text)]]) == "[{\"s\":\"a\u{FFFD}b\"}]")
