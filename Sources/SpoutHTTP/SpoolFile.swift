@@ -56,22 +56,26 @@ final class SpoolFile: Sendable {
         }
     }
 
-    /// Reads `count` bytes at `offset` (all written before).
-    func read(count: Int, at offset: Int) throws(Failure) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: count)
-        var done = 0
-        while done < count {
-            let result = bytes.withUnsafeMutableBytes { buffer in
-                pread(self.descriptor, buffer.baseAddress! + done, count - done, off_t(offset + done))
+    /// Reads `count` bytes at `offset` (all written before) into a buffer from `allocator`,
+    /// which the channel then writes as it is.
+    func read(count: Int, at offset: Int, allocator: ByteBufferAllocator) throws(Failure) -> ByteBuffer {
+        var buffer = allocator.buffer(capacity: count)
+        while buffer.readableBytes < count {
+            let done = buffer.readableBytes
+            var failure: Failure?
+            buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count - done) { free in
+                let result = pread(self.descriptor, free.baseAddress!, count - done, off_t(offset + done))
+                if result < 0 {
+                    let code = errno
+                    if code != EINTR { failure = Failure(operation: "read the spool file", code: code) }
+                } else if result == 0 {
+                    failure = Failure(operation: "read the spool file (short)", code: EIO)
+                }
+                return max(result, 0)
             }
-            if result < 0 {
-                if errno == EINTR { continue }
-                throw Failure(operation: "read the spool file", code: errno)
-            }
-            if result == 0 { throw Failure(operation: "read the spool file (short)", code: EIO) }
-            done += result
+            if let failure { throw failure }
         }
-        return bytes
+        return buffer
     }
 
     /// Gives the file's blocks back (the reader has caught up with the writer).

@@ -339,9 +339,11 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
                 self.fileStart += count
                 self.isReadingFile = true
                 spool.io.submit { state in
-                    let result: Result<[UInt8], SpoolFile.Failure>
+                    let result: Result<ByteBuffer, SpoolFile.Failure>
                     if case .active = state {
-                        result = Result { () throws(SpoolFile.Failure) in try file.read(count: count, at: offset) }
+                        result = Result { () throws(SpoolFile.Failure) in
+                            try file.read(count: count, at: offset, allocator: self.allocator)
+                        }
                     } else {
                         result = .failure(SpoolFile.Failure(operation: "read the spool file (shutting down)", code: EINTR))
                     }
@@ -357,7 +359,7 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
     }
 
     /// A read of the spool file finished. On the event loop.
-    private func fileRead(_ result: Result<[UInt8], SpoolFile.Failure>) {
+    private func fileRead(_ result: Result<ByteBuffer, SpoolFile.Failure>) {
         self.lock.lock()
         self.isReadingFile = false
         guard !self.isClosed else {
@@ -365,13 +367,13 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
             return
         }
         switch result {
-        case .success(let bytes):
+        case .success(let chunk):
             let isFirst = self.deliveredCount == 0
             self.deliveredCount += 1
             self.chunksInFlight += 1
             self.isPumping = true
             self.lock.unlock(withValue: true)
-            self.deliverChunk(self.allocator.buffer(bytes: bytes), isFirst)
+            self.deliverChunk(chunk, isFirst)
             self.lock.lock()
             self.isPumping = false
             self.lock.unlock()
