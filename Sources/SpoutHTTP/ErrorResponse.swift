@@ -1,4 +1,6 @@
 import HTTPTypes
+import NIOCore
+import NIOHTTP1
 
 /// How an error becomes an HTTP response: status, extra headers and a JSON body.
 ///
@@ -30,5 +32,20 @@ public struct ErrorResponse: Sendable {
         } else {
             self.init(status: .internalServerError, message: "internal server error")
         }
+    }
+}
+
+extension ErrorResponse {
+    /// This error as the last response of a connection, sent outside any request's exchange (a
+    /// connection refused when accepted, a request the parser rejected): the head, with the
+    /// error's fields, the body's type and length and `Connection: close` (no request id, no
+    /// CORS fields), and the body. The caller writes both, then `.end`, and closes.
+    func closingParts(allocator: ByteBufferAllocator) -> (head: HTTPResponseHead, body: ByteBuffer) {
+        var fields = self.headers
+        fields[.contentType] = "application/json"
+        fields[.contentLength] = String(self.body.count)
+        fields[.connection] = "close"
+        let head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(self.status), headers: HTTPHeaders(fields))
+        return (head, allocator.buffer(bytes: self.body))
     }
 }

@@ -216,12 +216,9 @@ extension HTTPConnectionHandler {
         let response = error == .headerOverflow
             ? ErrorResponse(status: .requestHeaderFieldsTooLarge, message: "request header fields too large")
             : ErrorResponse(status: .badRequest, message: "malformed request")
-        let fields: HTTPFields = [
-            .contentType: "application/json", .connection: "close", .contentLength: String(response.body.count),
-        ]
-        let head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(response.status), headers: HTTPHeaders(fields))
+        let (head, body) = response.closingParts(allocator: context.channel.allocator)
         context.write(self.wrapOutboundOut(.head(head)), promise: nil)
-        context.write(self.wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: response.body)))), promise: nil)
+        context.write(self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
         context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
     }
 

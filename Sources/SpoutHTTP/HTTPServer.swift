@@ -295,14 +295,11 @@ public final class HTTPServer: Service {
     /// Answers a connection refused at accept with a 503 (JSON, `Retry-After: 1`) before
     /// reading anything from it, framed by NIOHTTP1's encoder, then closes it.
     private static func refuse(_ channel: any Channel, message: String) throws {
-        let body = ErrorResponse(status: .serviceUnavailable, message: message).body
-        let fields: HTTPFields = [
-            .contentType: "application/json", .contentLength: String(body.count), .retryAfter: "1", .connection: "close",
-        ]
+        let response = ErrorResponse(status: .serviceUnavailable, message: message, headers: [.retryAfter: "1"])
+        let (head, body) = response.closingParts(allocator: channel.allocator)
         try channel.pipeline.syncOperations.addHandler(HTTPResponseEncoder())
-        let head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(.serviceUnavailable), headers: HTTPHeaders(fields))
         channel.write(HTTPServerResponsePart.head(head), promise: nil)
-        channel.write(HTTPServerResponsePart.body(.byteBuffer(channel.allocator.buffer(bytes: body))), promise: nil)
+        channel.write(HTTPServerResponsePart.body(.byteBuffer(body)), promise: nil)
         channel.writeAndFlush(HTTPServerResponsePart.end(nil)).whenComplete { _ in channel.close(promise: nil) }
     }
 
