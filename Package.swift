@@ -7,6 +7,7 @@ import PackageDescription
 //   CLibPQ, CSQLite3   system libraries (libpq-dev, libsqlite3-dev)
 //   CISAL, CZstd       system libraries (libisal-dev, libzstd-dev): gzip/deflate and zstd bodies
 //   CEventPoll         Linux epoll (glibc), for the PostgreSQL reactor thread
+//   CMalloc            glibc's mallopt, for the executable's allocator settings
 //   SpoutCore          values, named-parameter SQL, row streams with attach(), encoders, pool
 //   SpoutPostgres      the libpq driver
 //   SpoutSQLite        the libsqlite3 driver
@@ -84,6 +85,8 @@ let package = Package(
         ),
         // Linux's epoll and eventfd (glibc headers), for the PostgreSQL driver's reactor.
         .systemLibrary(name: "CEventPoll"),
+        // glibc's mallopt (malloc.h), for the spout executable's allocator settings.
+        .systemLibrary(name: "CMalloc"),
         .systemLibrary(
             name: "CSQLite3",
             pkgConfig: "sqlite3",
@@ -150,6 +153,7 @@ let package = Package(
                 "SpoutHTTP",
                 "SpoutEndpoints",
                 "SpoutData",
+                .target(name: "CMalloc", condition: .when(platforms: [.linux])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -24,6 +24,7 @@ struct Spout: AsyncParsableCommand {
     /// `ValidationError`s, which by ArgumentParser's convention are command-line mistakes)
     /// print the usage; a configuration error prints its location and message alone.
     static func main() async {
+        MallocTuning.apply()
         var command: any ParsableCommand
         do {
             command = try await Self.asyncParseAsRoot()
