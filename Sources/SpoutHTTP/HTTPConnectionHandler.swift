@@ -200,10 +200,13 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
 
     /// A request the parser rejects (NIO's pipeline handler delivers that error once the
     /// response before it has ended) gets 431 when its head is too large, 400 otherwise, unless
-    /// a response is under way; then the connection closes, as it does on any other error.
+    /// a response is under way or the connection is already closed; then the connection
+    /// closes, as it does on any other error. (A head left half-sent when the connection
+    /// closes, say at shutdown, is reported as the channel goes inactive: answering it then
+    /// would write into a closed pipeline, which NIO's pipeline handler asserts against.)
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if let parserError = error as? HTTPParserError {
-            if !self.responseInProgress { self.answerParserError(parserError, context: context) }
+            if !self.responseInProgress && context.channel.isActive { self.answerParserError(parserError, context: context) }
         } else {
             self.environment.logger.debug("connection error", metadata: ["error": "\(String(reflecting: error))"])
         }

@@ -529,6 +529,22 @@ struct ServerTests {
         #expect(throws: (any Error).self) { try HTTPTestConnection(port: fixture.port).request("GET", "/health") }
     }
 
+    /// A connection holding half a request head when the server shuts down is closed without
+    /// an answer. The parser reports the unfinished head as the channel goes inactive; the
+    /// answer the connection handler wrote then went into a closed pipeline, and NIO's
+    /// pipeline handler asserted (a debug build's process died: seen once in the slowloris
+    /// test's server). No database is involved: SQLite only.
+    @Test func shutdownClosesHalfSentHeadsWithoutAnswer() async throws {
+        try await self.withServer(.sqlite) { fixture, _ in
+            let client = try await HTTPTestConnection.connect(port: fixture.port)
+            try await client.run { try $0.send("GET /health HTTP/1.1\r\nHost: 127.0.0") }
+            // Let the server read the bytes before it is told to stop.
+            try await Task.sleep(for: .milliseconds(300))
+            await fixture.server.shutdown(drainTimeout: .seconds(5))
+            #expect(try await client.run { try $0.readUntilClosed() }.isEmpty)
+        }
+    }
+
     @Test(arguments: SQLDialect.allCases)
     func drainTimeoutClosesStuckResponses(_ dialect: SQLDialect) async throws {
         try await self.withServer(dialect) { fixture, _ in
