@@ -62,23 +62,47 @@ public struct APIKeySet: Sendable, CustomStringConvertible, CustomDebugStringCon
     }
 
     /// The credential a request presents: the bearer token, else the `X-API-Key` value.
+    /// Both are read in the value's UTF-8 bytes (the scheme is ASCII, any case; blanks are
+    /// spaces and tabs): a token is a few hundred bytes that every covered request presents.
     public static func credential(authorization: String?, apiKey: String?) -> String? {
-        if let authorization {
-            let trimmed = authorization.trimmingBlanks
-            let scheme = "bearer"
-            if trimmed.utf8.count > scheme.utf8.count,
-                trimmed.prefix(scheme.count).lowercased() == scheme,
-                let separator = trimmed.dropFirst(scheme.count).first, separator == " " || separator == "\t"
-            {
-                let token = trimmed.dropFirst(scheme.count).trimmingBlanks
-                if !token.isEmpty { return token }
+        if var authorization {
+            let token = authorization.withUTF8 { bytes -> String? in
+                let value = Self.withoutBlanks(bytes)
+                let scheme = Self.bearerScheme
+                // The scheme (a letter OR 0x20 is its lowercase), a blank, then the token.
+                guard value.count > scheme.count, Self.isBlank(value[value.startIndex + scheme.count]) else { return nil }
+                for (offset, letter) in scheme.enumerated() where value[value.startIndex + offset] | 0x20 != letter {
+                    return nil
+                }
+                return Self.text(Self.withoutBlanks(UnsafeBufferPointer(rebasing: value[(value.startIndex + scheme.count)...])))
             }
+            if let token { return token }
         }
-        if let apiKey {
-            let token = apiKey.trimmingBlanks
-            if !token.isEmpty { return token }
+        if var apiKey {
+            return apiKey.withUTF8 { Self.text(Self.withoutBlanks($0)) }
         }
         return nil
+    }
+
+    private static let bearerScheme: [UInt8] = Array("bearer".utf8)
+
+    /// `bytes` as a string; nil when there are none.
+    private static func text(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> String? {
+        bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// `bytes` without leading and trailing spaces and tabs.
+    private static func withoutBlanks(_ bytes: UnsafeBufferPointer<UInt8>) -> Slice<UnsafeBufferPointer<UInt8>> {
+        var start = bytes.startIndex
+        var end = bytes.endIndex
+        while start < end && Self.isBlank(bytes[start]) { start += 1 }
+        while end > start && Self.isBlank(bytes[end - 1]) { end -= 1 }
+        return bytes[start..<end]
+    }
+
+    @inline(__always)
+    private static func isBlank(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t")
     }
 
     /// The error response for a refused `outcome`; nil for ``Outcome/granted``.
@@ -102,12 +126,13 @@ public struct APIKeySet: Sendable, CustomStringConvertible, CustomDebugStringCon
     public var customMirror: Mirror { Mirror(self, children: ["count": self.count]) }
 }
 
-extension StringProtocol {
-    /// The text without leading and trailing spaces and tabs.
+extension StringProtocol where UTF8View: BidirectionalCollection {
+    /// The text without leading and trailing spaces and tabs. Both are ASCII, so the UTF-8
+    /// bytes are cut where they are, with no character walked (header values, tokens).
     var trimmingBlanks: String {
-        var slice = Substring(self)
-        while let first = slice.first, first == " " || first == "\t" { slice.removeFirst() }
-        while let last = slice.last, last == " " || last == "\t" { slice.removeLast() }
-        return String(slice)
+        let bytes = self.utf8
+        let isText = { (byte: UInt8) in byte != UInt8(ascii: " ") && byte != UInt8(ascii: "\t") }
+        guard let first = bytes.firstIndex(where: isText), let last = bytes.lastIndex(where: isText) else { return "" }
+        return String(decoding: bytes[first...last], as: UTF8.self)
     }
 }
