@@ -46,12 +46,15 @@ final class InFlightRequest {
         self.id = RequestID.make(from: self.requestFields[values: .requestID].first)
         self.trace = RequestTrace(fields: self.requestFields, method: head.method.rawValue, tracer: tracer)
         self.method = head.method
-        self.uri = head.uri
-        if let question = head.uri.firstIndex(of: "?") {
-            self.path = head.uri[..<question]
-            self.queryString = head.uri[head.uri.index(after: question)...]
+        let uri = head.uri
+        self.uri = uri
+        // Found in the bytes: `?` is ASCII, and a string index from the UTF-8 view cuts the
+        // string itself (the character search walked every grapheme of the path).
+        if let question = uri.utf8.firstIndex(of: UInt8(ascii: "?")) {
+            self.path = uri[..<question]
+            self.queryString = uri[uri.utf8.index(after: question)...]
         } else {
-            self.path = head.uri[...]
+            self.path = uri[...]
             self.queryString = nil
         }
         self.version = head.version
