@@ -14,6 +14,8 @@ struct ConnectionEnvironment: Sendable {
     var streams: StreamServices? = nil
     /// What starts each request's span (``RequestSpan``); nil: the server does not trace.
     var tracer: (any Tracer)? = nil
+    /// The server's running request tasks, which its shutdown waits for.
+    var requestTasks = RequestTasks()
     /// How work from other threads reaches a connection's event loop (tests replace it).
     var makeHop: @Sendable (any EventLoop) -> LoopHop = { LoopHop.eventLoop($0) }
 }

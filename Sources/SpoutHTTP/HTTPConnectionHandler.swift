@@ -290,8 +290,11 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                     allocator: context.channel.allocator, chunksInFlight: self.environment.configuration.chunksInFlight,
                     metrics: self.environment.metrics, streams: self.environment.streams, clientAddress: clientAddress,
                     compresses: self.environment.configuration.compression))
+            let tasks = self.environment.requestTasks
+            tasks.started()
             exchange.task = Task(executorPreference: self.hop!.taskExecutor) {
                 await runner.run(route: route, request: request)
+                tasks.ended()
             }
         }
     }

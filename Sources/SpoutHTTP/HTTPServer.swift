@@ -33,6 +33,7 @@ public final class HTTPServer: Service {
     private let ownsGroup: Bool
     private let state = Mutex(ServerState())
     private let stopped = AsyncOneShotEvent()
+    private let requestTasks = RequestTasks()
     /// Collects the accepted connections and quiesces them on shutdown; dropped there, before
     /// an owned event loop group shuts down (its deinit completes a promise on that group).
     private let quiescing: NIOLockedValueBox<ServerQuiescingHelper?>
@@ -100,6 +101,12 @@ public final class HTTPServer: Service {
         }
     }
 
+    /// Request tasks started and not yet ended (for tests and diagnostics): zero once
+    /// ``shutdown(drainTimeout:)`` has returned, unless a task outlived its grace.
+    public var runningRequestTasks: Int {
+        self.requestTasks.running
+    }
+
     /// The port the server listens on, once started (the real one when configured with 0).
     public var boundPort: Int? {
         self.state.withLock { $0.serverChannel?.localAddress?.port }
@@ -116,7 +123,7 @@ public final class HTTPServer: Service {
         let environment = ConnectionEnvironment(
             router: self.router, configuration: self.configuration,
             logger: self.logger, statistics: self.statistics, metrics: self.metrics, streams: self.streams,
-            tracer: self.tracer
+            tracer: self.tracer, requestTasks: self.requestTasks
         )
         let configuration = self.configuration
         let failures = self.connectionFailures
@@ -180,10 +187,15 @@ public final class HTTPServer: Service {
         }
     }
 
+    /// How long shutdown waits, after closing the last connections, for their request tasks
+    /// to end before it stops the event loops they run on.
+    static let requestTaskGrace: Duration = .seconds(5)
+
     /// Stops accepting, lets in-flight responses finish for up to `drainTimeout` (default:
     /// ``ServerConfiguration/drainTimeout``), then closes every connection (cancelling running
-    /// statements) and releases the server's threads. Idle keep-alive connections close at
-    /// once. Later calls return when the first one is done.
+    /// statements), waits for their request tasks to end (at most ``requestTaskGrace``) and
+    /// releases the server's threads. Idle keep-alive connections close at once. Later calls
+    /// return when the first one is done.
     public func shutdown(drainTimeout: Duration? = nil) async {
         let (first, connections) = self.state.withLock { state in
             defer { state.isShuttingDown = true }
@@ -205,6 +217,13 @@ public final class HTTPServer: Service {
         let remaining = self.state.withLock { Array($0.connections.values) }
         for connection in remaining {
             try? await connection.close()
+        }
+        // A closed connection's producer stops at its next write (its statement cancelled);
+        // its task then resumes on the event loop, which must still run (``RequestTasks``).
+        if !(await self.requestTasks.waitUntilNone(atMost: Self.requestTaskGrace)) {
+            self.logger.warning(
+                "request tasks still running; stopping the event loops anyway",
+                metadata: ["tasks": .stringConvertible(self.requestTasks.running)])
         }
         await self.streams.spool?.shutdown()
         if self.ownsGroup {
