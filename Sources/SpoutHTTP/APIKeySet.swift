@@ -70,7 +70,7 @@ public struct APIKeySet: Sendable, CustomStringConvertible, CustomDebugStringCon
                 let value = Self.withoutBlanks(bytes)
                 let scheme = Self.bearerScheme
                 // The scheme (a letter OR 0x20 is its lowercase), a blank, then the token.
-                guard value.count > scheme.count, Self.isBlank(value[value.startIndex + scheme.count]) else { return nil }
+                guard value.count > scheme.count, isBlank(value[value.startIndex + scheme.count]) else { return nil }
                 for (offset, letter) in scheme.enumerated() where value[value.startIndex + offset] | 0x20 != letter {
                     return nil
                 }
@@ -95,14 +95,9 @@ public struct APIKeySet: Sendable, CustomStringConvertible, CustomDebugStringCon
     private static func withoutBlanks(_ bytes: UnsafeBufferPointer<UInt8>) -> Slice<UnsafeBufferPointer<UInt8>> {
         var start = bytes.startIndex
         var end = bytes.endIndex
-        while start < end && Self.isBlank(bytes[start]) { start += 1 }
-        while end > start && Self.isBlank(bytes[end - 1]) { end -= 1 }
+        while start < end && isBlank(bytes[start]) { start += 1 }
+        while end > start && isBlank(bytes[end - 1]) { end -= 1 }
         return bytes[start..<end]
-    }
-
-    @inline(__always)
-    private static func isBlank(_ byte: UInt8) -> Bool {
-        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t")
     }
 
     /// The error response for a refused `outcome`; nil for ``Outcome/granted``.
@@ -131,8 +126,15 @@ extension StringProtocol where UTF8View: BidirectionalCollection {
     /// bytes are cut where they are, with no character walked (header values, tokens).
     var trimmingBlanks: String {
         let bytes = self.utf8
-        let isText = { (byte: UInt8) in byte != UInt8(ascii: " ") && byte != UInt8(ascii: "\t") }
-        guard let first = bytes.firstIndex(where: isText), let last = bytes.lastIndex(where: isText) else { return "" }
+        guard let first = bytes.firstIndex(where: { !isBlank($0) }), let last = bytes.lastIndex(where: { !isBlank($0) }) else {
+            return ""
+        }
         return String(decoding: bytes[first...last], as: UTF8.self)
     }
+}
+
+/// A blank of a header value: a space or a tab (the one rule of this file's trimming).
+@inline(__always)
+private func isBlank(_ byte: UInt8) -> Bool {
+    byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t")
 }
