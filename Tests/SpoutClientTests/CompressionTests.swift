@@ -33,12 +33,8 @@ import Testing
     /// The access log's line for the request of `target`, waiting a little for nginx to write
     /// it (it logs once the last byte was sent).
     static func logLine(_ nginx: ThrowawayNginx, request target: String, occurrence: Int) async throws -> ThrowawayNginx.AccessLogLine? {
-        for _ in 0..<100 {
-            let lines = try nginx.accessLog().filter { $0.request.contains("GET \(target) ") }
-            if lines.count > occurrence { return lines[occurrence] }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return nil
+        let lines = try await nginx.accessLog(atLeast: occurrence + 1) { $0.request.contains("GET \(target) ") }
+        return lines.count > occurrence ? lines[occurrence] : nil
     }
 
     @Test func aGzipStreamDecodesToTheSameRowsInBoundedMemory() async throws {

@@ -78,7 +78,7 @@ import Testing
             for _ in 0..<100 {
                 #expect(try await client.object(ConnectionReuseTests.Pet.self, path: "/pets/Fluffy").name == "Fluffy")
             }
-            let objects = try nginx.accessLog().filter { $0.request.contains("/pets/Fluffy") }
+            let objects = try await nginx.accessLog(atLeast: 100) { $0.request.contains("/pets/Fluffy") }
             let objectConnections = Set(objects.map(\.connection))
             #expect(objects.count == 100)
 
@@ -89,7 +89,8 @@ import Testing
                 rows += 1
                 if rows == 250 { break }
             }
-            let pageRequests = try nginx.accessLog().filter { $0.request.contains("GET /employees") }
+            // The 50th page's line may come a moment after its 250th row was read.
+            let pageRequests = try await nginx.accessLog(atLeast: 50) { $0.request.contains("GET /employees") }
             let pageConnections = Set(pageRequests.map(\.connection))
             print(
                 "SpoutClientTests: over TLS through nginx, 100 objects used \(objectConnections.count) connection(s); "

@@ -96,6 +96,19 @@ final class ThrowawayNginx: Sendable {
         return text.split(separator: "\n").compactMap(AccessLogLine.init)
     }
 
+    /// The access log's lines that match `isWanted`, once there are at least `count` of them
+    /// or 5 s have passed (nginx writes a request's line after its last byte went out, so a
+    /// client that stopped reading at its last row can look before the line is there).
+    func accessLog(atLeast count: Int, where isWanted: (AccessLogLine) -> Bool) async throws -> [AccessLogLine] {
+        var lines: [AccessLogLine] = []
+        for _ in 0..<100 {
+            lines = try self.accessLog().filter(isWanted)
+            if lines.count >= count { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return lines
+    }
+
     /// One line of the access log.
     struct AccessLogLine: Sendable {
         var connection: Int
