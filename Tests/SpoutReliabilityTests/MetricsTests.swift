@@ -29,7 +29,7 @@ struct MetricsTests {
             #expect(try await service.get("/slow").status == 504)
             // The only connection is held: /one waits the acquire timeout, then 503.
             let hold = Task { try await service.get("/hold?seconds=2") }
-            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await eventually { try SlowDownloadsTests.metric(service, "spout_pool_connections_in_use") == 1 })
             #expect(try await service.get("/one").status == 503)
             #expect(try await hold.value.status == 200)
             // A client that leaves mid-stream.
@@ -108,6 +108,8 @@ struct MetricsTests {
         #expect(scraped.text.contains(#"spout_http_requests_total{route="/one",method="GET",status="200"} 1"#), "\(scraped.text.prefix(400))")
         // SPOUT_LOG_FORMAT=json: every line of the log is a JSON object; the access log's
         // fields keep their names, numbers as numbers.
+        // The server writes a request's log line after its response (StandardErrorWriter).
+        #expect(try await eventually { separate.log.contains(#""http.path":"/one""#) })
         let lines = separate.log.split(separator: "\n").filter { !$0.isEmpty }
         let entries = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         #expect(entries.count == lines.count && !entries.isEmpty, "lines that are not JSON: \(lines.prefix(3))")

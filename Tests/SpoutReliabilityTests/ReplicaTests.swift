@@ -25,7 +25,7 @@ struct ReplicaTests {
             }
         }
         let directory = try ServiceDirectory(
-            databaseURL: primary.url(database: "employees"), extraEndpoints: ["naps.yaml": Self.endpoints], poolSize: 4)
+            databaseURL: primary.url(database: "employees"), extraEndpoints: ["places.yaml": Self.endpoints], poolSize: 4)
         defer { directory.remove() }
         let service = try await ServerProcess.serving(
             arguments: ["--config", directory.configFile, "--no-seed"],
@@ -35,8 +35,8 @@ struct ReplicaTests {
 
         do {
             // Reads run on the replica; `consistency: primary` on the primary.
-            #expect(try await Self.whereRuns("/nap", service: service, primary: primary, replica: replica) == "replica")
-            #expect(try await Self.whereRuns("/nap/primary", service: service, primary: primary, replica: replica) == "primary")
+            #expect(try await Self.whereRuns("/place", service: service) == "replica")
+            #expect(try await Self.whereRuns("/place/primary", service: service) == "primary")
             let ready = try await service.get("/ready")
             #expect(ready.status == 200 && ready.text.contains(#""name":"replica 1","status":"up""#), "\(ready.text)")
 
@@ -60,39 +60,26 @@ struct ReplicaTests {
                 statuses.append(try await service.get(target).status)
             }
             #expect(statuses.allSatisfy { $0 == 200 }, "\(statuses)")
-            #expect(try await Self.whereRuns("/nap", service: service, primary: primary, replica: replica) == "primary")
+            #expect(try await Self.whereRuns("/place", service: service) == "primary")
             let degraded = try await service.get("/ready")
             #expect(degraded.status == 200 && degraded.text.contains(#""status":"down""#), "\(degraded.text)")
 
             // Back: used again once its retry interval has passed.
             try await onThread { try replica.start() }
-            var place = ""
-            let deadline = ContinuousClock.now + .seconds(30)
-            while place != "replica" && ContinuousClock.now < deadline {
-                place = try await Self.whereRuns("/nap", service: service, primary: primary, replica: replica)
-            }
-            #expect(place == "replica")
+            #expect(try await Self.waitUntilRuns(on: "replica", service: service, within: .seconds(30)) == "replica")
 
             // Lagging past database.replicaMaxLagMs: skipped until it has caught up.
             try await onThread { try replica.psql("SELECT pg_wal_replay_pause()") }
             let written = try await RawHTTP.postJSON(
                 port: service.port, "/pets", #"{"name":"Lag","species":"cat","sex":"m","birth":"2021-03-03"}"#, headers: [diane])
             #expect(written.status == 201)
-            place = ""
-            let lagDeadline = ContinuousClock.now + .seconds(15)
-            while place != "primary" && ContinuousClock.now < lagDeadline {
-                place = try await Self.whereRuns("/nap", service: service, primary: primary, replica: replica)
-            }
-            #expect(place == "primary", "a replica lagging past the limit was still used")
+            #expect(
+                try await Self.waitUntilRuns(on: "primary", service: service, within: .seconds(15)) == "primary",
+                "a replica lagging past the limit was still used")
             let lagging = try await service.get("/ready")
             #expect(lagging.text.contains(#""problem":"lagging"#), "\(lagging.text)")
             try await onThread { try replica.psql("SELECT pg_wal_replay_resume()") }
-            place = ""
-            let resumeDeadline = ContinuousClock.now + .seconds(30)
-            while place != "replica" && ContinuousClock.now < resumeDeadline {
-                place = try await Self.whereRuns("/nap", service: service, primary: primary, replica: replica)
-            }
-            #expect(place == "replica")
+            #expect(try await Self.waitUntilRuns(on: "replica", service: service, within: .seconds(30)) == "replica")
         } catch {
             await service.stop()
             throw error
@@ -103,47 +90,39 @@ struct ReplicaTests {
 
     static let endpoints = """
         paths:
-          /nap:
+          /place:
             get:
-              description: A read long enough to be seen in pg_stat_activity.
-              sql: SELECT pg_sleep(0.6) IS NULL AS slept, 'nap-on-any' AS marker
+              description: Which server answers a read.
+              sql: SELECT CASE WHEN pg_is_in_recovery() THEN 'replica' ELSE 'primary' END AS place
               result: object
-          /nap/primary:
+          /place/primary:
             get:
               description: The same, always on the primary.
-              sql: SELECT pg_sleep(0.6) IS NULL AS slept, 'nap-on-primary' AS marker
+              sql: SELECT CASE WHEN pg_is_in_recovery() THEN 'replica' ELSE 'primary' END AS place
               result: object
               consistency: primary
 
         """
 
-    /// Sends GET `target` (one of the naps) and reports on which cluster its statement was
-    /// seen running: "primary", "replica", or "" when on neither.
-    private static func whereRuns(
-        _ target: String, service: ServerProcess, primary: ThrowawayPostgres, replica: ThrowawayPostgres
-    ) async throws -> String {
-        let marker = target.hasSuffix("/primary") ? "nap-on-primary" : "nap-on-any"
-        let request = Task { try await service.get(target) }
-        let place = try await onThread { () -> String in
-            let deadline = ContinuousClock.now + .seconds(3)
-            while ContinuousClock.now < deadline {
-                for (name, cluster) in [("primary", primary), ("replica", replica)] where Self.running(marker, on: cluster) {
-                    return name
-                }
-                Thread.sleep(forTimeInterval: 0.02)
-            }
-            return ""
-        }
-        let response = try await request.value
+    /// Sends GET `target` (`/place` or `/place/primary`) and returns the server that ran its statement, as
+    /// that server says (a streaming replica is in recovery): "primary" or "replica". Asked
+    /// of the statement itself rather than seen from outside in `pg_stat_activity`, which a
+    /// sample can miss on a busy machine.
+    private static func whereRuns(_ target: String, service: ServerProcess) async throws -> String {
+        let response = try await service.get(target)
         #expect(response.status == 200, "\(target): \(response.status) \(response.text)")
-        return place
+        let object = try JSONSerialization.jsonObject(with: Data(response.text.utf8)) as? [String: Any]
+        return object?["place"] as? String ?? ""
     }
 
-    private static func running(_ marker: String, on cluster: ThrowawayPostgres) -> Bool {
-        let count = try? SampleData.column(cluster.url(database: "postgres"), """
-            SELECT count(*) FROM pg_stat_activity
-            WHERE datname = 'employees' AND state = 'active' AND query LIKE '%\(marker)%' AND pid <> pg_backend_pid()
-            """)
-        return count?.first.flatMap(Int.init).map { $0 > 0 } ?? false
+    /// ``whereRuns(_:service:)`` of `/place` until it answers `place`, or `limit` has passed.
+    private static func waitUntilRuns(on place: String, service: ServerProcess, within limit: Duration) async throws -> String {
+        let deadline = ContinuousClock.now + limit
+        var seen = try await Self.whereRuns("/place", service: service)
+        while seen != place && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+            seen = try await Self.whereRuns("/place", service: service)
+        }
+        return seen
     }
 }
