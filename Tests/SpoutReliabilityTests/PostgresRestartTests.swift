@@ -11,8 +11,8 @@ struct PostgresRestartTests {
         paths:
           /sleepy:
             get:
-              description: Holds a connection for a moment, so that concurrent calls open several.
-              sql: SELECT pg_sleep(0.3) IS NULL AS slept
+              description: Holds a connection for a second, so that concurrent calls open several even when their starts are spread by a busy machine.
+              sql: SELECT pg_sleep(1) IS NULL AS slept
               result: object
 
         """
