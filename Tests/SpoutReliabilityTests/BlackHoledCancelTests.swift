@@ -59,7 +59,7 @@ struct BlackHoledCancelTests {
             stream.close(reset: true)
         }
         let single = try RawSocket(port: service.port, timeout: 30)
-        try single.send(RawHTTP.request("GET", "/hold?seconds=2"))
+        try single.send(RawHTTP.request("GET", "/hold?seconds=1"))
         // It leaves once its statement runs; the statement ends a moment later, while the cancel
         // request still hangs: the lease is then released on the event loop, which must not
         // wait for that request.
