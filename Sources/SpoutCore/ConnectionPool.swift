@@ -381,6 +381,11 @@ public final class ConnectionLease: Sendable {
     /// is released: PostgreSQL drops a cancel request that arrives while a statement is just
     /// starting, and a statement the holder starts after this call must be stopped too. The
     /// holder is expected to stop issuing statements once one fails as cancelled.
+    ///
+    /// A request whose turn comes after the lease was released is not sent, and rightly: a
+    /// holder releases only once its statement has returned (the threads' path waits for
+    /// libpq, the event-driven path for the reactor's completion), so no statement of the
+    /// lease is left to stop, and the connection may already serve another lease.
     public func cancel() {
         let connection = self.state.withLock { state -> (any DatabaseConnection)? in
             state.cancelled = true

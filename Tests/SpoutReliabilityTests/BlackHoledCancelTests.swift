@@ -29,7 +29,10 @@ struct BlackHoledCancelTests {
         proxied.port = proxy.port
         let directory = try ServiceDirectory(
             databaseURL: proxied.string!,
-            extraEndpoints: ["streams.yaml": TestEndpoints.streams(.postgres), "slow.yaml": TestEndpoints.slow(.postgres, timeoutMs: 30_000)],
+            extraEndpoints: [
+                "streams.yaml": TestEndpoints.streams(.postgres), "slow.yaml": TestEndpoints.slow(.postgres, timeoutMs: 30_000),
+                "sleepy.yaml": Self.sleepyStream,
+            ],
             shipped: false, poolSize: 6, statementTimeoutMs: 0)
         defer { directory.remove() }
         let service = try await ServerProcess.serving(arguments: ["--config", directory.configFile, "--no-seed"])
@@ -41,32 +44,33 @@ struct BlackHoledCancelTests {
             for try await status in group { #expect(status == 200) }
         }
 
-        // The `pg_sleep` statements running in the database, seen from a connection of the test's
-        // own (not through the proxy): the events this test waits for.
+        // The `pg_sleep` calls running in the database, seen from a connection of the test's own
+        // (not through the proxy): the events this test waits for. By wait event, not by query
+        // text: a stream's statement shows as its cursor's `FETCH`.
         let sleeping: @Sendable () throws -> Int = {
             Int(try SampleData.column(database.url, """
                 SELECT count(*) FROM pg_stat_activity
-                WHERE datname = current_database() AND state = 'active' AND query LIKE '%pg_sleep%' AND pid <> pg_backend_pid()
+                WHERE datname = current_database() AND wait_event = 'PgSleep' AND pid <> pg_backend_pid()
                 """).first ?? "") ?? -1
         }
 
-        // Two clients leave mid-request: a stream (thread-pool path) and a single row waited on
-        // by the reactor thread. Each makes Spout send a cancel request, which the proxy holds.
-        try await onThread {
-            let stream = try RawSocket(port: service.port, timeout: 30, receiveBuffer: 16 * 1024)
-            try stream.send(RawHTTP.request("GET", "/big"))
-            try stream.receive(atLeast: 64 * 1024)
-            stream.close(reset: true)
-        }
+        // Two clients leave while their statements run: a stream (its `FETCH` waited on by one of
+        // the database's threads) and a single row (waited on by the reactor thread). Each makes
+        // Spout send a cancel request, which the proxy holds. Both statements still run for a
+        // second or more when the clients leave, so both requests are sent however late the
+        // machine runs the cancel job (a request that finds its lease already given back is
+        // rightly dropped: the statement it was for has ended).
+        let stream = try RawSocket(port: service.port, timeout: 30)
+        try stream.send(RawHTTP.request("GET", "/sleepy-stream?seconds=2"))
         let single = try RawSocket(port: service.port, timeout: 30)
-        try single.send(RawHTTP.request("GET", "/hold?seconds=1"))
-        // It leaves once its statement runs; the statement ends a moment later, while the cancel
-        // request still hangs: the lease is then released on the event loop, which must not
-        // wait for that request.
-        #expect(try await eventually { try sleeping() == 1 }, "the single row's statement never started")
+        try single.send(RawHTTP.request("GET", "/hold?seconds=2"))
+        #expect(try await eventually { try sleeping() == 2 }, "the two statements never ran together")
+        // The leases are then released (on an event loop, on a database thread) while the cancel
+        // requests still hang: neither may wait for them.
+        stream.close(reset: true)
         single.close(reset: true)
         #expect(try await eventually { proxy.heldCancels >= 2 }, "Spout sent \(proxy.heldCancels) cancel requests")
-        #expect(try await eventually { try sleeping() == 0 }, "the held single row's statement did not end")
+        #expect(try await eventually { try sleeping() == 0 }, "the held statements did not end")
 
         // Meanwhile every other request is served at once, on every path.
         var slowest = Duration.zero
@@ -80,6 +84,23 @@ struct BlackHoledCancelTests {
         proxy.stop()  // the held cancel requests fail now, and their threads go on
         await service.stop()
     }
+}
+
+extension BlackHoledCancelTests {
+    /// `GET /sleepy-stream?seconds=S`: a stream whose first `FETCH` sleeps about S seconds
+    /// before its first row.
+    static let sleepyStream = """
+        paths:
+          /sleepy-stream:
+            get:
+              description: A stream that is slow to start.
+              sql: "SELECT g AS id, pg_sleep(CASE WHEN g = 1 THEN :seconds ELSE 0 END) IS NULL AS slept FROM generate_series(1, 3) AS g"
+              parameters:
+                - name: seconds
+                  type: integer
+                  default: 1
+
+        """
 }
 
 /// A TCP proxy in front of PostgreSQL that forwards every connection, except cancel requests
