@@ -9,8 +9,8 @@ struct Load: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Load test_db's employees.sql and load_*.dump files into a database.",
         discussion: """
-            All or nothing: the schema (from sql/schema/<dialect>/), the rows, the indexes and
-            ANALYZE run in one transaction; a malformed file stops the load with
+            All or nothing: the schema (from sql/schema/<dialect>/), the rows, the indexes and \
+            ANALYZE run in one transaction; a malformed file stops the load with \
             file:line:column and leaves the database as it was.
             """
     )

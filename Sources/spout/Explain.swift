@@ -10,8 +10,8 @@ struct Explain: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print the database's plan of the statement Spout sends for a request, without running it.",
         discussion: """
-            The request is routed and its arguments converted as `spout serve` would; the plan is
-            PostgreSQL's EXPLAIN (of the cursor a stream declares, or of the page's statement
+            The request is routed and its arguments converted as `spout serve` would; the plan is \
+            PostgreSQL's EXPLAIN (of the cursor a stream declares, or of the page's statement \
             with its values) or SQLite's EXPLAIN QUERY PLAN. Details are not explained.
             Example: spout explain GET '/employees?lastName=Haddad&pageSize=50'
             """

@@ -11,10 +11,11 @@ struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Stream the rows of one SQL query as JSON, JSON Lines or CSV.",
         discussion: """
-            Named parameters (:name) take their values from --param name=value (as text).
+            Named parameters (:name) take their values from --param name=value (as text). \
             The row count goes to standard error.
             Example: spout export --database sqlite:data/spout.sqlite \\
-                       "SELECT * FROM employees WHERE last_name = :name" --param name=Facello
+                       "SELECT * FROM employees WHERE last_name = :name" \\
+                       --param name=Facello
             """
     )
 

@@ -13,8 +13,8 @@ struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Serve the endpoints declared in the configuration (the default command).",
         discussion: """
-            Settings come from the configuration file, then SPOUT_* environment variables, then
-            these flags. A SQLite database file that does not exist yet is created and seeded
+            Settings come from the configuration file, then SPOUT_* environment variables, then \
+            these flags. A SQLite database file that does not exist yet is created and seeded \
             with generated employees and the pets (unless --no-seed).
             """
     )

@@ -7,8 +7,8 @@ struct Token: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print an HS256 token signed with the configured secret (for local development).",
         discussion: """
-            The secret is read from the environment variable that identity.secretFromEnvironment
-            names (SPOUT_JWT_SECRET by default). The token carries sub, the role when given,
+            The secret is read from the environment variable that identity.secretFromEnvironment \
+            names (SPOUT_JWT_SECRET by default). The token carries sub, the role when given, \
             iat and exp (and iss and aud when the configuration checks them).
             """
     )
