@@ -38,6 +38,10 @@ public enum ArgumentConversion {
     }
 
     private static func convertOne(_ text: String, for parameter: Parameter) throws(ArgumentError) -> SQLValue {
+        // Only text passes NUL through to the database: no other type converts text holding it.
+        if parameter.type.elementType == .string, text.utf8.contains(0) {
+            throw ArgumentError(.nulCharacter, parameter: parameter.name, value: text)
+        }
         guard let value = parameter.type.convert(text) else {
             throw ArgumentError(.invalid(parameter.type), parameter: parameter.name, value: text)
         }

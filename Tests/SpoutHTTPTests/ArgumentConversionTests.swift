@@ -34,6 +34,19 @@ struct ArgumentConversionTests {
         #expect(values["u"] == nil)  // undeclared arguments are ignored
     }
 
+    @Test func nulInTextIsRefusedNamingTheParameter() throws {
+        let scalar = #expect(throws: ArgumentError.self) { try self.convert("name=a%00b", [Parameter("name")]) }
+        #expect(scalar?.reason == .nulCharacter)
+        #expect(scalar.map(self.body) == #"{"error":"text must not contain U+0000 (NUL)","parameter":"name","value":"a\u0000b"}"#)
+        // In any element of a list; other types already refuse it as not converting.
+        let element = #expect(throws: ArgumentError.self) { try self.convert("tags=x&tags=%00", [Parameter("tags", .list(.string))]) }
+        #expect(element?.reason == .nulCharacter)
+        let integer = #expect(throws: ArgumentError.self) { try self.convert("i=1%00", [Parameter("i", .integer)]) }
+        #expect(integer?.reason == .invalid(.integer))
+        // Other control characters are text like any other.
+        #expect(try self.convert("name=a%01b%7F", [Parameter("name")])["name"] == .text("a\u{01}b\u{7F}"))
+    }
+
     @Test func listsDefaultsAndOptionals() throws {
         let values = try self.convert(
             "details=titles&details=salaries&ids=1&ids=2",

@@ -1,0 +1,74 @@
+import SpoutCore
+import SpoutTestDatabases
+import SpoutTestServer
+import SpoutTestSupport
+import Testing
+
+/// Text holding U+0000: PostgreSQL's text types refuse it (an error from the server), SQLite
+/// stores and matches it. Spout refuses it before any SQL, so both answer the same 400.
+@Suite("NUL characters in text arguments")
+struct NULCharacterTests {
+    /// `GET` and `POST /echo?text=…` answer their text; no token is needed.
+    static let echo = """
+        paths:
+          /echo:
+            get:
+              description: Answers its text.
+              sql: SELECT :text AS text
+              result: object
+              parameters:
+                - name: text
+                  type: string
+            post:
+              description: Answers its text.
+              sql: SELECT :text AS text
+              result: object
+              parameters:
+                - name: text
+                  type: string
+
+        """
+
+    @Test("U+0000 in a query, a path, a form or a JSON body is the same 400 on both databases, and stores nothing",
+          arguments: SQLDialect.allCases)
+    func refusedAlike(_ dialect: SQLDialect) async throws {
+        guard let database = try TestDatabases.make(dialect, prefix: "spout_rel_nul") else { return }
+        defer { database.drop() }
+        try await onThread { try SampleData.seed(database.url, employees: 10) }
+        let before = try await onThread { try SampleData.petsChecksum(database.url) }
+        let directory = try ServiceDirectory(databaseURL: database.url, extraEndpoints: ["echo.yaml": Self.echo])
+        defer { directory.remove() }
+        let service = try await InProcessServer.start(directory)
+
+        let plain = try await service.get("/echo?text=a%01b")
+        let query = try await service.get("/echo?text=a%00b")
+        let filter = try await service.get("/employees?lastName=%00")
+        let path = try await service.get("/pets/a%00b")
+        let form = try await RawHTTP.send(
+            port: service.port,
+            RawHTTP.request("POST", "/echo", headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array("text=a%00b".utf8)))
+        let json = try await RawHTTP.send(
+            port: service.port,
+            RawHTTP.request("POST", "/echo", headers: [("Content-Type", "application/json")], body: Array(#"{"text":"a\u0000b"}"#.utf8)))
+        let write = try await RawHTTP.send(
+            port: service.port,
+            RawHTTP.request("POST", "/pets", headers: [("Content-Type", "application/json")], body: Array(#"{"name":"a\u0000b","owner":"Gwen"}"#.utf8)))
+        let after = try await onThread { try SampleData.petsChecksum(database.url) }
+        await service.stop()
+
+        #expect(plain.status == 200)
+        #expect(plain.text == #"{"text":"a\u0001b"}"#)
+        let refused = #"{"error":"text must not contain U+0000 (NUL)","parameter":"text","value":"a\u0000b"}"#
+        for response in [query, form, json] {
+            #expect(response.status == 400)
+            #expect(response.text == refused)
+        }
+        #expect(filter.status == 400)
+        #expect(filter.text == #"{"error":"text must not contain U+0000 (NUL)","parameter":"lastName","value":"\u0000"}"#)
+        #expect(path.status == 400)
+        #expect(path.text.contains(#""parameter":"name""#), "\(path.text)")
+        // Refused for its token or for its text, never stored.
+        #expect([400, 401].contains(write.status), "\(write.status) \(write.text)")
+        #expect(after == before)
+    }
+}
