@@ -12,20 +12,14 @@ struct NULCharacterTests {
     static let echo = """
         paths:
           /echo:
-            get:
+            get: &echo
               description: Answers its text.
               sql: SELECT :text AS text
               result: object
               parameters:
                 - name: text
                   type: string
-            post:
-              description: Answers its text.
-              sql: SELECT :text AS text
-              result: object
-              parameters:
-                - name: text
-                  type: string
+            post: *echo
 
         """
 
