@@ -588,6 +588,7 @@ struct EndpointFileParser {
     private func convert(_ value: YAMLValue, as type: ParameterType, what: String) throws(ConfigurationError) -> SQLValue {
         guard let text = value.scalarText, !value.isNull else { throw value.error("a \(what) must be a single value") }
         guard let converted = type.convert(text) else { throw value.error("\(what) '\(text)' is not a valid \(type)") }
+        if let outOfRange = type.rangeError(for: converted) { throw value.error("\(what) '\(text)': \(outOfRange)") }
         return converted
     }
 

@@ -7,7 +7,8 @@ public enum ArgumentConversion {
     /// Returns one value per declared parameter (undeclared arguments are ignored): the
     /// converted argument, else the default, else `.null` (`.array([])` for lists). A scalar
     /// parameter given several values uses the first.
-    /// - Throws: ``ArgumentError`` for the first parameter that is missing, invalid or not allowed.
+    /// - Throws: ``ArgumentError`` for the first parameter that is missing, invalid, out of range
+    ///   or not allowed.
     public static func convert(_ raw: RawArguments, for parameters: [Parameter]) throws(ArgumentError) -> [String: SQLValue] {
         var values: [String: SQLValue] = [:]
         values.reserveCapacity(parameters.count)
@@ -44,6 +45,9 @@ public enum ArgumentConversion {
         }
         guard let value = parameter.type.convert(text) else {
             throw ArgumentError(.invalid(parameter.type), parameter: parameter.name, value: text)
+        }
+        if let outOfRange = parameter.type.rangeError(for: value) {
+            throw ArgumentError(.outOfRange(outOfRange), parameter: parameter.name, value: text)
         }
         if let allowed = parameter.allowedValues, !allowed.contains(value) {
             throw ArgumentError(.notAllowed(allowed: allowed.map(Self.display)), parameter: parameter.name, value: text)

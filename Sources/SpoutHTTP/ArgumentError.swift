@@ -16,6 +16,9 @@ public struct ArgumentError: Error, Sendable, Hashable, CustomStringConvertible 
         case malformedBody(String)
         /// A percent-decoded name or value is not UTF-8 (the value is shown as sent).
         case invalidEncoding
+        /// The value converts but lies outside what the type accepts (the text says what:
+        /// ``ParameterType/rangeError(for:)``).
+        case outOfRange(String)
         /// Text holds the character U+0000, which PostgreSQL's text types cannot store (and
         /// which SQLite would store and match): refused for every database alike.
         case nulCharacter
@@ -42,6 +45,7 @@ public struct ArgumentError: Error, Sendable, Hashable, CustomStringConvertible 
         case .notAllowed: return "value not allowed"
         case .malformedBody(let what): return what
         case .invalidEncoding: return "invalid UTF-8"
+        case .outOfRange(let range): return range
         case .nulCharacter: return "text must not contain U+0000 (NUL)"
         case .rejected(let why): return why
         }

@@ -83,6 +83,26 @@ public indirect enum ParameterType: Sendable, Hashable, CustomStringConvertible 
         }
     }
 
+    /// The days a `.date` value may fall on, and the days a `.datetime` value's UTC instant may
+    /// fall on: 0001-01-01 through 9999-12-31, the years `YYYY-MM-DD` writes. Both databases
+    /// store them alike; PostgreSQL refuses a year 0 in text and dates past 5874897, SQLite
+    /// would compare anything.
+    public static let dayRange = CivilTime.days(year: 1, month: 1, day: 1)...CivilTime.days(year: 9999, month: 12, day: 31)
+
+    /// The text of the error for `value` (converted with this type) when it lies outside what
+    /// the type accepts (``dayRange`` for dates and date-times), nil when it lies within.
+    public func rangeError(for value: SQLValue) -> String? {
+        switch value {
+        case .date(let days) where !Self.dayRange.contains(days):
+            return "date out of range (0001-01-01 to 9999-12-31)"
+        case .timestamp(let microseconds)
+        where !Self.dayRange.contains(CivilTime.floorDivide(microseconds, CivilTime.microsecondsPerDay)):
+            return "datetime out of range (0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z)"
+        default:
+            return nil
+        }
+    }
+
     /// Rejects spellings `Double(_:)` accepts but clients should not send (`nan`, `inf`, hex).
     private static func looksNumeric(_ text: String) -> Bool {
         guard let first = text.utf8.first else { return false }

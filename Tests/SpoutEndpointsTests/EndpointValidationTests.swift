@@ -301,6 +301,8 @@ struct EndpointValidationTests {
              "result 'created' needs 'location', the path of the new resource (like /pets/{name})"),
             ("paths:\n  /x:\n    get:\n      sql: SELECT :n AS n\n      parameters:\n        - name: n\n          type: integer\n          default: ten\n", 8,
              "default 'ten' is not a valid integer"),
+            ("paths:\n  /x:\n    get:\n      sql: SELECT :d AS d\n      parameters:\n        - name: d\n          type: date\n          default: 0000-01-01\n", 8,
+             "default '0000-01-01': date out of range (0001-01-01 to 9999-12-31)"),
             ("paths:\n  /x/{id}:\n    get:\n      sql: SELECT :id AS id\n      parameters:\n        - name: id\n          required: false\n", 7,
              "parameter 'id' is a path key, which is always required"),
             ("paths:\n  /x:\n    get:\n      sql: SELECT 1 AS x\n      timeoutMs: 0\n", 5, "'timeoutMs' must be in 1...86400000, not 0"),

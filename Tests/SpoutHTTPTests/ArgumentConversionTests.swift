@@ -47,6 +47,29 @@ struct ArgumentConversionTests {
         #expect(try self.convert("name=a%01b%7F", [Parameter("name")])["name"] == .text("a\u{01}b\u{7F}"))
     }
 
+    @Test func datesOutsideYearsOneToNineThousandNineHundredNinetyNineAreRefused() throws {
+        let parameters = [Parameter("d", .date), Parameter("t", .datetime)]
+        // The edges are accepted, in either spelling.
+        let edges = try self.convert("d=0001-01-01&t=9999-12-31T23:59:59.999999Z", parameters)
+        #expect(edges["d"] == .date(days: ParameterType.dayRange.lowerBound))
+        #expect(edges["t"] == .timestamp(microseconds: (ParameterType.dayRange.upperBound + 1) * CivilTime.microsecondsPerDay - 1))
+        #expect(try self.convert("d=-62135596800000", parameters)["d"] == .date(days: ParameterType.dayRange.lowerBound))
+        for (query, name) in [
+            ("d=0000-12-31", "d"), ("d=-62135596800001", "d"), ("d=253402300800000", "d"), ("d=-9223372036854775808", "d"),
+            ("t=0000-12-31T23:59:59Z", "t"), ("t=0001-01-01T00:30:00%2B01:00", "t"), ("t=253402300800000", "t"),
+        ] {
+            let error = #expect(throws: ArgumentError.self, "\(query)") { try self.convert(query, parameters) }
+            #expect(error?.parameter == name)
+            guard case .outOfRange(let text) = error?.reason else {
+                Issue.record("\(query): \(String(describing: error?.reason))")
+                continue
+            }
+            #expect(text.hasPrefix(name == "d" ? "date out of range (0001-01-01 to 9999-12-31)" : "datetime out of range"))
+        }
+        let body = #expect(throws: ArgumentError.self) { try self.convert("d=0000-01-01", parameters) }
+        #expect(body.map(self.body) == #"{"error":"date out of range (0001-01-01 to 9999-12-31)","parameter":"d","value":"0000-01-01"}"#)
+    }
+
     @Test func listsDefaultsAndOptionals() throws {
         let values = try self.convert(
             "details=titles&details=salaries&ids=1&ids=2",

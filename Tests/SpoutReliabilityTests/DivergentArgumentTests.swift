@@ -4,10 +4,12 @@ import SpoutTestServer
 import SpoutTestSupport
 import Testing
 
-/// Text holding U+0000: PostgreSQL's text types refuse it (an error from the server), SQLite
-/// stores and matches it. Spout refuses it before any SQL, so both answer the same 400.
-@Suite("NUL characters in text arguments")
-struct NULCharacterTests {
+/// Arguments the two databases would treat differently, refused by Spout before any SQL so that
+/// both answer the same 400 naming the parameter: text holding U+0000 (PostgreSQL's text types
+/// refuse it, SQLite stores and matches it) and dates outside the years 1 to 9999 (PostgreSQL
+/// refuses a year 0 in text and days past 5874897, SQLite compares anything).
+@Suite("Arguments the databases would treat differently")
+struct DivergentArgumentTests {
     /// `GET` and `POST /echo?text=…` answer their text; no token is needed.
     static let echo = """
         paths:
@@ -64,5 +66,34 @@ struct NULCharacterTests {
         // Refused for its token or for its text, never stored.
         #expect([400, 401].contains(write.status), "\(write.status) \(write.text)")
         #expect(after == before)
+    }
+
+    @Test("dates outside the years 1 to 9999 are the same 400 on both databases; the edges are served",
+          arguments: SQLDialect.allCases)
+    func datesOutOfRangeRefusedAlike(_ dialect: SQLDialect) async throws {
+        guard let database = try TestDatabases.make(dialect, prefix: "spout_rel_dates") else { return }
+        defer { database.drop() }
+        try await onThread { try SampleData.seed(database.url, employees: 10) }
+        let directory = try ServiceDirectory(databaseURL: database.url)
+        defer { directory.remove() }
+        let service = try await InProcessServer.start(directory)
+
+        let yearZero = try await service.get("/employees?hiredAfter=0000-01-01&pageSize=1")
+        let farPast = try await service.get("/employees?hiredAfter=-9223372036854775808&pageSize=1")
+        let farFuture = try await service.get("/employees?hiredBefore=253402300800000&pageSize=1")
+        let firstDay = try await service.get("/employees?hiredAfter=0001-01-01&pageSize=1")
+        let lastDay = try await service.get("/employees?hiredBefore=9999-12-31&pageSize=1")
+        await service.stop()
+
+        let range = "date out of range (0001-01-01 to 9999-12-31)"
+        #expect(yearZero.status == 400)
+        #expect(yearZero.text == #"{"error":"\#(range)","parameter":"hiredAfter","value":"0000-01-01"}"#)
+        #expect(farPast.status == 400)
+        #expect(farPast.text == #"{"error":"\#(range)","parameter":"hiredAfter","value":"-9223372036854775808"}"#)
+        #expect(farFuture.status == 400)
+        #expect(farFuture.text.contains(#""parameter":"hiredBefore""#), "\(farFuture.text)")
+        #expect(firstDay.status == 200)
+        #expect(lastDay.status == 200)
+        #expect(firstDay.text == lastDay.text && firstDay.text.hasPrefix(#"[{"employeeNumber":10001,"#), "\(firstDay.text) / \(lastDay.text)")
     }
 }
