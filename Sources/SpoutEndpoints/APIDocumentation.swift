@@ -99,7 +99,7 @@ struct APIDocumentation: Sendable {
                 let defaultText = parameter.defaultValue.map { Self.escape(JSONValue($0).text(pretty: false)) } ?? ""
                 let allowed = parameter.allowedValues.map { values in
                     values.map { Self.escape(JSONValue($0).text(pretty: false)) }.joined(separator: ", ")
-                } ?? ""
+                } ?? Self.escape(parameter.limits.summary ?? "")
                 html += "<tr><td class=\"\(required ? "required" : "")\"><code>\(name)</code></td>"
                 html += "<td class=\"type\">\(Self.escape(parameter.type.description))</td>"
                 html += "<td>\(required ? "yes" : "no")</td><td><code>\(defaultText)</code></td><td><code>\(allowed)</code></td>"

@@ -33,7 +33,9 @@ struct EndpointFileParser {
     ]
     static let pageKeys = ["key", "size", "maxSize"]
     static let cacheKeys = ["maxAge", "public"]
-    static let parameterKeys = ["name", "type", "required", "default", "allowedValues", "description"]
+    static let parameterKeys = [
+        "name", "type", "required", "default", "allowedValues", "minimum", "maximum", "minLength", "maxLength", "description",
+    ]
     static let detailKeys = ["name", "sql", "sqlFile", "description", "details"]
     static let typeNames = ["string", "integer", "number", "decimal", "boolean", "date", "datetime"]
 
@@ -525,11 +527,12 @@ struct EndpointFileParser {
         if isPathKey && type.isList {
             throw (fields["type"] ?? value).error("path key '\(name)' holds one value; it cannot be a list")
         }
+        let limits = try self.limits(of: name, type: type, in: fields)
         var allowedValues: [SQLValue]?
         if let allowedValue = fields.value("allowedValues") {
             var values: [SQLValue] = []
             for item in try allowedValue.sequence("'allowedValues'") {
-                values.append(try self.convert(item, as: type.elementType, what: "allowed value"))
+                values.append(try self.convert(item, as: type.elementType, what: "allowed value", limits: limits))
             }
             guard !values.isEmpty else { throw allowedValue.error("'allowedValues' must list at least one value") }
             allowedValues = values
@@ -540,10 +543,10 @@ struct EndpointFileParser {
             if type.isList {
                 let items = try defaultNode.scalarOrSequence("'default'")
                 var values: [SQLValue] = []
-                for item in items { values.append(try self.convert(item, as: type.elementType, what: "default")) }
+                for item in items { values.append(try self.convert(item, as: type.elementType, what: "default", limits: limits)) }
                 defaultValue = .array(values)
             } else {
-                defaultValue = try self.convert(defaultNode, as: type, what: "default")
+                defaultValue = try self.convert(defaultNode, as: type, what: "default", limits: limits)
             }
             if let allowedValues, let defaultValue {
                 let candidates: [SQLValue] = { if case .array(let items) = defaultValue { return items }; return [defaultValue] }()
@@ -554,7 +557,41 @@ struct EndpointFileParser {
         }
         let summary = try fields.value("description")?.string("'description'")
         return Parameter(
-            name, type, required: required, defaultValue: defaultValue, allowedValues: allowedValues, summary: summary)
+            name, type, required: required, defaultValue: defaultValue, allowedValues: allowedValues, limits: limits, summary: summary)
+    }
+
+    /// `minimum` and `maximum` (for an `integer` or `number` parameter, converted with its
+    /// type) and `minLength` and `maxLength` (for a `string`), each least not above its most.
+    private func limits(of name: String, type: ParameterType, in fields: YAMLMapping) throws(ConfigurationError) -> ParameterLimits {
+        var limits = ParameterLimits()
+        let element = type.elementType
+        for key in ["minimum", "maximum"] {
+            guard let node = fields.value(key) else { continue }
+            guard element == .integer || element == .number else {
+                throw node.error("'\(key)' applies to integer and number parameters; '\(name)' is of type \(type)")
+            }
+            let bound = try self.convert(node, as: element, what: "'\(key)'")
+            if key == "minimum" { limits.minimum = bound } else { limits.maximum = bound }
+        }
+        for key in ["minLength", "maxLength"] {
+            guard let node = fields.value(key) else { continue }
+            guard element == .string else {
+                throw node.error("'\(key)' applies to string parameters; '\(name)' is of type \(type)")
+            }
+            let bound = try node.integer("'\(key)'", in: 0...Int(Int32.max))
+            if key == "minLength" { limits.minLength = bound } else { limits.maxLength = bound }
+        }
+        let emptyRange: Bool
+        switch (limits.minimum, limits.maximum) {
+        case (.integer(let least)?, .integer(let most)?): emptyRange = least > most
+        case (.double(let least)?, .double(let most)?): emptyRange = least > most
+        default: emptyRange = false
+        }
+        if emptyRange { throw (fields["maximum"] ?? fields.owner).error("'minimum' of '\(name)' is above its 'maximum'") }
+        if let least = limits.minLength, let most = limits.maxLength, least > most {
+            throw (fields["maxLength"] ?? fields.owner).error("'minLength' of '\(name)' is above its 'maxLength'")
+        }
+        return limits
     }
 
     private func type(_ value: YAMLValue) throws(ConfigurationError) -> ParameterType {
@@ -585,10 +622,14 @@ struct EndpointFileParser {
         }
     }
 
-    private func convert(_ value: YAMLValue, as type: ParameterType, what: String) throws(ConfigurationError) -> SQLValue {
+    private func convert(
+        _ value: YAMLValue, as type: ParameterType, what: String, limits: ParameterLimits = ParameterLimits()
+    ) throws(ConfigurationError) -> SQLValue {
         guard let text = value.scalarText, !value.isNull else { throw value.error("a \(what) must be a single value") }
         guard let converted = type.convert(text) else { throw value.error("\(what) '\(text)' is not a valid \(type)") }
-        if let outOfRange = type.rangeError(for: converted) { throw value.error("\(what) '\(text)': \(outOfRange)") }
+        if let outOfRange = type.rangeError(for: converted) ?? limits.violation(by: converted) {
+            throw value.error("\(what) '\(text)': \(outOfRange)")
+        }
         return converted
     }
 

@@ -158,6 +158,11 @@ struct OpenAPIDocument {
     static func schema(for parameter: Parameter) -> JSONValue {
         var element = self.schema(for: parameter.type.elementType)
         if let allowed = parameter.allowedValues { element.set("enum", .array(allowed.map(JSONValue.init))) }
+        let limits = parameter.limits
+        if let minimum = limits.minimum { element.set("minimum", JSONValue(minimum)) }
+        if let maximum = limits.maximum { element.set("maximum", JSONValue(maximum)) }
+        if let minLength = limits.minLength { element.set("minLength", .integer(Int64(minLength))) }
+        if let maxLength = limits.maxLength { element.set("maxLength", .integer(Int64(maxLength))) }
         var schema = element
         if parameter.type.isList { schema = ["type": "array", "items": element] }
         if let defaultValue = parameter.defaultValue { schema.set("default", JSONValue(defaultValue)) }

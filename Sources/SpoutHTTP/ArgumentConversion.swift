@@ -46,7 +46,7 @@ public enum ArgumentConversion {
         guard let value = parameter.type.convert(text) else {
             throw ArgumentError(.invalid(parameter.type), parameter: parameter.name, value: text)
         }
-        if let outOfRange = parameter.type.rangeError(for: value) {
+        if let outOfRange = parameter.type.rangeError(for: value) ?? parameter.limits.violation(by: value) {
             throw ArgumentError(.outOfRange(outOfRange), parameter: parameter.name, value: text)
         }
         if let allowed = parameter.allowedValues, !allowed.contains(value) {

@@ -16,8 +16,9 @@ public struct ArgumentError: Error, Sendable, Hashable, CustomStringConvertible 
         case malformedBody(String)
         /// A percent-decoded name or value is not UTF-8 (the value is shown as sent).
         case invalidEncoding
-        /// The value converts but lies outside what the type accepts (the text says what:
-        /// ``ParameterType/rangeError(for:)``).
+        /// The value converts but lies outside what the type or the parameter's limits accept
+        /// (the text says what: ``ParameterType/rangeError(for:)``,
+        /// ``ParameterLimits/violation(by:)``).
         case outOfRange(String)
         /// Text holds the character U+0000, which PostgreSQL's text types cannot store (and
         /// which SQLite would store and match): refused for every database alike.

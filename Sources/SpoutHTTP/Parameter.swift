@@ -15,6 +15,8 @@ public struct Parameter: Sendable, Hashable {
     public var defaultValue: SQLValue?
     /// When set, every converted value (each element of a list) must be one of these.
     public var allowedValues: [SQLValue]?
+    /// Bounds every converted value (each element of a list) must keep.
+    public var limits: ParameterLimits
     /// Free text for API documentation.
     public var summary: String?
 
@@ -25,6 +27,7 @@ public struct Parameter: Sendable, Hashable {
         required: Bool = false,
         defaultValue: SQLValue? = nil,
         allowedValues: [SQLValue]? = nil,
+        limits: ParameterLimits = ParameterLimits(),
         summary: String? = nil
     ) {
         precondition(!type.elementType.isList, "lists of lists are not supported (parameter \(name))")
@@ -33,6 +36,7 @@ public struct Parameter: Sendable, Hashable {
         self.isRequired = required
         self.defaultValue = defaultValue
         self.allowedValues = allowedValues
+        self.limits = limits
         self.summary = summary
     }
 }

@@ -62,7 +62,7 @@ import Testing
         arguments: [
             ("id: {name: id, type: integer}", 6, "parameter 'id' is named by its key in the mapping form of 'parameters'; remove 'name'"),
             ("id: integer", 6, "parameter 'id' must be a mapping (key: value lines)"),
-            ("id: {tpye: integer}", 6, "unknown key 'tpye' in parameter 'id' (known keys: type, required, default, allowedValues, description)"),
+            ("id: {tpye: integer}", 6, "unknown key 'tpye' in parameter 'id' (known keys: type, required, default, allowedValues, minimum, maximum, minLength, maxLength, description)"),
             ("id: {}\nid: {}", 7, "duplicate key 'id' in the same mapping"),
             ("kind-of: {}", 6, "parameter name 'kind-of' must be letters, digits and underscores (it is used as :kind-of in SQL)"),
             (

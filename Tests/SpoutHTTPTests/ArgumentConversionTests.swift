@@ -70,6 +70,34 @@ struct ArgumentConversionTests {
         #expect(body.map(self.body) == #"{"error":"date out of range (0001-01-01 to 9999-12-31)","parameter":"d","value":"0000-01-01"}"#)
     }
 
+    @Test func limitsBoundEveryValueAndNameTheRangeInTheError() throws {
+        let parameters = [
+            Parameter("id", .integer, limits: ParameterLimits(minimum: .integer(1), maximum: .integer(2_147_483_647))),
+            Parameter("ratio", .number, limits: ParameterLimits(minimum: .double(0))),
+            Parameter("name", limits: ParameterLimits(minLength: 1, maxLength: 3)),
+            Parameter("tags", .list(.string), limits: ParameterLimits(maxLength: 2)),
+        ]
+        let edges = try self.convert("id=2147483647&ratio=0&name=%C3%A9t%C3%A9&tags=ab&tags=", parameters)
+        #expect(edges["id"] == .integer(2_147_483_647))
+        #expect(edges["name"] == .text("été"))  // three characters, five bytes
+        #expect(edges["tags"] == .array([.text("ab"), .text("")]))
+        #expect(try self.convert("", parameters)["id"] == .null)  // absent values have nothing to bound
+        for (query, name, text) in [
+            ("id=2147483648", "id", "integer out of range (1 to 2147483647)"),
+            ("id=0", "id", "integer out of range (1 to 2147483647)"),
+            ("ratio=-0.5", "ratio", "number out of range (at least 0.0)"),
+            ("name=abcd", "name", "text too long (1 to 3 characters)"),
+            ("name=", "name", "text too short (1 to 3 characters)"),
+            ("tags=ab&tags=abc", "tags", "text too long (at most 2 characters)"),
+        ] {
+            let error = #expect(throws: ArgumentError.self, "\(query)") { try self.convert(query, parameters) }
+            #expect(error?.parameter == name, "\(query)")
+            #expect(error?.description == text, "\(query)")
+        }
+        #expect(ParameterLimits(minimum: .integer(1), maximum: .integer(9), maxLength: 4).summary == "1 to 9; at most 4 characters")
+        #expect(ParameterLimits().summary == nil)
+    }
+
     @Test func listsDefaultsAndOptionals() throws {
         let values = try self.convert(
             "details=titles&details=salaries&ids=1&ids=2",
