@@ -6,13 +6,17 @@ public enum ArgumentConversion {
     ///
     /// Returns one value per declared parameter (undeclared arguments are ignored): the
     /// converted argument, else the default, else `.null` (`.array([])` for lists). A scalar
-    /// parameter given several values uses the first.
+    /// parameter given several values (a repeated key) uses the first; given a JSON array, it
+    /// is a 400.
     /// - Throws: ``ArgumentError`` for the first parameter that is missing, invalid, out of range
     ///   or not allowed.
     public static func convert(_ raw: RawArguments, for parameters: [Parameter]) throws(ArgumentError) -> [String: SQLValue] {
         var values: [String: SQLValue] = [:]
         values.reserveCapacity(parameters.count)
         for parameter in parameters {
+            if raw.isList(parameter.name) && !parameter.type.isList {
+                throw ArgumentError(.notSingle, parameter: parameter.name)
+            }
             values[parameter.name] = try self.convert(raw[parameter.name], for: parameter)
         }
         return values

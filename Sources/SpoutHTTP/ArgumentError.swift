@@ -10,6 +10,8 @@ public struct ArgumentError: Error, Sendable, Hashable, CustomStringConvertible 
         case missing
         /// The value does not convert to the parameter's (element) type.
         case invalid(ParameterType)
+        /// A parameter of one value was given a list (a JSON array).
+        case notSingle
         /// The value is not one of the parameter's allowed values.
         case notAllowed(allowed: [String])
         /// The body could not be parsed (the parameter is empty).
@@ -43,6 +45,7 @@ public struct ArgumentError: Error, Sendable, Hashable, CustomStringConvertible 
         switch self.reason {
         case .missing: return "missing required parameter"
         case .invalid(let type): return "invalid \(type.elementType)"
+        case .notSingle: return "one value expected, not an array"
         case .notAllowed: return "value not allowed"
         case .malformedBody(let what): return what
         case .invalidEncoding: return "invalid UTF-8"

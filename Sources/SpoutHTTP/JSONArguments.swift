@@ -3,7 +3,8 @@
 /// The body must be one JSON object. Each member becomes an argument: strings as they are,
 /// numbers as written (`12`, `-1.5e3`), booleans as `true`/`false`, `null` as a present key
 /// with no value (so a required parameter is still missing), and an array as one value per
-/// element (elements must be scalars). Nested objects are rejected.
+/// element (elements must be scalars), marked as a list (``RawArguments/isList(_:)``: only a
+/// list parameter takes it). Nested objects and a member named twice are rejected.
 enum JSONArguments {
     struct SyntaxError: Error, Sendable, Hashable {
         var reason: String
@@ -55,11 +56,13 @@ enum JSONArguments {
                 self.skipWhitespace()
                 guard self.peek() == UInt8(ascii: "\"") else { throw SyntaxError(reason: "expected a member name in JSON body") }
                 let key = try self.string()
+                // Which of two values was meant cannot be told; taking either would lose the other.
+                guard !arguments.contains(key) else { throw SyntaxError(reason: "member '\(key)' appears twice in JSON body") }
                 try self.expect(UInt8(ascii: ":"))
                 self.skipWhitespace()
                 if self.peek() == UInt8(ascii: "[") {
                     self.index += 1
-                    arguments.markPresent(key)
+                    arguments.markList(key)
                     self.skipWhitespace()
                     if self.peek() == UInt8(ascii: "]") {
                         self.index += 1

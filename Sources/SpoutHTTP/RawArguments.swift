@@ -4,6 +4,8 @@ public struct RawArguments: Sendable, Hashable {
     private var storage: [String: [String]] = [:]
     /// Keys in order of first appearance.
     public private(set) var keys: [String] = []
+    /// Keys whose values came as a list of their own (a JSON array), not as repeated keys.
+    private var lists: Set<String> = []
 
     public init() {}
 
@@ -34,12 +36,25 @@ public struct RawArguments: Sendable, Hashable {
         }
     }
 
+    /// Records that `key`'s values came as a list (a JSON array, even of one element or none),
+    /// which only a list parameter takes.
+    public mutating func markList(_ key: String) {
+        self.markPresent(key)
+        self.lists.insert(key)
+    }
+
+    /// Whether `key`'s values came as a list (``markList(_:)``).
+    public func isList(_ key: String) -> Bool {
+        self.lists.contains(key)
+    }
+
     /// Appends every value of `other` after this one's.
     public mutating func merge(_ other: RawArguments) {
         for key in other.keys {
             self.markPresent(key)
             self.storage[key]!.append(contentsOf: other[key])
         }
+        self.lists.formUnion(other.lists)
     }
 }
 

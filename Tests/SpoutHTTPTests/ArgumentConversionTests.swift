@@ -176,6 +176,31 @@ struct ArgumentConversionTests {
         #expect(throws: ArgumentError.self) { try self.convert("level=4", [parameter]) }
     }
 
+    @Test func aJSONArrayGoesOnlyToAListParameter() throws {
+        func json(_ text: String) throws(ArgumentError) -> RawArguments {
+            try BodyArguments.parse(Array(text.utf8), contentType: "application/json")
+        }
+        let parameters = [Parameter("name"), Parameter("ids", .list(.integer))]
+        let lists = try ArgumentConversion.convert(json(#"{"name":"Rex","ids":[1,2]}"#), for: parameters)
+        #expect(lists["ids"] == .array([.integer(1), .integer(2)]))
+        #expect(try ArgumentConversion.convert(json(#"{"ids":[]}"#), for: parameters)["ids"] == .array([]))
+        #expect(try ArgumentConversion.convert(json(#"{"ids":7}"#), for: parameters)["ids"] == .array([.integer(7)]))
+        // An array for one value is refused, even of one element: which was meant is unknown.
+        for body in [#"{"name":["a","b"]}"#, #"{"name":["a"]}"#, #"{"name":[]}"#] {
+            let error = #expect(throws: ArgumentError.self, "\(body)") { try ArgumentConversion.convert(json(body), for: parameters) }
+            #expect(error.map(self.body) == #"{"error":"one value expected, not an array","parameter":"name"}"#, "\(body)")
+        }
+        // The request merges path, query and body arguments; the mark survives that.
+        var merged = try FormURLEncoding.parse("ids=3")
+        merged.merge(try json(#"{"name":["a"]}"#))
+        #expect(throws: ArgumentError.self) { try ArgumentConversion.convert(merged, for: parameters) }
+        // A member named twice is a malformed body, whichever parameter it is.
+        let twice = #expect(throws: ArgumentError.self) { try json(#"{"name":"Bo","name":"Bo2"}"#) }
+        #expect(twice?.description == "member 'name' appears twice in JSON body")
+        // A repeated query key still means the first for one value.
+        #expect(try self.convert("name=a&name=b", parameters)["name"] == .text("a"))
+    }
+
     @Test func malformedBodyIs400WithoutParameter() {
         do {
             _ = try BodyArguments.parse(Array("{".utf8), contentType: "application/json")
