@@ -65,6 +65,12 @@ struct DivergentArgumentTests {
         let bigNumber = try await service.get("/employees/2147483648")
         let largestNumber = try await service.get("/employees/2147483647")
         let after = try await onThread { try SampleData.petsChecksum(database.url) }
+        // A subject as identity providers make them (Keycloak's: a 36-character UUID) owns a
+        // pet on both databases; the menagerie's VARCHAR(20) owner refused it on PostgreSQL.
+        let keycloak = try await TestTokens.authorization(sub: "f3c5b6a2-8d1e-4c2b-9f7a-1e2d3c4b5a69")
+        let created = try await RawHTTP.send(
+            port: service.port,
+            RawHTTP.request("POST", "/pets", headers: [("Content-Type", "application/json"), keycloak], body: Array(#"{"name":"Kc"}"#.utf8)))
         await service.stop()
 
         #expect(plain.status == 200)
@@ -83,6 +89,8 @@ struct DivergentArgumentTests {
         #expect(longName.status == 400)
         #expect(longName.text == #"{"error":"text too long (1 to 20 characters)","parameter":"name","value":"Sir Fluffington the 3rd"}"#)
         #expect(after == before)
+        #expect(created.status == 201, "\(created.status) \(created.text)")
+        #expect(created.text.contains(#""owner":"f3c5b6a2-8d1e-4c2b-9f7a-1e2d3c4b5a69""#), "\(created.text)")
 
         // An integer past the column's INT: PostgreSQL could not compare it (a 400 naming
         // nothing), SQLite found no row (404). The shipped endpoint declares its range.

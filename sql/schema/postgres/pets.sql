@@ -2,7 +2,7 @@
 
 CREATE TABLE pet (
     name        VARCHAR(20)     NOT NULL PRIMARY KEY,
-    owner       VARCHAR(20),
+    owner       VARCHAR(255),   -- a token's subject (OpenID Connect allows 255 characters)
     species     VARCHAR(20),
     sex         CHAR(1),
     birth       DATE,
