@@ -2,7 +2,7 @@ import SpoutCore
 
 /// Bounds a parameter's values beyond what its type accepts, under OpenAPI's names: `minimum`
 /// and `maximum` for `integer` and `number` parameters, `minLength` and `maxLength` (in
-/// characters, as PostgreSQL's `varchar(n)` counts them) for `string` ones. Each bound is
+/// characters: Unicode code points, as PostgreSQL's `varchar(n)` counts them) for `string` ones. Each bound is
 /// inclusive and optional; a list's bounds apply to each element.
 ///
 /// They let an endpoint refuse, with a 400 naming the parameter, what one database would
@@ -24,11 +24,6 @@ public struct ParameterLimits: Sendable, Hashable {
         self.maximum = maximum
         self.minLength = minLength
         self.maxLength = maxLength
-    }
-
-    /// Whether no bound is set.
-    public var isEmpty: Bool {
-        self.minimum == nil && self.maximum == nil && self.minLength == nil && self.maxLength == nil
     }
 
     /// The text of the 400 for `value` (one converted element) when it breaks a bound, like
