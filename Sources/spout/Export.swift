@@ -66,7 +66,7 @@ struct Export: ParsableCommand {
         let sink = try FileSink(path: self.output)
         let rows = try database.query(self.sql, arguments).write(as: outputFormat, to: sink)
         var standardError = StandardError()
-        print("\(rows) rows", to: &standardError)
+        print(rows == 1 ? "1 row" : "\(rows) rows", to: &standardError)
     }
 }
 
