@@ -68,6 +68,7 @@ public struct ParameterLimits: Sendable, Hashable {
 
     private var lengthBounds: String? {
         switch (self.minLength, self.maxLength) {
+        case (let least?, let most?) where least == most: return "exactly \(Self.characters(most))"
         case (let least?, let most?): return "\(least) to \(Self.characters(most))"
         case (let least?, nil): return "at least \(Self.characters(least))"
         case (nil, let most?): return "at most \(Self.characters(most))"

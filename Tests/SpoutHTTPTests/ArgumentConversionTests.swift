@@ -96,6 +96,7 @@ struct ArgumentConversionTests {
         }
         #expect(ParameterLimits(minimum: .integer(1), maximum: .integer(9), maxLength: 4).summary == "1 to 9; at most 4 characters")
         #expect(ParameterLimits().summary == nil)
+        #expect(ParameterLimits(minLength: 4, maxLength: 4).violation(by: .text("d005 ")) == "text too long (exactly 4 characters)")
     }
 
     @Test func listsDefaultsAndOptionals() throws {

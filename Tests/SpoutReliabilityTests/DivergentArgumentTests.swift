@@ -64,6 +64,7 @@ struct DivergentArgumentTests {
         let lastDay = try await service.get("/employees?hiredBefore=9999-12-31&pageSize=1")
         let bigNumber = try await service.get("/employees/2147483648")
         let largestNumber = try await service.get("/employees/2147483647")
+        let paddedKey = try await service.get("/departments/d005%20")
         let after = try await onThread { try SampleData.petsChecksum(database.url) }
         // A subject as identity providers make them (Keycloak's: a 36-character UUID) owns a
         // pet on both databases; the menagerie's VARCHAR(20) owner refused it on PostgreSQL.
@@ -97,6 +98,10 @@ struct DivergentArgumentTests {
         #expect(bigNumber.status == 400)
         #expect(bigNumber.text == #"{"error":"integer out of range (1 to 2147483647)","parameter":"employeeNumber","value":"2147483648"}"#)
         #expect(largestNumber.status == 404)
+        // A key with a trailing space: PostgreSQL's CHAR(4) comparison ignores it (200 with
+        // d005), SQLite's does not (404). The shipped endpoint declares maxLength 4.
+        #expect(paddedKey.status == 400)
+        #expect(paddedKey.text == #"{"error":"text too long (at most 4 characters)","parameter":"departmentNumber","value":"d005 "}"#)
 
         let range = "date out of range (0001-01-01 to 9999-12-31)"
         #expect(yearZero.status == 400)
