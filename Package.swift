@@ -197,7 +197,7 @@ let package = Package(
             ],
             path: "Tests/SpoutTestServer"
         ),
-        .testTarget(name: "SpoutCoreTests", dependencies: ["SpoutCore"]),
+        .testTarget(name: "SpoutCoreTests", dependencies: ["SpoutCore", "SpoutTestSupport"]),
         .testTarget(
             name: "SpoutDriverTests",
             dependencies: ["SpoutCore", "SpoutDrivers", "SpoutPostgres", "SpoutSQLite", "SpoutTestSupport", "SpoutTestDatabases"]

@@ -100,13 +100,7 @@ final class ThrowawayNginx: Sendable {
     /// or 5 s have passed (nginx writes a request's line after its last byte went out, so a
     /// client that stopped reading at its last row can look before the line is there).
     func accessLog(atLeast count: Int, where isWanted: (AccessLogLine) -> Bool) async throws -> [AccessLogLine] {
-        var lines: [AccessLogLine] = []
-        for _ in 0..<100 {
-            lines = try self.accessLog().filter(isWanted)
-            if lines.count >= count { break }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return lines
+        try await poll(within: .seconds(5), every: .milliseconds(50), { try self.accessLog().filter(isWanted) }, until: { $0.count >= count })
     }
 
     /// One line of the access log.

@@ -1,6 +1,8 @@
-@testable import SpoutCore
+import SpoutTestSupport
 import Synchronization
 import Testing
+
+@testable import SpoutCore
 
 /// The pool's rules on a clock the test moves and a driver that runs no SQL: acquire
 /// timeouts, first-come waiters, the stream limit, cancellation, repeated cancel requests, the
@@ -20,15 +22,12 @@ import Testing
             replicas: replicas, name: name, observer: observer, clock: self.clock)
     }
 
-    /// Waits (yielding, a few real milliseconds at a time) until `condition` holds. As the
-    /// shared `eventually(within:_:)`, the 20 s limit only ends a broken run: on a busy machine
-    /// a task can take a while to reach its wait, and the fake clock does not move meanwhile.
+    /// Waits (yielding, a real millisecond at a time: ``poll(within:every:_:until:)``) until
+    /// `condition` holds, which runs on the test's own task. The 20 s limit only ends a broken
+    /// run: on a busy machine a task can take a while to reach its wait, and the fake clock
+    /// does not move meanwhile.
     func eventually(_ what: Comment, _ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while !condition() && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(1))
-        }
-        try #require(condition(), what)
+        try #require(try await poll(every: .milliseconds(1), { condition() }, until: { $0 }), what)
     }
 
     func code(of error: any Error) -> DatabaseError.Code? {

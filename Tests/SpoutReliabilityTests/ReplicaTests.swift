@@ -117,12 +117,6 @@ struct ReplicaTests {
 
     /// ``whereRuns(_:service:)`` of `/place` until it answers `place`, or `limit` has passed.
     private static func waitUntilRuns(on place: String, service: ServerProcess, within limit: Duration) async throws -> String {
-        let deadline = ContinuousClock.now + limit
-        var seen = try await Self.whereRuns("/place", service: service)
-        while seen != place && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(50))
-            seen = try await Self.whereRuns("/place", service: service)
-        }
-        return seen
+        try await poll(within: limit, every: .milliseconds(50), { try await Self.whereRuns("/place", service: service) }, until: { $0 == place })
     }
 }

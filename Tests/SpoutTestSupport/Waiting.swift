@@ -10,19 +10,29 @@ public func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) as
     }
 }
 
+/// Reads `read` until `done` holds for what it returned, and returns that reading; once
+/// `limit` has passed, returns the last reading, for the test to state what it expected of it.
+/// For what a test cannot be told of and another process makes visible later (a row in
+/// `pg_stat_activity`, a log line, a counter): the limit only ends a broken run, it is never
+/// what the test measures. The one deadline loop of the async tests.
+public func poll<T>(
+    within limit: Duration = .seconds(20), every interval: Duration = .milliseconds(20),
+    _ read: () async throws -> T, until done: (T) throws -> Bool
+) async throws -> T {
+    let deadline = ContinuousClock.now + limit
+    while true {
+        let reading = try await read()
+        if try done(reading) || ContinuousClock.now >= deadline { return reading }
+        try await Task.sleep(for: interval)
+    }
+}
+
 /// Polls `condition` (on a thread of its own: it may block) until it holds, and returns true;
-/// false once `limit` has passed. For events a test cannot be told of (a row in
-/// `pg_stat_activity`, a counter): the limit only ends a broken run, it is never what the test
-/// measures.
+/// false once `limit` has passed (``poll(within:every:_:until:)``).
 public func eventually(
     within limit: Duration = .seconds(20), _ condition: @escaping @Sendable () throws -> Bool
 ) async throws -> Bool {
-    let deadline = ContinuousClock.now + limit
-    while true {
-        if try await onThread(condition) { return true }
-        if ContinuousClock.now >= deadline { return false }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
+    try await poll(within: limit, { try await onThread(condition) }, until: { $0 })
 }
 
 /// The blocking twin of ``eventually(within:_:)``, for code already on a thread of its own (or
