@@ -82,7 +82,7 @@ struct OpenAPIDocument {
             operation.set("security", [[Self.bearerScheme: []], [Self.apiKeyScheme: []]])
         }
         let keys = endpoint.pathKeys
-        let hasBody = [HTTPRequest.Method.post, .put, .patch].contains(endpoint.method)
+        let hasBody = endpoint.method.sendsArgumentsInBody
         var parameters: [JSONValue] = []
         var bodyProperties: [(String, JSONValue)] = []
         var bodyRequired: [JSONValue] = []
@@ -281,10 +281,11 @@ struct OpenAPIDocument {
         }
         if endpoint.result != .rows { responses.set("404", ["$ref": "#/components/responses/NotFound"]) }
         if endpoint.result.shape != nil { responses.set("406", ["$ref": "#/components/responses/NotAcceptable"]) }
-        if !endpoint.readOnly {
-            responses.set("409", ["$ref": "#/components/responses/Conflict"])
-            responses.set("422", ["$ref": "#/components/responses/UnprocessableContent"])
+        if !endpoint.readOnly { responses.set("409", ["$ref": "#/components/responses/Conflict"]) }
+        if endpoint.method.sendsArgumentsInBody && !endpoint.parameters.isEmpty {
+            responses.set("415", ["$ref": "#/components/responses/UnsupportedMediaType"])
         }
+        if !endpoint.readOnly { responses.set("422", ["$ref": "#/components/responses/UnprocessableContent"]) }
         responses.set("500", ["$ref": "#/components/responses/InternalServerError"])
         responses.set("503", ["$ref": "#/components/responses/ServiceUnavailable"])
         responses.set("504", ["$ref": "#/components/responses/GatewayTimeout"])
@@ -359,6 +360,7 @@ struct OpenAPIDocument {
             "NotFound": response("No such resource"),
             "NotAcceptable": response("No offered format matches Accept"),
             "Conflict": response("A row with the same key exists"),
+            "UnsupportedMediaType": response("The body is not JSON, a form or multipart form data"),
             "UnprocessableContent": response("A constraint of the database rejected the values"),
             "InternalServerError": response("An unexpected error"),
             "ServiceUnavailable": response("No database connection is available; retry later"),

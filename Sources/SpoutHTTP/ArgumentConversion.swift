@@ -67,16 +67,31 @@ public enum ArgumentConversion {
 
 /// Reads the arguments a request body carries, by content type.
 enum BodyArguments {
-    /// Arguments from a form, multipart or JSON body; an empty body or another content type
-    /// has none (the handler can still read ``Request/body``).
-    static func parse(_ body: [UInt8], contentType: String?) throws(ArgumentError) -> RawArguments {
-        guard !body.isEmpty, let contentType else { return RawArguments() }
-        let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingSpaces().lowercased() } ?? ""
+    /// The media types whose bodies carry arguments, as a 415 lists them.
+    static let mediaTypes = "application/json, application/x-www-form-urlencoded or multipart/form-data"
+
+    /// Arguments from a form, multipart or JSON body (`application/json`, or any
+    /// `application/…+json`); an empty body has none.
+    ///
+    /// Another media type, or none, is a 415 when the body is where the route's arguments come
+    /// from (`takesArguments`: the caller's rule): the body would otherwise be ignored and the
+    /// request answered as if it had sent nothing. For a route without parameters it carries none (its handler can
+    /// still read ``Request/body``). A form body that is JSON (what `curl -d '{…}'` sends) is a
+    /// 400 saying to send it as JSON.
+    static func parse(_ body: [UInt8], contentType: String?, takesArguments: Bool = true) throws(ArgumentError) -> RawArguments {
+        guard !body.isEmpty else { return RawArguments() }
+        let mediaType = contentType?.split(separator: ";", maxSplits: 1).first.map { $0.trimmingSpaces().lowercased() } ?? ""
+        let isJSON = mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json"))
         switch mediaType {
         case "application/x-www-form-urlencoded":
+            if Self.looksLikeJSON(body) {
+                throw ArgumentError(
+                    .malformedBody("the body is JSON but was sent as application/x-www-form-urlencoded: send it with Content-Type: application/json"),
+                    parameter: "")
+            }
             return try FormURLEncoding.parse(body)
         case "multipart/form-data":
-            guard let boundary = MultipartFormData.boundary(fromContentType: contentType) else {
+            guard let boundary = contentType.flatMap(MultipartFormData.boundary(fromContentType:)) else {
                 throw ArgumentError(.malformedBody("multipart body without boundary"), parameter: "")
             }
             do {
@@ -84,14 +99,23 @@ enum BodyArguments {
             } catch {
                 throw ArgumentError(.malformedBody(error.reason), parameter: "")
             }
-        case "application/json":
+        case _ where isJSON:
             do {
                 return try JSONArguments.parse(body)
             } catch {
                 throw ArgumentError(.malformedBody(error.reason), parameter: "")
             }
         default:
-            return RawArguments()
+            guard takesArguments else { return RawArguments() }
+            throw ArgumentError(.unsupportedMediaType(mediaType.isEmpty ? nil : mediaType), parameter: "")
         }
+    }
+
+    /// Whether `body` starts, after blanks, with `{"` or `[`: no form's first key does.
+    private static func looksLikeJSON(_ body: [UInt8]) -> Bool {
+        let start = body.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\n") }
+        guard let first = start.first else { return false }
+        if first == UInt8(ascii: "[") { return true }
+        return first == UInt8(ascii: "{") && start.dropFirst().first == UInt8(ascii: "\"")
     }
 }

@@ -1,6 +1,7 @@
 import SpoutCore
 
-/// A request argument that is missing, does not convert, or is not allowed (HTTP 400).
+/// A request argument that is missing, does not convert, or is not allowed (HTTP 400), or a
+/// body whose media type carries no arguments Spout reads (HTTP 415).
 ///
 /// The response body names the parameter and the offending value:
 /// `{"error":"invalid integer","parameter":"employeeNumber","value":"abc"}`.
@@ -16,6 +17,9 @@ public struct ArgumentError: Error, Sendable, Hashable, CustomStringConvertible 
         case notAllowed(allowed: [String])
         /// The body could not be parsed (the parameter is empty).
         case malformedBody(String)
+        /// The body's media type (nil: none was sent) carries no arguments Spout reads, on a
+        /// route that takes them (HTTP 415).
+        case unsupportedMediaType(String?)
         /// A percent-decoded name or value is not UTF-8 (the value is shown as sent).
         case invalidEncoding
         /// The value converts but lies outside what the type or the parameter's limits accept
@@ -48,6 +52,10 @@ public struct ArgumentError: Error, Sendable, Hashable, CustomStringConvertible 
         case .notSingle: return "one value expected, not an array"
         case .notAllowed: return "value not allowed"
         case .malformedBody(let what): return what
+        case .unsupportedMediaType(let type?):
+            return "unsupported media type \(type): send arguments as \(BodyArguments.mediaTypes)"
+        case .unsupportedMediaType(nil):
+            return "a body without Content-Type: send arguments as \(BodyArguments.mediaTypes)"
         case .invalidEncoding: return "invalid UTF-8"
         case .outOfRange(let range): return range
         case .nulCharacter: return "text must not contain U+0000 (NUL)"

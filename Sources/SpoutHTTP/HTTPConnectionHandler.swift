@@ -260,7 +260,12 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                     if let value = pathKeys[key] { raw.append(value, for: key) }
                 }
                 raw.merge(query)
-                raw.merge(try BodyArguments.parse(bodyBytes, contentType: exchange.requestFields[values: .contentType].first))
+                // A body of another type is refused where a body is how arguments come (a write
+                // with parameters), and left to the handler elsewhere.
+                let takesArguments = !route.parameters.isEmpty && method.sendsArgumentsInBody
+                raw.merge(
+                    try BodyArguments.parse(
+                        bodyBytes, contentType: exchange.requestFields[values: .contentType].first, takesArguments: takesArguments))
                 let arguments = try ArgumentConversion.convert(raw, for: route.parameters)
                 request = Request(
                     id: exchange.id, traceContext: exchange.trace.ids, method: method,

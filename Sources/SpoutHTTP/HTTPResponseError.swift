@@ -24,6 +24,9 @@ extension HTTPError: HTTPResponseError {
 }
 
 extension ArgumentError: HTTPResponseError {
-    public var status: HTTPResponse.Status { .badRequest }
+    public var status: HTTPResponse.Status {
+        if case .unsupportedMediaType = self.reason { return .unsupportedMediaType }
+        return .badRequest
+    }
     public var responseBody: [UInt8] { self.body }
 }

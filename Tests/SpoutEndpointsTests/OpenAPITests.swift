@@ -73,6 +73,8 @@ struct OpenAPITests {
         let createJSON = ((petCreation["requestBody"] as? [String: Any])?["content"] as? [String: Any])?["application/json"] as? [String: Any]
         let nameSchema = try #require(((createJSON?["schema"] as? [String: Any])?["properties"] as? [String: Any])?["name"] as? [String: Any])
         #expect(nameSchema["minLength"] as? Int == 1 && nameSchema["maxLength"] as? Int == 20)
+        let creationResponses = try #require(petCreation["responses"] as? [String: Any])
+        #expect(creationResponses["415"] != nil)
         let detailsSchema = try #require(parameters[1]["schema"] as? [String: Any])
         #expect(detailsSchema["type"] as? String == "array")
         #expect((detailsSchema["items"] as? [String: Any])?["enum"] as? [String] == ["titles", "salaries"])

@@ -202,6 +202,27 @@ struct ArgumentConversionTests {
         #expect(try self.convert("name=a&name=b", parameters)["name"] == .text("a"))
     }
 
+    @Test func aBodyOfAnotherMediaTypeIsRefusedWhereArgumentsComeFromIt() throws {
+        let json = Array(#"{"name":"Rex"}"#.utf8)
+        // JSON under its structured-syntax suffix is JSON.
+        #expect(try BodyArguments.parse(json, contentType: "application/vnd.api+json")["name"] == ["Rex"])
+        #expect(try BodyArguments.parse(json, contentType: "Application/Merge-Patch+JSON; charset=utf-8")["name"] == ["Rex"])
+        // JSON sent as a form (curl -d without a Content-Type) is named as such.
+        let asForm = #expect(throws: ArgumentError.self) { try BodyArguments.parse(json, contentType: "application/x-www-form-urlencoded") }
+        #expect(asForm.map { ErrorResponse(for: $0).status } == .badRequest)
+        #expect(asForm?.description.hasPrefix("the body is JSON but was sent as application/x-www-form-urlencoded") == true)
+        #expect(throws: ArgumentError.self) { try BodyArguments.parse(Array(" [1]".utf8), contentType: "application/x-www-form-urlencoded") }
+        #expect(try BodyArguments.parse(Array("{x}=1".utf8), contentType: "application/x-www-form-urlencoded")["{x}"] == ["1"])
+        // Another type, or none, is a 415 naming it; where the body is not for arguments, it is left alone.
+        let plain = #expect(throws: ArgumentError.self) { try BodyArguments.parse(json, contentType: "text/plain; charset=utf-8") }
+        #expect(plain.map { ErrorResponse(for: $0).status } == .unsupportedMediaType)
+        #expect(plain.map(self.body) == #"{"error":"unsupported media type text/plain: send arguments as application/json, application/x-www-form-urlencoded or multipart/form-data"}"#)
+        let untyped = #expect(throws: ArgumentError.self) { try BodyArguments.parse(json, contentType: nil) }
+        #expect(untyped?.description.hasPrefix("a body without Content-Type") == true)
+        #expect(try BodyArguments.parse(json, contentType: "text/plain", takesArguments: false).keys.isEmpty)
+        #expect(try BodyArguments.parse([], contentType: "text/plain").keys.isEmpty)
+    }
+
     @Test func malformedBodyIs400WithoutParameter() {
         do {
             _ = try BodyArguments.parse(Array("{".utf8), contentType: "application/json")

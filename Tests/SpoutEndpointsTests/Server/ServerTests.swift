@@ -90,7 +90,9 @@ struct ServerTests {
             #expect(notAllowed.status == 400)
             #expect(notAllowed.text == #"{"error":"value not allowed","parameter":"details","value":"bonus","allowed":["titles"]}"#)
 
-            let missing = try await HTTPTestConnection.get(port: port, "/employees", method: "POST", body: Array("firstName=x".utf8))
+            let missing = try await HTTPTestConnection.get(
+                port: port, "/employees", method: "POST", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                body: Array("firstName=x".utf8))
             #expect(missing.status == 400)
             #expect(missing.text == #"{"error":"missing required parameter","parameter":"employeeNumber"}"#)
 
