@@ -11,30 +11,25 @@ import Testing
 struct BodyMediaTypeTests {
     @Test("JSON sent as a form is a 400 that says so, another type a 415, +json types are JSON; nothing is stored by the refused ones")
     func namedInsteadOfIgnored() async throws {
-        let database = TestDatabases.makeSQLiteDatabase()
-        defer { database.drop() }
-        try await onThread { try SampleData.seed(database.url, employees: 10) }
-        let before = try await onThread { try SampleData.petsChecksum(database.url) }
-        let directory = try ServiceDirectory(databaseURL: database.url)
-        defer { directory.remove() }
-        let service = try await InProcessServer.start(directory)
-        let token = try await TestTokens.authorization(sub: "Gwen")
-        func post(_ contentType: String, _ body: String) async throws -> HTTPTestResponse {
-            try await RawHTTP.send(
-                port: service.port, RawHTTP.request("POST", "/pets", headers: [("Content-Type", contentType), token], body: Array(body.utf8)))
+        try await InProcessServer.withSeededSQLite { service, database in
+            let before = try await onThread { try SampleData.petsChecksum(database.url) }
+            let token = try await TestTokens.authorization(sub: "Gwen")
+            func post(_ contentType: String, _ body: String) async throws -> HTTPTestResponse {
+                try await RawHTTP.send(
+                    port: service.port, RawHTTP.request("POST", "/pets", headers: [("Content-Type", contentType), token], body: Array(body.utf8)))
+            }
+
+            let curlDefault = try await post("application/x-www-form-urlencoded", #"{"name":"Rex"}"#)
+            let plain = try await post("text/plain", #"{"name":"Rex"}"#)
+            let after = try await onThread { try SampleData.petsChecksum(database.url) }
+            let suffixed = try await post("application/vnd.api+json", #"{"name":"Rex"}"#)
+
+            #expect(curlDefault.status == 400)
+            #expect(curlDefault.text.contains("the body is JSON but was sent as application/x-www-form-urlencoded"), "\(curlDefault.text)")
+            #expect(plain.status == 415)
+            #expect(plain.text.contains("unsupported media type text/plain"), "\(plain.text)")
+            #expect(after == before)
+            #expect(suffixed.status == 201, "\(suffixed.status) \(suffixed.text)")
         }
-
-        let curlDefault = try await post("application/x-www-form-urlencoded", #"{"name":"Rex"}"#)
-        let plain = try await post("text/plain", #"{"name":"Rex"}"#)
-        let after = try await onThread { try SampleData.petsChecksum(database.url) }
-        let suffixed = try await post("application/vnd.api+json", #"{"name":"Rex"}"#)
-        await service.stop()
-
-        #expect(curlDefault.status == 400)
-        #expect(curlDefault.text.contains("the body is JSON but was sent as application/x-www-form-urlencoded"), "\(curlDefault.text)")
-        #expect(plain.status == 415)
-        #expect(plain.text.contains("unsupported media type text/plain"), "\(plain.text)")
-        #expect(after == before)
-        #expect(suffixed.status == 201, "\(suffixed.status) \(suffixed.text)")
     }
 }

@@ -10,32 +10,27 @@ import Testing
 struct InvalidUTF8Tests {
     @Test("invalid UTF-8 (or a lone surrogate escape) in a query, a form or a JSON body is a 400 and stores nothing")
     func rejected() async throws {
-        let database = TestDatabases.makeSQLiteDatabase()
-        defer { database.drop() }
-        try await onThread { try SampleData.seed(database.url, employees: 10) }
-        let before = try await onThread { try SampleData.petsChecksum(database.url) }
-        let directory = try ServiceDirectory(databaseURL: database.url)
-        defer { directory.remove() }
-        let service = try await InProcessServer.start(directory)
+        try await InProcessServer.withSeededSQLite { service, database in
+            let before = try await onThread { try SampleData.petsChecksum(database.url) }
 
-        let query = try await service.get("/pets?owner=%ff%fe")
-        let form = try await RawHTTP.send(
-            port: service.port,
-            RawHTTP.request("POST", "/pets", headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array("name=zz%ff%fe".utf8)))
-        let json = try await RawHTTP.send(
-            port: service.port,
-            RawHTTP.request("POST", "/pets", headers: [("Content-Type", "application/json")], body: Array(#"{"name":"zz"#.utf8) + [0xFF, 0xFE] + Array(#""}"#.utf8)))
-        let surrogate = try await RawHTTP.send(
-            port: service.port,
-            RawHTTP.request("POST", "/pets", headers: [("Content-Type", "application/json")], body: Array(#"{"name":"zz\ud800"}"#.utf8)))
-        let after = try await onThread { try SampleData.petsChecksum(database.url) }
-        await service.stop()
+            let query = try await service.get("/pets?owner=%ff%fe")
+            let form = try await RawHTTP.send(
+                port: service.port,
+                RawHTTP.request("POST", "/pets", headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array("name=zz%ff%fe".utf8)))
+            let json = try await RawHTTP.send(
+                port: service.port,
+                RawHTTP.request("POST", "/pets", headers: [("Content-Type", "application/json")], body: Array(#"{"name":"zz"#.utf8) + [0xFF, 0xFE] + Array(#""}"#.utf8)))
+            let surrogate = try await RawHTTP.send(
+                port: service.port,
+                RawHTTP.request("POST", "/pets", headers: [("Content-Type", "application/json")], body: Array(#"{"name":"zz\ud800"}"#.utf8)))
+            let after = try await onThread { try SampleData.petsChecksum(database.url) }
 
-        #expect(query.status == 400)
-        #expect(form.status == 400)
-        #expect(json.status == 400)
-        #expect(surrogate.status == 400)
-        #expect(query.text.contains(#""parameter":"owner""#))
-        #expect(after == before)
+            #expect(query.status == 400)
+            #expect(form.status == 400)
+            #expect(json.status == 400)
+            #expect(surrogate.status == 400)
+            #expect(query.text.contains(#""parameter":"owner""#))
+            #expect(after == before)
+        }
     }
 }
