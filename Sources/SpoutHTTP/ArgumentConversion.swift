@@ -8,8 +8,9 @@ public enum ArgumentConversion {
     /// converted argument, else the default, else `.null` (`.array([])` for lists). A scalar
     /// parameter given several values (a repeated key) uses the first; given a JSON array, it
     /// is a 400.
-    /// - Throws: ``ArgumentError`` for the first parameter that is missing, invalid, out of range
-    ///   or not allowed.
+    /// - Throws: ``ArgumentError`` for the first parameter whose argument is refused: missing,
+    ///   an array for one value, text holding U+0000, not of its type, out of range, or not
+    ///   allowed.
     public static func convert(_ raw: RawArguments, for parameters: [Parameter]) throws(ArgumentError) -> [String: SQLValue] {
         var values: [String: SQLValue] = [:]
         values.reserveCapacity(parameters.count)
