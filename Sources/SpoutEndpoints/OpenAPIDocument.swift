@@ -282,7 +282,7 @@ struct OpenAPIDocument {
         if endpoint.result != .rows { responses.set("404", ["$ref": "#/components/responses/NotFound"]) }
         if endpoint.result.shape != nil { responses.set("406", ["$ref": "#/components/responses/NotAcceptable"]) }
         if !endpoint.readOnly { responses.set("409", ["$ref": "#/components/responses/Conflict"]) }
-        if endpoint.method.sendsArgumentsInBody && !endpoint.parameters.isEmpty {
+        if endpoint.method.readsArguments(fromBodyFor: endpoint.parameters) {
             responses.set("415", ["$ref": "#/components/responses/UnsupportedMediaType"])
         }
         if !endpoint.readOnly { responses.set("422", ["$ref": "#/components/responses/UnprocessableContent"]) }

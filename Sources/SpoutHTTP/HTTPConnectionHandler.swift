@@ -260,9 +260,9 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                     if let value = pathKeys[key] { raw.append(value, for: key) }
                 }
                 raw.merge(query)
-                // A body of another type is refused where a body is how arguments come (a write
-                // with parameters), and left to the handler elsewhere.
-                let takesArguments = !route.parameters.isEmpty && method.sendsArgumentsInBody
+                // A body of another type is refused where a body is how arguments come, and left
+                // to the handler elsewhere.
+                let takesArguments = method.readsArguments(fromBodyFor: route.parameters)
                 raw.merge(
                     try BodyArguments.parse(
                         bodyBytes, contentType: exchange.requestFields[values: .contentType].first, takesArguments: takesArguments))
