@@ -75,10 +75,10 @@ enum BodyArguments {
     /// `application/…+json`); an empty body has none.
     ///
     /// Another media type, or none, is a 415 when the body is where the route's arguments come
-    /// from (`takesArguments`: the caller's rule): the body would otherwise be ignored and the
-    /// request answered as if it had sent nothing. For a route without parameters it carries none (its handler can
-    /// still read ``Request/body``). A form body that is JSON (what `curl -d '{…}'` sends) is a
-    /// 400 saying to send it as JSON.
+    /// from (`takesArguments`: ``HTTPTypes/HTTPRequest/Method/readsArguments(fromBodyFor:)``):
+    /// the body would otherwise be ignored and the request answered as if it had sent nothing.
+    /// Elsewhere it carries none (the handler can still read ``Request/body``). A form body that
+    /// is JSON (what `curl -d '{…}'` sends) is a 400 saying to send it as JSON.
     static func parse(_ body: [UInt8], contentType: String?, takesArguments: Bool = true) throws(ArgumentError) -> RawArguments {
         guard !body.isEmpty else { return RawArguments() }
         let mediaType = contentType?.split(separator: ";", maxSplits: 1).first.map { $0.trimmingSpaces().lowercased() } ?? ""
