@@ -43,11 +43,15 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible, CustomDeb
     public var message: String
     /// The SQLSTATE (PostgreSQL) or extended result code (SQLite), when known.
     public var sqlState: String?
+    /// For a unique or NOT NULL violation, what the database said it concerns (its columns,
+    /// or PostgreSQL's index); nil for other errors and when it said nothing usable.
+    public var violated: ViolatedConstraint?
 
-    public init(_ code: Code, message: String = "", sqlState: String? = nil) {
+    public init(_ code: Code, message: String = "", sqlState: String? = nil, violated: ViolatedConstraint? = nil) {
         self.code = code
         self.message = message
         self.sqlState = sqlState
+        self.violated = violated
     }
 
     public var description: String { "database error: \(self.code)" }

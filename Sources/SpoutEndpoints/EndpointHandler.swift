@@ -40,6 +40,8 @@ struct EndpointHandler: Sendable {
     let claimNames: Set<String>
     /// Whether the request's trace context goes into its transaction (``session(for:_:)``).
     let tracesIntoDatabase: Bool
+    /// Names the parameter behind a write's unique or NOT NULL violation; nil for reads.
+    let constraints: ConstraintTracer?
 
     init(
         endpoint: Endpoint, database: Database, timeout: Duration?, documentation: APIDocumentation, logger: Logger,
@@ -81,6 +83,7 @@ struct EndpointHandler: Sendable {
         names.formUnion(self.details.parameterNames)
         names.formUnion(self.version?.parameterNames ?? [])
         self.claimNames = names.filter { RequestIdentity.claimPath(of: $0) != nil }
+        self.constraints = endpoint.readOnly ? nil : ConstraintTracer(sql: self.sql, parameterNames: Set(endpoint.parameters.map(\.name)))
     }
 
     /// The parameters the HTTP layer converts. For GET endpoints, required query parameters
@@ -314,6 +317,9 @@ struct EndpointHandler: Sendable {
             self.logger.debug(
                 "endpoint transaction rolled back",
                 metadata: ["request.id": "\(request.id)", "endpoint": "\(self.endpoint.title)", "error": "\(error)"])
+            if let constraints = self.constraints, constraints.mayTrace(error) {
+                throw await constraints.trace(error, arguments: request.arguments, on: self.database)
+            }
             throw error
         }
         switch (self.endpoint.result, outcome) {

@@ -344,8 +344,8 @@ struct OpenAPIDocument {
             "required": ["error"],
             "properties": [
                 "error": ["type": "string", "description": "What went wrong"],
-                "parameter": ["type": "string", "description": "The parameter at fault (400)"],
-                "value": ["type": "string", "description": "The value sent for it (400)"],
+                "parameter": ["type": "string", "description": "The parameter at fault (400; 409 and 422 when one parameter's value caused the violation)"],
+                "value": ["type": "string", "description": "The value sent for it (400, 409, 422)"],
                 "allowed": ["type": "array", "items": ["type": "string"], "description": "Its allowed values (400)"],
             ],
         ]

@@ -259,7 +259,8 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
             self.markBroken()
             code = .connectionLost
         }
-        return DatabaseError(code, message: message, sqlState: sqlState)
+        let violated = result.flatMap { PostgresErrorMapping.violated(in: $0, sqlState: sqlState) }
+        return DatabaseError(code, message: message, sqlState: sqlState, violated: violated)
     }
 
     /// Gives the connection up after a protocol state it cannot recover from; the pool then

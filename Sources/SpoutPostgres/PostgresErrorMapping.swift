@@ -27,6 +27,25 @@ enum PostgresErrorMapping {
     /// libpq's `PG_DIAG_SQLSTATE` field code (`'C'`).
     static let sqlStateField = Int32(UInt8(ascii: "C"))
 
+    /// What a unique violation (23505: its index and schema; the key's columns are looked up
+    /// in the catalog, as the server leaves its message's key out under row-level security) or
+    /// a NOT NULL violation (23502: its column) concerns; nil for any other error.
+    static func violated(in result: OpaquePointer, sqlState: String?) -> ViolatedConstraint? {
+        func field(_ code: UInt8) -> String? {
+            PQresultErrorField(result, Int32(code)).map { String(cString: $0) }
+        }
+        switch sqlState {
+        case "23505":
+            guard let index = field(UInt8(ascii: "n")), let schema = field(UInt8(ascii: "s")) else { return nil }
+            return ViolatedConstraint(columns: [], index: index, schema: schema)
+        case "23502":
+            guard let column = field(UInt8(ascii: "c")) else { return nil }
+            return ViolatedConstraint(columns: [column], schema: field(UInt8(ascii: "s")))
+        default:
+            return nil
+        }
+    }
+
     /// The SQLSTATE of an error result, if any.
     static func sqlState(of result: OpaquePointer) -> String? {
         guard let field = PQresultErrorField(result, self.sqlStateField) else { return nil }

@@ -483,8 +483,8 @@ public final class SQLiteConnection: DatabaseConnection, @unchecked Sendable {
         let code = SQLiteErrorMapping.code(
             forExtendedResult: extended, phase: phase, deadlineExpired: self.deadlineExpired)
         if code == .connectionLost { self.broken = true }
-        return DatabaseError(
-            code, message: message ?? SQLiteErrorMapping.message(self.handle, code: result), sqlState: String(extended))
+        let text = message ?? SQLiteErrorMapping.message(self.handle, code: result)
+        return DatabaseError(code, message: text, sqlState: String(extended), violated: SQLiteErrorMapping.violated(extended, message: text))
     }
 
     /// A statement for `sql` not leased by anyone: the cached one when it is idle, otherwise a

@@ -28,6 +28,18 @@ enum SQLiteErrorMapping {
     /// `SQLITE_CONSTRAINT_PRIMARYKEY`.
     static let constraintPrimaryKey: Int32 = SQLITE_CONSTRAINT | (6 << 8)
 
+    /// `SQLITE_CONSTRAINT_NOTNULL`.
+    static let constraintNotNull: Int32 = SQLITE_CONSTRAINT | (5 << 8)
+
+    /// The columns a unique, primary key or NOT NULL violation names in its message
+    /// (``SpoutCore/ViolatedConstraint/sqliteColumns(inMessage:)``); nil for other errors.
+    static func violated(_ extended: Int32, message: String) -> ViolatedConstraint? {
+        guard extended == Self.constraintUnique || extended == Self.constraintPrimaryKey || extended == Self.constraintNotNull,
+            let columns = ViolatedConstraint.sqliteColumns(inMessage: message)
+        else { return nil }
+        return ViolatedConstraint(columns: columns)
+    }
+
     /// The error code for an extended result code.
     static func code(forExtendedResult extended: Int32, phase: Phase, deadlineExpired: Bool) -> DatabaseError.Code {
         switch extended & 0xff {
