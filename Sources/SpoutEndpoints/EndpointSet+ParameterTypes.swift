@@ -1,0 +1,129 @@
+import SpoutCore
+import SpoutHTTP
+
+extension EndpointSet {
+    /// The declared parameters whose type conflicts with the type PostgreSQL gives them in the
+    /// endpoint's SQL, one message each, for `spout serve` to log at startup; empty on SQLite
+    /// (which gives parameters no type) and when the database cannot be asked.
+    ///
+    /// Spout sends arguments as text of no declared type, and PostgreSQL converts each to the
+    /// type it infers from the parameter's place (`emp_no = :code` makes `:code` an integer).
+    /// A parameter declared `string` there passes Spout's checks with any text, and a value that
+    /// is no integer then fails inside the database: a 400 that cannot name the parameter,
+    /// where SQLite compares the text and answers 404. Declaring the type the database infers
+    /// makes Spout refuse such a value itself, naming the parameter, alike on both databases.
+    ///
+    /// Each endpoint's SQL is prepared (`PREPARE`, read back from `pg_prepared_statements`,
+    /// `DEALLOCATE`) in one read-only transaction; SQL that does not prepare (a table not
+    /// created yet, a type the database cannot infer) is skipped. Only integers, fractional
+    /// numbers, dates, timestamps and booleans are compared: text, `uuid`, `json` and other
+    /// types take what Spout sends as they would from a client.
+    public func parameterTypeConflicts(on database: Database) -> [String] {
+        guard database.dialect == .postgres else { return [] }
+        let conflicts = try? database.withConnection(readOnly: true) { connection in
+            try connection.begin(readOnly: true)
+            defer { try? connection.rollback() }
+            var messages: [String] = []
+            for endpoint in self.endpoints {
+                messages += Self.conflicts(of: endpoint, on: connection)
+            }
+            return messages
+        }
+        return conflicts ?? []
+    }
+
+    /// The messages for one endpoint; nothing when its SQL does not prepare.
+    private static func conflicts(of endpoint: Endpoint, on connection: any DatabaseConnection) -> [String] {
+        guard let statement = try? ParsedSQL(endpoint.sql.text(for: .postgres), dialect: .postgres).withoutTrailingSemicolons(),
+            !statement.parameterNames.isEmpty,
+            let inferred = try? Self.inferredTypes(of: statement, on: connection)
+        else { return [] }
+        var messages: [String] = []
+        for (name, type) in zip(statement.parameterNames, inferred) {
+            guard let parameter = endpoint.parameters.first(where: { $0.name == name }),
+                let kind = InferredKind(regtype: type), !kind.accepts(parameter.type.elementType)
+            else { continue }
+            let file = endpoint.sql.overrideFiles[.postgres] ?? endpoint.sql.file
+            messages.append(
+                "\(endpoint.title): PostgreSQL reads :\(name) as \(type), but it is declared \(parameter.type) (\(file)); "
+                    + "a value that is no \(kind.noun) fails in the database as a 400 that cannot name the parameter, "
+                    + "and SQLite compares it as it is: declare `type: \(kind.declaration)`")
+        }
+        return messages
+    }
+
+    /// The types PostgreSQL infers for the parameters of `statement`, in placeholder order
+    /// (`regtype` names: `integer`, `text`, `date`, ...).
+    private static func inferredTypes(of statement: ParsedSQL, on connection: any DatabaseConnection) throws -> [String] {
+        // A statement that does not prepare fails the transaction: the savepoint keeps it for
+        // the next endpoint. A prepared statement outlives a rollback: it is deallocated either way.
+        let name = "spout_parameter_types"
+        let read = try ParsedSQL("SELECT unnest(parameter_types)::text FROM pg_prepared_statements WHERE name = :name", dialect: .postgres)
+        try connection.executeScript("SAVEPOINT \(name)")
+        var prepared = false
+        do {
+            try connection.executeScript("PREPARE \(name) AS \(statement.text)")
+            prepared = true
+            let result = try connection.queryAll([BoundStatement(read, try read.bind(["name": .text(name)]))])
+            try connection.executeScript("DEALLOCATE \(name); RELEASE SAVEPOINT \(name)")
+            return (result.first?.rows ?? []).map { row in
+                if case .text(let type)? = row.first { return type }
+                return ""
+            }
+        } catch {
+            try? connection.executeScript("ROLLBACK TO SAVEPOINT \(name)" + (prepared ? "; DEALLOCATE \(name)" : ""))
+            throw error
+        }
+    }
+}
+
+/// The kinds of parameter type PostgreSQL infers that a declared type may conflict with.
+private enum InferredKind {
+    case integer, fraction, date, timestamp, boolean
+
+    /// The kind of a `regtype` name (an array's elements for an array); nil for the types not
+    /// compared.
+    init?(regtype: String) {
+        let element = regtype.hasSuffix("[]") ? String(regtype.dropLast(2)) : regtype
+        switch element {
+        case "smallint", "integer", "bigint": self = .integer
+        case "numeric", "real", "double precision": self = .fraction
+        case "date": self = .date
+        case "timestamp without time zone", "timestamp with time zone": self = .timestamp
+        case "boolean": self = .boolean
+        default: return nil
+        }
+    }
+
+    /// Whether every value Spout sends for a parameter of `declared` converts to this kind.
+    func accepts(_ declared: ParameterType) -> Bool {
+        switch (self, declared) {
+        case (.integer, .integer): return true
+        case (.fraction, .integer), (.fraction, .number), (.fraction, .decimal): return true
+        case (.date, .date), (.date, .datetime), (.timestamp, .date), (.timestamp, .datetime): return true
+        case (.boolean, .boolean): return true
+        default: return false
+        }
+    }
+
+    var noun: String {
+        switch self {
+        case .integer: return "integer"
+        case .fraction: return "number"
+        case .date: return "date"
+        case .timestamp: return "timestamp"
+        case .boolean: return "boolean"
+        }
+    }
+
+    /// The declaration that matches.
+    var declaration: String {
+        switch self {
+        case .integer: return "integer"
+        case .fraction: return "decimal"
+        case .date: return "date"
+        case .timestamp: return "datetime"
+        case .boolean: return "boolean"
+        }
+    }
+}
