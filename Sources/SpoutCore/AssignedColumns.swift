@@ -5,14 +5,16 @@
 /// expression naming none or several assigns from none.
 ///
 /// It lets an endpoint tell a caller which argument a unique or NOT NULL violation is about
-/// (the database names a column, the caller knows parameters). Only the first write keyword at
-/// the statement's top level is read (after a `WITH` clause's parentheses), and only the first
-/// row of a `VALUES` list; `INSERT ... SELECT`, `SET (a, b) = (...)` and anything this reading
-/// does not follow assign nothing, so nothing is named rather than a wrong parameter.
+/// (the database names a table and a column, the caller knows parameters). Only the first write
+/// keyword at the statement's top level is read (after a `WITH` clause's parentheses);
+/// `INSERT ... SELECT`, a `VALUES` list of several rows, `SET (a, b) = (...)` and anything this
+/// reading does not follow assign nothing, so nothing is named rather than a wrong parameter.
 public struct AssignedColumns: Sendable, Hashable {
     /// Parameter names by column name, lower-cased (PostgreSQL folds unquoted names to lower
     /// case and SQLite compares them without case).
     private var parameters: [String: String]
+    /// The table written, without its schema, lower-cased; nil when nothing is assigned.
+    public private(set) var table: String?
 
     /// Reads `source` (SQL with `:name` parameters); a statement the lexer cannot read assigns
     /// nothing.
@@ -41,9 +43,11 @@ public struct AssignedColumns: Sendable, Hashable {
         }
     }
 
-    /// The parameter `column` is assigned from, if any (compared without case).
-    public func parameter(forColumn column: String) -> String? {
-        self.parameters[column.lowercased()]
+    /// The parameter `column` of `table` (nil: the table written) is assigned from, if any;
+    /// names are compared without case, and a table without its schema.
+    public func parameter(forColumn column: String, of table: String? = nil) -> String? {
+        if let table, table.lowercased() != self.table { return nil }
+        return self.parameters[column.lowercased()]
     }
 
     /// Whether the statement assigns any column from a parameter.
@@ -60,6 +64,9 @@ public struct AssignedColumns: Sendable, Hashable {
         guard values + 1 < tokens.endIndex, tokens[values].isWord("VALUES", in: bytes), tokens[values + 1].kind == .openParenthesis,
             let valueList = Self.parenthesized(tokens, from: values + 1)
         else { return }
+        // One row only: another row's values would be another parameter's.
+        guard valueList.upperBound + 1 == tokens.endIndex || !tokens[valueList.upperBound + 1].isPunctuation(",", in: bytes) else { return }
+        guard let table = Self.tableName(tokens[tokens.startIndex..<open], bytes) else { return }
         let columns = Self.split(tokens[(open + 1)..<columnList.upperBound], bytes)
         let expressions = Self.split(tokens[(values + 2)..<valueList.upperBound], bytes)
         guard columns.count == expressions.count else { return }
@@ -67,11 +74,14 @@ public struct AssignedColumns: Sendable, Hashable {
             guard column.count == 1, let name = column.first?.identifier(in: bytes) else { continue }
             self.assign(name, from: expression, bytes)
         }
+        if !self.parameters.isEmpty { self.table = table }
     }
 
     private mutating func readUpdate(_ tokens: ArraySlice<SQLToken>, _ bytes: [UInt8]) {
         // UPDATE [OR ...] [ONLY] name [AS alias] SET column = expression, ... [FROM | WHERE | RETURNING ...]
-        guard let set = tokens.firstIndex(where: { $0.isWord("SET", in: bytes) }) else { return }
+        guard let set = tokens.firstIndex(where: { $0.isWord("SET", in: bytes) }),
+            let table = Self.tableName(tokens[tokens.startIndex..<set], bytes)
+        else { return }
         var end = tokens.index(after: set)
         var depth = 0
         while end < tokens.endIndex {
@@ -89,6 +99,30 @@ public struct AssignedColumns: Sendable, Hashable {
             else { continue }
             self.assign(name, from: assignment.dropFirst(2), bytes)
         }
+        if !self.parameters.isEmpty { self.table = table }
+    }
+
+    /// The table named between `INSERT`/`UPDATE` and the column list or `SET`:
+    /// `[OR word] [INTO] [ONLY] [schema.]name [[AS] alias]`, its last name part, lower-cased;
+    /// nil when the tokens are not that.
+    private static func tableName(_ tokens: ArraySlice<SQLToken>, _ bytes: [UInt8]) -> String? {
+        var index = tokens.startIndex
+        if index < tokens.endIndex, tokens[index].isWord("OR", in: bytes) { index += 2 }
+        for keyword in ["INTO", "ONLY"] where index < tokens.endIndex && tokens[index].isWord(keyword, in: bytes) {
+            index += 1
+        }
+        var name: String?
+        while index < tokens.endIndex, let part = tokens[index].identifier(in: bytes) {
+            name = part
+            index += 1
+            guard index < tokens.endIndex, tokens[index].isPunctuation(".", in: bytes) else { break }
+            index += 1
+        }
+        // What is left may be an alias only.
+        if index < tokens.endIndex, tokens[index].isWord("AS", in: bytes) { index += 1 }
+        if index < tokens.endIndex, tokens[index].identifier(in: bytes) != nil { index += 1 }
+        guard index >= tokens.endIndex else { return nil }
+        return name?.lowercased()
     }
 
     private mutating func assign(_ column: String, from expression: ArraySlice<SQLToken>, _ bytes: [UInt8]) {

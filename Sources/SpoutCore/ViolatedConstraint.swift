@@ -14,27 +14,36 @@ public struct ViolatedConstraint: Sendable, Hashable {
     public var index: String?
     /// PostgreSQL: the schema of the table, and so of ``index``.
     public var schema: String?
+    /// The table the constraint belongs to, when the database named it (a trigger's write to
+    /// another table fails on that table's constraint).
+    public var table: String?
 
-    public init(columns: [String], index: String? = nil, schema: String? = nil) {
+    public init(columns: [String], index: String? = nil, schema: String? = nil, table: String? = nil) {
         self.columns = columns
         self.index = index
         self.schema = schema
+        self.table = table
     }
 
-    /// The columns of SQLite's message for a unique or NOT NULL violation
-    /// (`UNIQUE constraint failed: pet.name`, `... failed: t.a, t.b`), without their table;
-    /// nil for any other message (an index on an expression: `... failed: index 'i'`).
-    public static func sqliteColumns(inMessage message: String) -> [String]? {
+    /// The table and columns of SQLite's message for a unique or NOT NULL violation
+    /// (`UNIQUE constraint failed: pet.name`, `... failed: t.a, t.b`); nil for any other
+    /// message (an index on an expression: `... failed: index 'i'`).
+    public static func sqlite(message: String) -> ViolatedConstraint? {
         let prefixes = ["UNIQUE constraint failed: ", "NOT NULL constraint failed: "]
         guard let prefix = prefixes.first(where: { message.hasPrefix($0) }) else { return nil }
+        var table: Substring?
         var columns: [String] = []
         for qualified in message.dropFirst(prefix.count).split(separator: ",", omittingEmptySubsequences: false) {
             let name = qualified.trimmingPrefix(" ")
-            guard let dot = name.lastIndex(of: "."), !name.contains(" ") else { return nil }
-            let column = name[name.index(after: dot)...]
-            guard !column.isEmpty else { return nil }
+            guard !name.contains(" ") else { return nil }
+            let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count >= 2, let column = parts.last, !column.isEmpty else { return nil }
+            let owner = parts[parts.count - 2]
+            guard table == nil || table == owner else { return nil }
+            table = owner
             columns.append(String(column))
         }
-        return columns.isEmpty ? nil : columns
+        guard let table, !columns.isEmpty else { return nil }
+        return ViolatedConstraint(columns: columns, table: String(table))
     }
 }

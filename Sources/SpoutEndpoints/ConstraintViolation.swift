@@ -12,8 +12,9 @@ import SpoutHTTP
 struct ConstraintViolation: Error, HTTPResponseError, CustomStringConvertible, CustomDebugStringConvertible {
     let error: DatabaseError
     let parameter: String
-    /// The argument as the request wrote it; nil when it sent none (a NOT NULL column the
-    /// parameter left empty).
+    /// The argument as Spout read it, written as a request writes it (``SpoutCore/SQLValue/requestText(null:bytes:)``:
+    /// a date in ISO 8601); nil when the request sent none (a NOT NULL column the parameter
+    /// left empty).
     let value: String?
 
     var status: HTTPResponse.Status { self.error.status }
@@ -35,9 +36,10 @@ struct ConstraintViolation: Error, HTTPResponseError, CustomStringConvertible, C
 /// violation's index, whose key columns are read from the catalog), the statement's
 /// ``SpoutCore/AssignedColumns``, and the request's arguments.
 ///
-/// A violation is traced when exactly one of the constraint's columns is assigned from a
-/// parameter the request may carry (not a token's claim): for a key `(owner, name)` with owner
-/// from `:claims.sub`, `name`. Otherwise the error is answered as it is.
+/// A violation is traced when it is the written table's (not another table's, which a trigger
+/// wrote) and exactly one of the constraint's columns is assigned from a parameter the request
+/// may carry (not a token's claim): for a key `(owner, name)` with owner from `:claims.sub`,
+/// `name`. Otherwise the error is answered as it is.
 struct ConstraintTracer: Sendable {
     let assigned: AssignedColumns
     /// The endpoint's parameters (path keys and declared ones).
@@ -63,7 +65,8 @@ struct ConstraintTracer: Sendable {
         if columns.isEmpty, let index = violated.index, let schema = violated.schema {
             columns = (try? await Self.keyColumns(of: index, schema: schema, on: database)) ?? []
         }
-        let parameters = Set(columns.compactMap { self.assigned.parameter(forColumn: $0) }.filter { self.parameterNames.contains($0) })
+        let table = violated.table
+        let parameters = Set(columns.compactMap { self.assigned.parameter(forColumn: $0, of: table) }.filter { self.parameterNames.contains($0) })
         guard parameters.count == 1, let parameter = parameters.first else { return error }
         let value = arguments[parameter].flatMap { $0 == .null ? nil : $0.requestText(null: "", bytes: { "\($0) bytes" }) }
         return ConstraintViolation(error: databaseError, parameter: parameter, value: value)

@@ -34,13 +34,15 @@ enum PostgresErrorMapping {
         func field(_ code: UInt8) -> String? {
             PQresultErrorField(result, Int32(code)).map { String(cString: $0) }
         }
+        // PG_DIAG_CONSTRAINT_NAME, PG_DIAG_SCHEMA_NAME, PG_DIAG_TABLE_NAME, PG_DIAG_COLUMN_NAME.
+        let table = field(UInt8(ascii: "t"))
         switch sqlState {
         case "23505":
             guard let index = field(UInt8(ascii: "n")), let schema = field(UInt8(ascii: "s")) else { return nil }
-            return ViolatedConstraint(columns: [], index: index, schema: schema)
+            return ViolatedConstraint(columns: [], index: index, schema: schema, table: table)
         case "23502":
             guard let column = field(UInt8(ascii: "c")) else { return nil }
-            return ViolatedConstraint(columns: [column], schema: field(UInt8(ascii: "s")))
+            return ViolatedConstraint(columns: [column], schema: field(UInt8(ascii: "s")), table: table)
         default:
             return nil
         }

@@ -31,13 +31,13 @@ enum SQLiteErrorMapping {
     /// `SQLITE_CONSTRAINT_NOTNULL`.
     static let constraintNotNull: Int32 = SQLITE_CONSTRAINT | (5 << 8)
 
-    /// The columns a unique, primary key or NOT NULL violation names in its message
-    /// (``SpoutCore/ViolatedConstraint/sqliteColumns(inMessage:)``); nil for other errors.
+    /// The table and columns a unique, primary key or NOT NULL violation names in its message
+    /// (``SpoutCore/ViolatedConstraint/sqlite(message:)``); nil for other errors.
     static func violated(_ extended: Int32, message: String) -> ViolatedConstraint? {
-        guard extended == Self.constraintUnique || extended == Self.constraintPrimaryKey || extended == Self.constraintNotNull,
-            let columns = ViolatedConstraint.sqliteColumns(inMessage: message)
-        else { return nil }
-        return ViolatedConstraint(columns: columns)
+        guard extended == Self.constraintUnique || extended == Self.constraintPrimaryKey || extended == Self.constraintNotNull else {
+            return nil
+        }
+        return ViolatedConstraint.sqlite(message: message)
     }
 
     /// The error code for an extended result code.

@@ -2,7 +2,7 @@ import SpoutCore
 import Testing
 
 /// Which column a write statement sets from which parameter (``AssignedColumns``), and the
-/// columns SQLite's constraint messages name (``ViolatedConstraint/sqliteColumns(inMessage:)``).
+/// columns SQLite's constraint messages name (``ViolatedConstraint/sqlite(message:)``).
 @Suite struct AssignedColumnsTests {
     @Test func insertPairsColumnsWithTheirValues() {
         let assigned = AssignedColumns(
@@ -52,6 +52,7 @@ import Testing
         "INSERT INTO t (a, b) SELECT :a, :b",
         "INSERT INTO t VALUES (:a, :b)",
         "INSERT INTO t (a, b) VALUES (:a)",
+        "INSERT INTO t (a) VALUES (:a), (:b)",
         "UPDATE t SET (a, b) = (:a, :b)",
         "SELECT :a AS a",
         "INSERT INTO t (a) VALUES ('unterminated",
@@ -60,12 +61,25 @@ import Testing
         #expect(AssignedColumns(sql: sql).isEmpty)
     }
 
-    @Test func sqliteMessagesNameTheirColumns() {
-        #expect(ViolatedConstraint.sqliteColumns(inMessage: "UNIQUE constraint failed: pet.name") == ["name"])
-        #expect(ViolatedConstraint.sqliteColumns(inMessage: "UNIQUE constraint failed: tag.owner, tag.name") == ["owner", "name"])
-        #expect(ViolatedConstraint.sqliteColumns(inMessage: "NOT NULL constraint failed: main.tag.color") == ["color"])
-        #expect(ViolatedConstraint.sqliteColumns(inMessage: "UNIQUE constraint failed: index 'tag_label'") == nil)
-        #expect(ViolatedConstraint.sqliteColumns(inMessage: "CHECK constraint failed: length(name) > 0") == nil)
-        #expect(ViolatedConstraint.sqliteColumns(inMessage: "FOREIGN KEY constraint failed") == nil)
+    @Test func theTableWrittenIsTheOneMatched() {
+        let insert = AssignedColumns(sql: "INSERT OR REPLACE INTO main.Pet AS p (name) VALUES (:name)")
+        #expect(insert.table == "pet")
+        #expect(insert.parameter(forColumn: "name", of: "PET") == "name")
+        // A trigger's write to another table fails on that table's constraint.
+        #expect(insert.parameter(forColumn: "name", of: "pet_log") == nil)
+        let update = AssignedColumns(sql: "UPDATE ONLY public.pet p SET name = :newName WHERE name = :name")
+        #expect(update.table == "pet")
+        #expect(update.parameter(forColumn: "name", of: "pet") == "newName")
+    }
+
+    @Test func sqliteMessagesNameTheirTableAndColumns() {
+        #expect(ViolatedConstraint.sqlite(message: "UNIQUE constraint failed: pet.name") == ViolatedConstraint(columns: ["name"], table: "pet"))
+        #expect(
+            ViolatedConstraint.sqlite(message: "UNIQUE constraint failed: tag.owner, tag.name")
+                == ViolatedConstraint(columns: ["owner", "name"], table: "tag"))
+        #expect(ViolatedConstraint.sqlite(message: "NOT NULL constraint failed: tag.color") == ViolatedConstraint(columns: ["color"], table: "tag"))
+        #expect(ViolatedConstraint.sqlite(message: "UNIQUE constraint failed: index 'tag_label'") == nil)
+        #expect(ViolatedConstraint.sqlite(message: "CHECK constraint failed: length(name) > 0") == nil)
+        #expect(ViolatedConstraint.sqlite(message: "FOREIGN KEY constraint failed") == nil)
     }
 }
