@@ -73,6 +73,19 @@ public final class SpoutClient: Sendable {
         }
     }
 
+    /// A stored file (an endpoint with `result: bytes`: an image, a PDF) as its bytes, with the
+    /// response's headers (`Content-Type`) and where they came from. It goes through the cache
+    /// as every GET does: an image shown once is revalidated by its `ETag` (`304`, no bytes
+    /// sent again) and, with ``SpoutCacheConfiguration/staleIfUnavailable``, loads from disk
+    /// when the service cannot be reached.
+    /// - Parameter accept: the `Accept` sent (`image/*` from an image loader); a file of
+    ///   another type is a 406 (``SpoutClientError/server(_:)``).
+    public func bytes(path: String, query: [URLQueryItem] = [], accept: String = "*/*") async throws -> SpoutObject<[UInt8]> {
+        let url = try RequestTarget.url(base: self.baseURL, path: path, query: query)
+        let exchange = try await self.get(url, accept: accept)
+        return SpoutObject(value: try await Self.readWhole(exchange), source: exchange.source, headers: exchange.headers)
+    }
+
     /// A write: POST, PUT, PATCH or DELETE with an optional form or JSON body. A status of
     /// 400 or more throws ``SpoutClientError/server(_:)``; otherwise the reply carries the
     /// status, the headers (`Location`) and the body (decode it with ``SpoutReply/decode(_:)``).

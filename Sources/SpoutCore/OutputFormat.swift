@@ -7,6 +7,10 @@ public enum OutputFormat: Sendable, Hashable {
     /// CSV (RFC 4180, UTF-8, CRLF line ends, a header row of column labels). Attached arrays
     /// cannot be expressed in CSV and are rejected.
     case csv
+    /// A stored file: the first column of each row as it is stored (bytes as they are, text as
+    /// its UTF-8, any other value as its JSON), served as `mediaType`; a NULL in the first row
+    /// is ``RowStreamError/noRow``. For results of one value (``ResultShape/scalar``).
+    case raw(mediaType: String)
 
     /// The HTTP `Content-Type` of the format.
     public var contentType: String {
@@ -14,6 +18,7 @@ public enum OutputFormat: Sendable, Hashable {
         case .json: return "application/json"
         case .jsonLines: return "application/x-ndjson"
         case .csv: return "text/csv; charset=utf-8"
+        case .raw(let mediaType): return mediaType
         }
     }
 }

@@ -142,6 +142,14 @@ struct RowEncoder: ~Copyable {
                 CSVText.writeField(values.value(at: index), dateFormat: self.dateFormat, to: &self.out)
             }
             self.out.append("\r\n")
+        case .raw:
+            switch values.value(at: 0) {
+            case .null where self.rowCount == 0: throw RowStreamError.noRow
+            case .null: break
+            case .bytes(let bytes): self.out.append(contentsOf: bytes)
+            case .text(let text): self.out.append(contentsOf: text.utf8)
+            case let value: JSONText.writeValue(value, dateFormat: self.dateFormat, to: &self.out)
+            }
         }
         try self.out.flushIfFull()
     }

@@ -154,6 +154,8 @@ struct APIDocumentation: Sendable {
             let streams = EndpointDetail.depth(of: endpoint.details) > 1 ? " (streamed, \(streamedTag), when details of details are selected)" : ""
             return "one object \(object) with an <code>ETag</code>\(streams); 404 when there is none"
         case .scalar: return "one value with an <code>ETag</code>; 404 when there is none"
+        case .bytes:
+            return "the stored bytes as <code>\(Self.escape(endpoint.mediaType ?? ""))</code>, with an <code>ETag</code>; 404 when there are none"
         case .none: return "204 No Content; 404 when nothing was changed"
         case .created:
             let location = Self.escape(endpoint.location ?? "")

@@ -15,13 +15,17 @@ public enum EndpointResult: String, Sendable, Hashable, CaseIterable {
     /// 201 Created with a `Location` header built from ``Endpoint/location`` and, when the
     /// statement returns a row (`INSERT ... RETURNING`), that row as the body.
     case created
+    /// The first column of the first row as the body, as it is stored (a `bytea` or BLOB; text
+    /// as its UTF-8), with ``Endpoint/mediaType`` as its `Content-Type` (an image, a PDF); 404
+    /// when there is no row or the value is NULL.
+    case bytes
 
     /// The row-stream shape of the result, for results that have rows.
     var shape: ResultShape? {
         switch self {
         case .rows: return .array
         case .object, .created: return .object
-        case .scalar: return .scalar
+        case .scalar, .bytes: return .scalar
         case .none: return nil
         }
     }
@@ -129,6 +133,8 @@ public struct Endpoint: Sendable {
     /// The `Location` of a ``EndpointResult/created`` result: a path with `{parameter}`
     /// placeholders (`/pets/{name}`).
     public var location: String?
+    /// The `Content-Type` of a ``EndpointResult/bytes`` result (`image/png`).
+    public var mediaType: String?
     /// The group the endpoint is listed under in the documentation: the endpoint file's name
     /// without extension (`employees`).
     public var tag: String

@@ -29,7 +29,7 @@ struct EndpointFileParser {
     static let authKeys = ["keysFromEnvironment", "token", "methods", "anonymous", "roles", "requiredClaims"]
     static let endpointKeys = [
         "description", "sql", "sqlFile", "parameters", "result", "details", "detailsParameter", "timeoutMs",
-        "rowLimit", "readOnly", "location", "consistency", "page", "cache", "versionSql", "versionSqlFile",
+        "rowLimit", "readOnly", "location", "mediaType", "consistency", "page", "cache", "versionSql", "versionSqlFile",
     ]
     static let pageKeys = ["key", "size", "maxSize"]
     static let cacheKeys = ["maxAge", "public"]
@@ -221,6 +221,7 @@ struct EndpointFileParser {
         let (timeout, rowLimit) = try self.limits(in: fields, result: result)
         let consistency = try self.consistency(in: fields, readOnly: readOnly)
         let location = try self.location(in: fields, endpoint: value, result: result, parameters: parameters, title: title)
+        let mediaType = try self.mediaType(in: fields, endpoint: value, result: result)
         let page = try self.page(in: fields, method: method, result: result, sql: sql, labels: labels, parameters: &parameters)
         let cache = try self.cache(in: fields, method: method)
         let versionSQL = try self.versionSQL(in: fields, owner: value, method: method, result: result, title: title)
@@ -246,6 +247,7 @@ struct EndpointFileParser {
         endpoint.page = page
         endpoint.cache = cache
         endpoint.versionSQL = versionSQL
+        endpoint.mediaType = mediaType
         return endpoint
     }
 
@@ -330,7 +332,8 @@ struct EndpointFileParser {
         return try self.sql(in: fields, owner: owner, what: "versionSql of \(title)", inlineKey: "versionSql", fileKey: "versionSqlFile")
     }
 
-    /// `result`, `rows` when absent; `created` only for POST and PUT, `none` never for GET.
+    /// `result`, `rows` when absent; `created` only for POST and PUT, `none` never for GET,
+    /// `bytes` only for GET.
     private func result(in fields: YAMLMapping, method: HTTPRequest.Method) throws(ConfigurationError) -> EndpointResult {
         var result = EndpointResult.rows
         if let resultValue = fields.value("result") {
@@ -346,6 +349,9 @@ struct EndpointFileParser {
         }
         if result == .none && method == .get {
             throw fields["result"]!.error("result 'none' answers 204 after a write; a GET endpoint cannot use it")
+        }
+        if result == .bytes && method != .get {
+            throw fields["result"]!.error("result 'bytes' answers a GET with a stored file; \(method) cannot use it")
         }
         return result
     }
@@ -436,6 +442,36 @@ struct EndpointFileParser {
             throw consistencyValue.error("'consistency' is for read-only endpoints; writes always run on the primary")
         }
         return parsed
+    }
+
+    /// `mediaType`: required by result `bytes` and only allowed there; a `type/subtype` of
+    /// token characters (`image/png`, `application/pdf`), parameters after `;` allowed
+    /// (`text/plain; charset=utf-8`).
+    private func mediaType(
+        in fields: YAMLMapping, endpoint value: YAMLValue, result: EndpointResult
+    ) throws(ConfigurationError) -> String? {
+        guard let mediaValue = fields.value("mediaType") else {
+            if result == .bytes {
+                throw value.error("result 'bytes' needs 'mediaType', the Content-Type of the body (like image/png)")
+            }
+            return nil
+        }
+        guard result == .bytes else { throw mediaValue.error("'mediaType' is for result 'bytes' only") }
+        let text = try mediaValue.nonEmptyString("'mediaType'")
+        guard Self.isMediaType(text) else {
+            throw mediaValue.error("'mediaType' must be a media type like image/png, not '\(text)'")
+        }
+        return text
+    }
+
+    /// Whether `text` is `type/subtype` of RFC 9110 token characters, then optional
+    /// `; name=value` parameters of printable ASCII.
+    static func isMediaType(_ text: String) -> Bool {
+        let essence = text.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)
+        let parts = essence[0].split(separator: "/", omittingEmptySubsequences: false)
+        let tokenCharacters = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+        guard parts.count == 2, parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy(tokenCharacters.contains) }) else { return false }
+        return essence.count == 1 || essence[1].unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value < 0x7F }
     }
 
     /// `location`: required by result `created` and only allowed there; its `{placeholders}`

@@ -128,6 +128,9 @@ struct EndpointHandler: Sendable {
                 stream: stream, database: self.database, shape: shape, readOnly: true, statementTimeout: self.timeout,
                 onReplica: self.endpoint.consistency == .replica)
             rows.session = session
+            if self.endpoint.result == .bytes {
+                rows.format = .raw(mediaType: self.endpoint.mediaType ?? "application/octet-stream")
+            }
             if shape != .array && !rows.streamsSingleRow {
                 rows.validator = .body
             } else if let version = self.version, identity == nil {

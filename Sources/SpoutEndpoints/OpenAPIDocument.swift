@@ -241,6 +241,11 @@ struct OpenAPIDocument {
             responses.set("200", ["description": .string(description), "content": ["application/json": ["schema": row]]])
         case .scalar:
             responses.set("200", ["description": "The value", "content": ["application/json": ["schema": [:]]]])
+        case .bytes:
+            let mediaType = endpoint.mediaType ?? "application/octet-stream"
+            responses.set(
+                "200",
+                ["description": "The stored bytes", "content": .object([(mediaType, ["schema": ["type": "string", "format": "binary"]] as JSONValue)])])
         case .created:
             var created: JSONValue = [
                 "description": "Created",

@@ -41,8 +41,18 @@ struct RowResponder: Sendable {
     let exchange: ResponseExchange
 
     func respond(_ rows: RowResult, status: HTTPResponse.Status, headers original: HTTPFields) async throws {
-        guard let format = ContentNegotiation.format(accept: self.exchange.acceptHeader) else {
-            throw ContentNegotiation.notAcceptable
+        let format: OutputFormat
+        if let only = rows.format {
+            let essence = only.contentType.split(separator: ";")[0].trimmingCharacters(in: .whitespaces).lowercased()
+            guard ContentNegotiation.format(accept: self.exchange.acceptHeader, offering: [(essence, only)]) != nil else {
+                throw HTTPError(status: .notAcceptable, message: "not acceptable: this resource is \(essence)")
+            }
+            format = only
+        } else {
+            guard let negotiated = ContentNegotiation.format(accept: self.exchange.acceptHeader) else {
+                throw ContentNegotiation.notAcceptable
+            }
+            format = negotiated
         }
         var headers = original
         headers.replaceOrAdd(.contentType, format.contentType)

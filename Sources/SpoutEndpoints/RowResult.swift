@@ -15,6 +15,10 @@ public struct RowResult: ResponseProducer {
     public var onReplica: Bool
     /// How the response is validated (`ETag`, `If-None-Match`); nil: it is not.
     public var validator: Validator?
+    /// The one format offered (a stored file's ``SpoutCore/OutputFormat/raw(mediaType:)``),
+    /// sent when `Accept` allows it (else 406); nil offers JSON, JSON Lines and CSV
+    /// (``SpoutHTTP/ContentNegotiation``).
+    public var format: OutputFormat?
     /// For a page of a paged endpoint: the `Link` target of the next page, made from how the
     /// page ended, or nil on the last page. A paged result is sent whole (its size is bounded).
     public var nextPage: (@Sendable (StreamOutcome) throws -> String?)?

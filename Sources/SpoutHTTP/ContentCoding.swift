@@ -29,6 +29,15 @@ public enum ContentCoding: String, Sendable, CaseIterable {
     /// as it is, untagged by a coding and without `Vary`.
     public static let minimumWholeBody = 128
 
+    /// Whether a body of `contentType` is worth compressing: text (`text/*`), JSON, JSON Lines,
+    /// XML and JavaScript (also `…+json`, `…+xml`). Anything else (images, PDFs, archives, a
+    /// stored file of unknown type) is usually compressed already, and goes as it is.
+    public static func compresses(contentType: String) -> Bool {
+        let essence = contentType.split(separator: ";", maxSplits: 1).first.map { $0.lowercased() } ?? ""
+        if essence.hasPrefix("text/") || essence.hasSuffix("+json") || essence.hasSuffix("+xml") { return true }
+        return ["application/json", "application/x-ndjson", "application/xml", "application/javascript"].contains(essence)
+    }
+
     /// The coding to use for a request with this `Accept-Encoding` value, or nil for none
     /// (identity).
     ///

@@ -24,7 +24,14 @@ public enum ContentNegotiation {
 
     /// The format to send, or nil when nothing offered is acceptable (406).
     public static func format(accept: String?) -> OutputFormat? {
-        guard let accept, !accept.allSatisfy({ $0 == " " }) else { return .json(pretty: false) }
+        self.format(accept: accept, offering: self.offered)
+    }
+
+    /// The format of `offered` (media types in lower case, without parameters, in order of
+    /// preference) to send by the rules above, the first when there is no `Accept`; nil when
+    /// none is acceptable (406).
+    public static func format(accept: String?, offering offered: [(mediaType: String, format: OutputFormat)]) -> OutputFormat? {
+        guard let accept, !accept.allSatisfy({ $0 == " " }) else { return offered.first?.format }
         var ranges: [(type: Substring, subtype: Substring, q: Double)] = []
         for item in accept.split(separator: ",") {
             let parts = item.split(separator: ";")
@@ -42,7 +49,7 @@ public enum ContentNegotiation {
             ranges.append((pieces[0], pieces[1], q))
         }
         var best: (format: OutputFormat, q: Double)?
-        for (mediaType, format) in self.offered {
+        for (mediaType, format) in offered {
             let pieces = mediaType.split(separator: "/")
             var specificity = -1
             var quality = 0.0

@@ -165,12 +165,13 @@ extension HTTPConnectionHandler {
     /// (``ContentCoding/negotiate(_:)``), on the event loop: such bodies are at most a chunk
     /// (anything bigger streams, and is compressed by its producer). Left as it is with
     /// compression off, when the head already names a coding (a stream that ended before its
-    /// first chunk, encoded by its producer), and below ``ContentCoding/minimumWholeBody``.
+    /// first chunk, encoded by its producer), below ``ContentCoding/minimumWholeBody``, and
+    /// for a type not worth it (``ContentCoding/compresses(contentType:)``: a stored image).
     /// A body it would compress gets `Vary: Accept-Encoding` whatever the request accepts;
     /// HEAD gets the identity head. A coding that fails leaves the body as it is (logged).
     private func compressWhole(_ body: inout [UInt8], fields: inout HTTPFields, exchange: InFlightRequest) {
         guard self.environment.configuration.compression, body.count >= ContentCoding.minimumWholeBody,
-            !fields.contains(.contentEncoding)
+            !fields.contains(.contentEncoding), ContentCoding.compresses(contentType: fields[.contentType] ?? "")
         else { return }
         ContentCoding.varyByAcceptEncoding(&fields)
         guard !exchange.isHead, let coding = ContentCoding.negotiate(exchange.requestFields[values: .acceptEncoding].first) else { return }

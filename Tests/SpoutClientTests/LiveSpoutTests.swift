@@ -180,6 +180,46 @@ import Testing
         }
     }
 
+    /// An image endpoint (`result: bytes`): the eight bytes of PNG's signature, made by SQL.
+    static let imageEndpoint = [
+        "config/endpoints/client-image.yaml": """
+        paths:
+          /client-image:
+            get:
+              description: PNG's signature, as a stored image would be served.
+              sql: SELECT X'89504E470D0A1A0A' AS png
+              result: bytes
+              mediaType: image/png
+
+        """
+    ]
+
+    @Test func storedFilesLoadThroughTheCacheAndOffline() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spout-client-image-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let configuration = SpoutClientConfiguration(cache: SpoutCacheConfiguration(directory: directory, staleIfUnavailable: true))
+        let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        let client = try await LiveSpout.with(extraFiles: Self.imageEndpoint) { server in
+            let loader = server.client(configuration)
+            let first = try await loader.bytes(path: "/client-image", accept: "image/*")
+            #expect(first.value == signature)
+            #expect(first.headers[.contentType] == "image/png")
+            #expect(first.source == .network)
+            let again = try await loader.bytes(path: "/client-image", accept: "image/*")
+            #expect(again.value == signature)
+            #expect(again.source == .revalidated)
+            let refused = await #expect(throws: SpoutClientError.self) {
+                _ = try await loader.bytes(path: "/client-image", accept: "application/json")
+            }
+            if case .server(let error) = refused { #expect(error.status == 406) }
+            return loader
+        }
+        // The server is gone: the image comes from disk, marked stale.
+        let offline = try await client.bytes(path: "/client-image", accept: "image/*")
+        #expect(offline.value == signature)
+        #expect(offline.source.isStale)
+    }
+
     @Test func writesWithFormAndJSONBodies() async throws {
         try await LiveSpout.with { server in
             // Writes need a token: Diane creates the pet, gives it to Gwen, Gwen deletes it.

@@ -19,6 +19,25 @@ struct ResponseMappingTests {
         #expect(ContentNegotiation.format(accept: accept) == expected)
     }
 
+    /// A stored file offers its one type: a browser's image `Accept` takes it, JSON does not.
+    @Test(arguments: [
+        (nil, true), ("*/*", true), ("image/*", true), ("image/avif,image/webp,*/*;q=0.8", true), ("IMAGE/PNG", true),
+        ("application/json", false), ("image/png;q=0", false), ("image/jpeg", false),
+    ] as [(String?, Bool)])
+    func negotiationOfOneType(accept: String?, accepted: Bool) {
+        let png = OutputFormat.raw(mediaType: "image/png")
+        #expect(ContentNegotiation.format(accept: accept, offering: [("image/png", png)]) == (accepted ? png : nil))
+    }
+
+    @Test func onlyTextTypesAreCompressed() {
+        for type in ["application/json", "application/x-ndjson", "text/csv; charset=utf-8", "text/html", "application/problem+json", "image/svg+xml"] {
+            #expect(ContentCoding.compresses(contentType: type), "\(type)")
+        }
+        for type in ["image/png", "image/jpeg", "application/pdf", "application/octet-stream", "application/zip", ""] {
+            #expect(!ContentCoding.compresses(contentType: type), "\(type)")
+        }
+    }
+
     private func status(_ error: any Error) -> (HTTPResponse.Status, String, HTTPFields) {
         let response = ErrorResponse(for: error)
         return (response.status, String(decoding: response.body, as: UTF8.self), response.headers)
