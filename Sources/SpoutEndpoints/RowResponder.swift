@@ -19,7 +19,8 @@ extension RowResult {
 /// call per response.
 ///
 /// In order:
-/// 1. Negotiates the format (`Accept`; 406 when nothing offered is acceptable).
+/// 1. Negotiates the format (`Accept`; 406 when nothing offered is acceptable): JSON, JSON
+///    Lines or CSV, or the one type of a stored file (``RowResult/format``).
 /// 2. With a version validator, reads the version first: a match with `If-None-Match` is a
 ///    304 and the rows are not read. A version that cannot be read leaves the response
 ///    untagged (logged), unless its replica is gone (then the primary answers all of it).
@@ -43,7 +44,7 @@ struct RowResponder: Sendable {
     func respond(_ rows: RowResult, status: HTTPResponse.Status, headers original: HTTPFields) async throws {
         let format: OutputFormat
         if let only = rows.format {
-            let essence = only.contentType.split(separator: ";")[0].trimmingCharacters(in: .whitespaces).lowercased()
+            let essence = (only.contentType.split(separator: ";").first ?? "").trimmingCharacters(in: .whitespaces).lowercased()
             guard ContentNegotiation.format(accept: self.exchange.acceptHeader, offering: [(essence, only)]) != nil else {
                 throw HTTPError(status: .notAcceptable, message: "not acceptable: this resource is \(essence)")
             }
