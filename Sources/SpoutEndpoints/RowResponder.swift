@@ -44,7 +44,7 @@ struct RowResponder: Sendable {
     func respond(_ rows: RowResult, status: HTTPResponse.Status, headers original: HTTPFields) async throws {
         let format: OutputFormat
         if let only = rows.format {
-            let essence = (only.contentType.split(separator: ";").first ?? "").trimmingCharacters(in: .whitespaces).lowercased()
+            let essence = MediaType.essence(of: only.contentType)
             guard ContentNegotiation.format(accept: self.exchange.acceptHeader, offering: [(essence, only)]) != nil else {
                 throw HTTPError(status: .notAcceptable, message: "not acceptable: this resource is \(essence)")
             }

@@ -81,7 +81,7 @@ enum BodyArguments {
     /// is JSON (what `curl -d '{…}'` sends) is a 400 saying to send it as JSON.
     static func parse(_ body: [UInt8], contentType: String?, takesArguments: Bool = true) throws(ArgumentError) -> RawArguments {
         guard !body.isEmpty else { return RawArguments() }
-        let mediaType = contentType?.split(separator: ";", maxSplits: 1).first.map { $0.trimmingSpaces().lowercased() } ?? ""
+        let mediaType = contentType.map(MediaType.essence(of:)) ?? ""
         let isJSON = mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json"))
         switch mediaType {
         case "application/x-www-form-urlencoded":

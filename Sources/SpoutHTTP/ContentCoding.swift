@@ -33,7 +33,7 @@ public enum ContentCoding: String, Sendable, CaseIterable {
     /// XML and JavaScript (also `…+json`, `…+xml`). Anything else (images, PDFs, archives, a
     /// stored file of unknown type) is usually compressed already, and goes as it is.
     public static func compresses(contentType: String) -> Bool {
-        let essence = contentType.split(separator: ";", maxSplits: 1).first.map { $0.lowercased() } ?? ""
+        let essence = MediaType.essence(of: contentType)
         if essence.hasPrefix("text/") || essence.hasSuffix("+json") || essence.hasSuffix("+xml") { return true }
         return ["application/json", "application/x-ndjson", "application/xml", "application/javascript"].contains(essence)
     }
