@@ -17,6 +17,13 @@ public struct SpoutRequestBody: Sendable {
         SpoutRequestBody(contentType: "application/x-www-form-urlencoded", bytes: Array(RequestTarget.encode(fields).utf8))
     }
 
+    /// A file as the whole body (a photo, a PDF), for an endpoint that takes its body as a
+    /// `bytes` parameter (`body:` in its endpoint file): the bytes as they are, with their
+    /// media type (`image/jpeg`).
+    public static func file(_ bytes: [UInt8], mediaType: String) -> SpoutRequestBody {
+        SpoutRequestBody(contentType: mediaType, bytes: bytes)
+    }
+
     /// `application/json`: `value` encoded by `encoder`.
     public static func json<Value: Encodable>(_ value: Value, encoder: JSONEncoder = JSONEncoder()) throws -> SpoutRequestBody {
         SpoutRequestBody(contentType: "application/json", bytes: [UInt8](try encoder.encode(value)))

@@ -95,7 +95,8 @@ struct APIDocumentation: Sendable {
             let keys = endpoint.pathKeys
             for parameter in endpoint.parameters {
                 let required = parameter.isRequired || keys.contains(parameter.name)
-                let name = Self.escape(parameter.name) + (keys.contains(parameter.name) ? " (path)" : "")
+                let place = keys.contains(parameter.name) ? " (path)" : parameter.name == endpoint.body ? " (the request body)" : ""
+                let name = Self.escape(parameter.name) + place
                 let defaultText = parameter.defaultValue.map { Self.escape(JSONValue($0).text(pretty: false)) } ?? ""
                 let allowed = parameter.allowedValues.map { values in
                     values.map { Self.escape(JSONValue($0).text(pretty: false)) }.joined(separator: ", ")

@@ -133,8 +133,12 @@ public struct Endpoint: Sendable {
     /// The `Location` of a ``EndpointResult/created`` result: a path with `{parameter}`
     /// placeholders (`/pets/{name}`).
     public var location: String?
-    /// The `Content-Type` of a ``EndpointResult/bytes`` result (`image/png`).
+    /// The `Content-Type` of a ``EndpointResult/bytes`` result (`image/png`); for an endpoint
+    /// with a ``body``, the media type its body must have (`image/*` allowed), nil for any.
     public var mediaType: String?
+    /// The parameter the whole request body is (an upload: `PUT /pets/{name}/photo` with an
+    /// image), instead of a form or JSON body of arguments; nil for the latter.
+    public var body: String? = nil
     /// The group the endpoint is listed under in the documentation: the endpoint file's name
     /// without extension (`employees`).
     public var tag: String

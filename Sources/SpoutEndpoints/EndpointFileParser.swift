@@ -29,7 +29,7 @@ struct EndpointFileParser {
     static let authKeys = ["keysFromEnvironment", "token", "methods", "anonymous", "roles", "requiredClaims"]
     static let endpointKeys = [
         "description", "sql", "sqlFile", "parameters", "result", "details", "detailsParameter", "timeoutMs",
-        "rowLimit", "readOnly", "location", "mediaType", "consistency", "page", "cache", "versionSql", "versionSqlFile",
+        "rowLimit", "readOnly", "location", "mediaType", "body", "consistency", "page", "cache", "versionSql", "versionSqlFile",
     ]
     static let pageKeys = ["key", "size", "maxSize"]
     static let cacheKeys = ["maxAge", "public"]
@@ -37,7 +37,7 @@ struct EndpointFileParser {
         "name", "type", "required", "default", "allowedValues", "minimum", "maximum", "minLength", "maxLength", "description",
     ]
     static let detailKeys = ["name", "sql", "sqlFile", "description", "details"]
-    static let typeNames = ["string", "integer", "number", "decimal", "boolean", "date", "datetime"]
+    static let typeNames = ["string", "integer", "number", "decimal", "boolean", "date", "datetime", "bytes"]
 
     /// Reads and parses `file`.
     func parse(file: String) throws(ConfigurationError) -> ParsedFile {
@@ -221,7 +221,8 @@ struct EndpointFileParser {
         let (timeout, rowLimit) = try self.limits(in: fields, result: result)
         let consistency = try self.consistency(in: fields, readOnly: readOnly)
         let location = try self.location(in: fields, endpoint: value, result: result, parameters: parameters, title: title)
-        let mediaType = try self.mediaType(in: fields, endpoint: value, result: result)
+        let body = try self.body(in: fields, method: method, parameters: parameters, pathKeys: EndpointPath.keys(of: path))
+        let mediaType = try self.mediaType(in: fields, endpoint: value, result: result, body: body)
         let page = try self.page(in: fields, method: method, result: result, sql: sql, labels: labels, parameters: &parameters)
         let cache = try self.cache(in: fields, method: method)
         let versionSQL = try self.versionSQL(in: fields, owner: value, method: method, result: result, title: title)
@@ -248,6 +249,7 @@ struct EndpointFileParser {
         endpoint.cache = cache
         endpoint.versionSQL = versionSQL
         endpoint.mediaType = mediaType
+        endpoint.body = body
         return endpoint
     }
 
@@ -444,11 +446,31 @@ struct EndpointFileParser {
         return parsed
     }
 
-    /// `mediaType`: required by result `bytes` and only allowed there; a `type/subtype` of
-    /// token characters (`image/png`, `application/pdf`), parameters after `;` allowed
-    /// (`text/plain; charset=utf-8`).
+    /// `body`: the parameter a POST, PUT or PATCH takes the whole request body as (an upload):
+    /// a declared `bytes` or `string` parameter of one value, not a path key.
+    private func body(
+        in fields: YAMLMapping, method: HTTPRequest.Method, parameters: [Parameter], pathKeys: [String]
+    ) throws(ConfigurationError) -> String? {
+        guard let bodyValue = fields.value("body") else { return nil }
+        guard method.sendsArgumentsInBody else {
+            throw bodyValue.error("'body' takes the request body of a POST, PUT or PATCH as a parameter; \(method) has no body")
+        }
+        let name = try bodyValue.nonEmptyString("'body'")
+        guard let parameter = parameters.first(where: { $0.name == name }), !pathKeys.contains(name) else {
+            throw bodyValue.error("'body' names the parameter that receives the request body; declare '\(name)' (type bytes) under 'parameters'")
+        }
+        guard parameter.type == .bytes || parameter.type == .string else {
+            throw bodyValue.error("the body parameter '\(name)' must be of type bytes (a file as it is) or string (text), not \(parameter.type)")
+        }
+        return name
+    }
+
+    /// `mediaType`: required by result `bytes`, the `Content-Type` it answers with; for an
+    /// endpoint with a `body`, optional, the media type the body must have (`type/*` allowed).
+    /// Nowhere else. A `type/subtype` of token characters (`image/png`, `application/pdf`),
+    /// parameters after `;` allowed (`text/plain; charset=utf-8`).
     private func mediaType(
-        in fields: YAMLMapping, endpoint value: YAMLValue, result: EndpointResult
+        in fields: YAMLMapping, endpoint value: YAMLValue, result: EndpointResult, body: String?
     ) throws(ConfigurationError) -> String? {
         guard let mediaValue = fields.value("mediaType") else {
             if result == .bytes {
@@ -456,10 +478,15 @@ struct EndpointFileParser {
             }
             return nil
         }
-        guard result == .bytes else { throw mediaValue.error("'mediaType' is for result 'bytes' only") }
+        guard result == .bytes || body != nil else {
+            throw mediaValue.error("'mediaType' is for result 'bytes' (the type served) or a 'body' (the type accepted) only")
+        }
         let text = try mediaValue.nonEmptyString("'mediaType'")
         guard Self.isMediaType(text) else {
             throw mediaValue.error("'mediaType' must be a media type like image/png, not '\(text)'")
+        }
+        if result == .bytes && MediaType.essence(of: text).contains("*") {
+            throw mediaValue.error("'mediaType' of result 'bytes' is the Content-Type sent: one type like image/png, not '\(text)'")
         }
         return text
     }
@@ -566,6 +593,7 @@ struct EndpointFileParser {
         let limits = try self.limits(of: name, type: type, in: fields)
         var allowedValues: [SQLValue]?
         if let allowedValue = fields.value("allowedValues") {
+            if type.elementType == .bytes { throw allowedValue.error("'allowedValues' does not apply to bytes parameters ('\(name)')") }
             var values: [SQLValue] = []
             for item in try allowedValue.sequence("'allowedValues'") {
                 values.append(try self.convert(item, as: type.elementType, what: "allowed value", limits: limits))
@@ -654,6 +682,7 @@ struct EndpointFileParser {
         case "boolean": return .boolean
         case "date": return .date
         case "datetime": return .datetime
+        case "bytes": return .bytes
         default: return nil
         }
     }

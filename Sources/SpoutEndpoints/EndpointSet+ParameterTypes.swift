@@ -46,8 +46,7 @@ extension EndpointSet {
             let file = endpoint.sql.overrideFiles[.postgres] ?? endpoint.sql.file
             messages.append(
                 "\(endpoint.title): PostgreSQL reads :\(name) as \(type), but it is declared \(parameter.type) (\(file)); "
-                    + "a value that is no \(kind.noun) fails in the database as a 400 that cannot name the parameter, "
-                    + "and SQLite compares it as it is: declare `type: \(kind.declaration)`")
+                    + kind.consequence)
         }
         return messages
     }
@@ -80,6 +79,10 @@ extension EndpointSet {
 /// The kinds of parameter type PostgreSQL infers that a declared type may conflict with.
 private enum InferredKind {
     case integer, fraction, date, timestamp, boolean
+    /// `bytea`: only bytes go in as they are.
+    case bytes
+    /// The text types: anything but bytes (which would be stored as their `\x` hex text).
+    case text
 
     /// The kind of a `regtype` name (an array's elements for an array); nil for the types not
     /// compared.
@@ -91,6 +94,8 @@ private enum InferredKind {
         case "date": self = .date
         case "timestamp without time zone", "timestamp with time zone": self = .timestamp
         case "boolean": self = .boolean
+        case "bytea": self = .bytes
+        case "text", "character varying", "character": self = .text
         default: return nil
         }
     }
@@ -102,28 +107,49 @@ private enum InferredKind {
         case (.fraction, .integer), (.fraction, .number), (.fraction, .decimal): return true
         case (.date, .date), (.date, .datetime), (.timestamp, .date), (.timestamp, .datetime): return true
         case (.boolean, .boolean): return true
+        case (.bytes, .bytes): return true
+        case (.text, let declared): return declared != .bytes
         default: return false
         }
     }
 
-    var noun: String {
+    /// What the conflict does to a request, and the declaration that matches.
+    var consequence: String {
+        switch self {
+        case .bytes:
+            return "text goes through PostgreSQL's bytea input, which reads `\\x` and backslashes as escapes, "
+                + "where SQLite stores it as text: declare `type: bytes`"
+        case .text:
+            return "bytes would be stored as the text of their `\\x` hex digits, not as the file: "
+                + "make the column bytea (BLOB on SQLite), or declare the parameter `type: string`"
+        default:
+            return "a value that is no \(self.noun) fails in the database as a 400 that cannot name the parameter, "
+                + "and SQLite compares it as it is: declare `type: \(self.declaration)`"
+        }
+    }
+
+    private var noun: String {
         switch self {
         case .integer: return "integer"
         case .fraction: return "number"
         case .date: return "date"
         case .timestamp: return "timestamp"
         case .boolean: return "boolean"
+        case .bytes: return "bytes"
+        case .text: return "text"
         }
     }
 
     /// The declaration that matches.
-    var declaration: String {
+    private var declaration: String {
         switch self {
         case .integer: return "integer"
         case .fraction: return "decimal"
         case .date: return "date"
         case .timestamp: return "datetime"
         case .boolean: return "boolean"
+        case .bytes: return "bytes"
+        case .text: return "string"
         }
     }
 }

@@ -130,7 +130,8 @@ public struct EndpointSet: Sendable {
             routes.append(
                 Route(
                     endpoint.method, endpoint.path, parameters: handler.routeParameters, summary: endpoint.summary,
-                    apiKeys: endpoint.apiKeys, handler: handler.handle))
+                    apiKeys: endpoint.apiKeys, body: endpoint.body.map { RouteBody(parameter: $0, mediaType: endpoint.mediaType) },
+                    handler: handler.handle))
         }
         let openAPI = OpenAPIDocument(endpoints: self).bytes
         routes.append(

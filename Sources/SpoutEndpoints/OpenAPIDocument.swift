@@ -82,16 +82,31 @@ struct OpenAPIDocument {
             operation.set("security", [[Self.bearerScheme: []], [Self.apiKeyScheme: []]])
         }
         let keys = endpoint.pathKeys
-        let hasBody = endpoint.method.sendsArgumentsInBody
+        // An upload's body is one parameter; the others come from the path and the query.
+        let hasBody = endpoint.method.sendsArgumentsInBody && endpoint.body == nil
         var parameters: [JSONValue] = []
         var bodyProperties: [(String, JSONValue)] = []
+        var multipartProperties: [(String, JSONValue)] = []
         var bodyRequired: [JSONValue] = []
         for parameter in endpoint.parameters {
             let isPath = keys.contains(parameter.name)
+            if parameter.name == endpoint.body {
+                operation.set("requestBody", Self.uploadBody(parameter, mediaType: endpoint.mediaType))
+                continue
+            }
             if hasBody && !isPath {
                 var schema = Self.schema(for: parameter)
                 if let summary = parameter.summary { schema.set("description", .string(summary)) }
                 bodyProperties.append((parameter.name, schema))
+                // A multipart part is the file itself, not its Base64.
+                if parameter.type.elementType == .bytes {
+                    var part: JSONValue = ["type": "string", "contentMediaType": "application/octet-stream"]
+                    if parameter.type.isList { part = ["type": "array", "items": part] }
+                    if let summary = parameter.summary { part.set("description", .string(summary)) }
+                    multipartProperties.append((parameter.name, part))
+                } else {
+                    multipartProperties.append((parameter.name, schema))
+                }
                 if parameter.isRequired { bodyRequired.append(.string(parameter.name)) }
                 continue
             }
@@ -111,14 +126,18 @@ struct OpenAPIDocument {
         if !parameters.isEmpty { operation.set("parameters", .array(parameters)) }
         if hasBody && !bodyProperties.isEmpty {
             var schema: JSONValue = ["type": "object", "properties": .object(bodyProperties)]
-            if !bodyRequired.isEmpty { schema.set("required", .array(bodyRequired)) }
+            var multipart: JSONValue = ["type": "object", "properties": .object(multipartProperties)]
+            if !bodyRequired.isEmpty {
+                schema.set("required", .array(bodyRequired))
+                multipart.set("required", .array(bodyRequired))
+            }
             operation.set(
                 "requestBody",
                 [
                     "required": .bool(!bodyRequired.isEmpty),
                     "content": [
                         "application/x-www-form-urlencoded": ["schema": schema],
-                        "multipart/form-data": ["schema": schema],
+                        "multipart/form-data": ["schema": multipart],
                         "application/json": ["schema": schema],
                     ],
                 ])
@@ -169,6 +188,17 @@ struct OpenAPIDocument {
         return schema
     }
 
+    /// The request body of an upload (``Endpoint/body``): the parameter's value as it is, of
+    /// the endpoint's media type (any when it names none).
+    private static func uploadBody(_ parameter: Parameter, mediaType: String?) -> JSONValue {
+        var schema: JSONValue = parameter.type == .bytes ? ["type": "string", "format": "binary"] : ["type": "string"]
+        if let summary = parameter.summary { schema.set("description", .string(summary)) }
+        return [
+            "required": .bool(parameter.isRequired),
+            "content": .object([(mediaType ?? "*/*", ["schema": schema] as JSONValue)]),
+        ]
+    }
+
     static func schema(for type: ParameterType) -> JSONValue {
         switch type {
         case .string: return ["type": "string"]
@@ -183,6 +213,7 @@ struct OpenAPIDocument {
                 "description": "ISO-8601, or epoch milliseconds",
                 "oneOf": [["type": "string", "format": "date-time"], ["type": "integer"]],
             ]
+        case .bytes: return ["type": "string", "contentEncoding": "base64"]
         case .list(let element): return ["type": "array", "items": self.schema(for: element)]
         }
     }

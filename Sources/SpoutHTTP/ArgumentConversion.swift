@@ -7,7 +7,9 @@ public enum ArgumentConversion {
     /// Returns one value per declared parameter (undeclared arguments are ignored): the
     /// converted argument, else the default, else `.null` (`.array([])` for lists). A scalar
     /// parameter given several values (a repeated key) uses the first; given a JSON array, it
-    /// is a 400.
+    /// is a 400. A `bytes` parameter with content (a multipart part, the request body) takes
+    /// its bytes as they are, and Base64 text otherwise; content that is not UTF-8 is a 400 for
+    /// any other parameter.
     /// - Throws: ``ArgumentError`` for the first parameter whose argument is refused: missing,
     ///   an array for one value, text holding U+0000, not of its type, out of range, or not
     ///   allowed.
@@ -18,9 +20,26 @@ public enum ArgumentConversion {
             if raw.isList(parameter.name) && !parameter.type.isList {
                 throw ArgumentError(.notSingle, parameter: parameter.name)
             }
+            if parameter.type.elementType == .bytes {
+                let contents = raw.contents(parameter.name)
+                if !contents.isEmpty {
+                    values[parameter.name] = try self.convert(contents: contents, for: parameter)
+                    continue
+                }
+            } else if raw.hasUndecodableContent(parameter.name) {
+                throw ArgumentError(.invalidEncoding, parameter: parameter.name)
+            }
             values[parameter.name] = try self.convert(raw[parameter.name], for: parameter)
         }
         return values
+    }
+
+    /// A `bytes` parameter's content values as they are; empty content (a form's file input
+    /// left empty) counts as absent, as empty text does for every type but `string`.
+    private static func convert(contents: [[UInt8]], for parameter: Parameter) throws(ArgumentError) -> SQLValue {
+        let present = contents.filter { !$0.isEmpty }
+        guard let first = present.first else { return try self.convert([], for: parameter) }
+        return parameter.type.isList ? .array(present.map(SQLValue.bytes)) : .bytes(first)
     }
 
     static func convert(_ texts: [String], for parameter: Parameter) throws(ArgumentError) -> SQLValue {
@@ -49,7 +68,9 @@ public enum ArgumentConversion {
             throw ArgumentError(.nulCharacter, parameter: parameter.name, value: text)
         }
         guard let value = parameter.type.convert(text) else {
-            throw ArgumentError(.invalid(parameter.type), parameter: parameter.name, value: text)
+            // Base64 of a file is no value to echo back.
+            let shown = parameter.type.elementType == .bytes && text.utf8.count > 64 ? nil : text
+            throw ArgumentError(.invalid(parameter.type), parameter: parameter.name, value: shown)
         }
         if let outOfRange = parameter.type.rangeError(for: value) ?? parameter.limits.violation(by: value) {
             throw ArgumentError(.outOfRange(outOfRange), parameter: parameter.name, value: text)

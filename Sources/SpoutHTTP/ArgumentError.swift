@@ -20,6 +20,9 @@ public struct ArgumentError: Error, Sendable, Hashable, CustomStringConvertible 
         /// The body's media type (nil: none was sent) carries no arguments Spout reads, on a
         /// route that takes them (HTTP 415).
         case unsupportedMediaType(String?)
+        /// The body of a route whose body is a parameter's value (``RouteBody``) is of another
+        /// media type than the one it accepts (nil: none was sent) (HTTP 415).
+        case unsupportedBodyType(sent: String?, accepted: String)
         /// A percent-decoded name or value is not UTF-8 (the value is shown as sent).
         case invalidEncoding
         /// The value converts but lies outside what the type or the parameter's limits accept
@@ -48,6 +51,7 @@ public struct ArgumentError: Error, Sendable, Hashable, CustomStringConvertible 
     public var description: String {
         switch self.reason {
         case .missing: return "missing required parameter"
+        case .invalid(.bytes), .invalid(.list(.bytes)): return "invalid bytes: send Base64, or the file as a multipart part"
         case .invalid(let type): return "invalid \(type.elementType)"
         case .notSingle: return "one value expected, not an array"
         case .notAllowed: return "value not allowed"
@@ -56,6 +60,10 @@ public struct ArgumentError: Error, Sendable, Hashable, CustomStringConvertible 
             return "unsupported media type \(type): send arguments as \(BodyArguments.mediaTypes)"
         case .unsupportedMediaType(nil):
             return "a body without Content-Type: send arguments as \(BodyArguments.mediaTypes)"
+        case .unsupportedBodyType(let sent?, let accepted):
+            return "unsupported media type \(sent): send the body as \(accepted)"
+        case .unsupportedBodyType(nil, let accepted):
+            return "a body without Content-Type: send it as \(accepted)"
         case .invalidEncoding: return "invalid UTF-8"
         case .outOfRange(let range): return range
         case .nulCharacter: return "text must not contain U+0000 (NUL)"

@@ -261,11 +261,14 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 }
                 raw.merge(query)
                 // A body of another type is refused where a body is how arguments come, and left
-                // to the handler elsewhere.
-                let takesArguments = method.readsArguments(fromBodyFor: route.parameters)
-                raw.merge(
-                    try BodyArguments.parse(
-                        bodyBytes, contentType: exchange.requestFields[values: .contentType].first, takesArguments: takesArguments))
+                // to the handler elsewhere; a route's upload is one parameter's value.
+                let contentType = exchange.requestFields[values: .contentType].first
+                if let body = route.body {
+                    raw.merge(try body.arguments(bodyBytes, contentType: contentType))
+                } else {
+                    let takesArguments = method.readsArguments(fromBodyFor: route.parameters)
+                    raw.merge(try BodyArguments.parse(bodyBytes, contentType: contentType, takesArguments: takesArguments))
+                }
                 let arguments = try ArgumentConversion.convert(raw, for: route.parameters)
                 request = Request(
                     id: exchange.id, traceContext: exchange.trace.ids, method: method,

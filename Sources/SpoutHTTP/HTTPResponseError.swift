@@ -25,8 +25,10 @@ extension HTTPError: HTTPResponseError {
 
 extension ArgumentError: HTTPResponseError {
     public var status: HTTPResponse.Status {
-        if case .unsupportedMediaType = self.reason { return .unsupportedMediaType }
-        return .badRequest
+        switch self.reason {
+        case .unsupportedMediaType, .unsupportedBodyType: return .unsupportedMediaType
+        default: return .badRequest
+        }
     }
     public var responseBody: [UInt8] { self.body }
 }

@@ -1,7 +1,8 @@
 /// Reads the fields of a `multipart/form-data` body (RFC 7578).
 ///
 /// Each part's `Content-Disposition: form-data; name="..."` names an argument and its content
-/// (decoded as UTF-8) is the value; a file part contributes its content the same way.
+/// is the value (``RawArguments/appendContent(_:for:)``): its bytes as they are for a `bytes`
+/// parameter, its text (UTF-8) for any other; a file part contributes its content the same way.
 enum MultipartFormData {
     struct SyntaxError: Error, Sendable, Hashable {
         var reason: String
@@ -45,10 +46,7 @@ enum MultipartFormData {
                 throw SyntaxError(reason: "unterminated multipart part")
             }
             if let name = Self.fieldName(headers) {
-                guard let value = String(validating: body[contentStart..<next], as: UTF8.self) else {
-                    throw SyntaxError(reason: "invalid UTF-8 in multipart field \(name)")
-                }
-                arguments.append(value, for: name)
+                arguments.appendContent(Array(body[contentStart..<next]), for: name)
             }
             position = next + 2 + delimiter.count
         }

@@ -11,7 +11,11 @@ import SpoutCore
 /// | `.boolean`  | `true`/`false`/`1`/`0` (any case)                    | `.bool`                |
 /// | `.date`     | `YYYY-MM-DD` or epoch milliseconds                   | `.date(days:)` (floor) |
 /// | `.datetime` | ISO-8601 (`T` or space, optional zone) or epoch ms   | `.timestamp`           |
+/// | `.bytes`    | Base64 (standard or URL-safe, padding optional)      | `.bytes`               |
 /// | `.list(t)`  | every value of a repeated key (or a JSON array)      | `.array` of `t`        |
+///
+/// A `.bytes` argument that arrives as content rather than text (a multipart part, a request
+/// body: ``RawArguments/appendContent(_:for:)``) is taken as it is, without Base64.
 ///
 /// Lists of lists are not supported: ``Parameter`` rejects them.
 public indirect enum ParameterType: Sendable, Hashable, CustomStringConvertible {
@@ -22,6 +26,7 @@ public indirect enum ParameterType: Sendable, Hashable, CustomStringConvertible 
     case boolean
     case date
     case datetime
+    case bytes
     case list(ParameterType)
 
     /// The type's name as it appears in error bodies (`"invalid integer"`) and API docs.
@@ -34,6 +39,7 @@ public indirect enum ParameterType: Sendable, Hashable, CustomStringConvertible 
         case .boolean: return "boolean"
         case .date: return "date"
         case .datetime: return "datetime"
+        case .bytes: return "bytes"
         case .list(let element): return "list of \(element)"
         }
     }
@@ -78,6 +84,8 @@ public indirect enum ParameterType: Sendable, Hashable, CustomStringConvertible 
             guard let millis = Int64(text) else { return nil }
             let (micros, overflow) = millis.multipliedReportingOverflow(by: 1000)
             return overflow ? nil : .timestamp(microseconds: micros)
+        case .bytes:
+            return Base64Text.decode(text).map(SQLValue.bytes)
         case .list:
             return nil
         }

@@ -1,7 +1,14 @@
 /// Textual arguments by name, as a request carries them before conversion: every value of a
 /// repeated key, in order. A key seen without a value (`?api`) is present with no values.
+///
+/// Content (a multipart part, a request body) is kept as its bytes too
+/// (``appendContent(_:for:)``): a `bytes` parameter takes it as it is, any other its text.
 public struct RawArguments: Sendable, Hashable {
     private var storage: [String: [String]] = [:]
+    /// The bytes of each content value by key, in order.
+    private var contentStorage: [String: [[UInt8]]] = [:]
+    /// Keys with a content value that is not UTF-8, so has no text.
+    private var undecodable: Set<String> = []
     /// Keys in order of first appearance.
     public private(set) var keys: [String] = []
     /// Keys whose values came as a list of their own (a JSON array), not as repeated keys.
@@ -26,6 +33,28 @@ public struct RawArguments: Sendable, Hashable {
     public mutating func append(_ value: String, for key: String) {
         self.markPresent(key)
         self.storage[key]!.append(value)
+    }
+
+    /// Adds content for `key` (a multipart part, a request body): its bytes, and its text when
+    /// it is UTF-8 (otherwise ``hasUndecodableContent(_:)`` is true for `key`).
+    public mutating func appendContent(_ bytes: [UInt8], for key: String) {
+        self.markPresent(key)
+        self.contentStorage[key, default: []].append(bytes)
+        if let text = String(validating: bytes, as: UTF8.self) {
+            self.storage[key]!.append(text)
+        } else {
+            self.undecodable.insert(key)
+        }
+    }
+
+    /// The bytes of every content value of `key`, in order (empty when it came only as text).
+    public func contents(_ key: String) -> [[UInt8]] {
+        self.contentStorage[key] ?? []
+    }
+
+    /// Whether `key` has content that is not UTF-8, which only a `bytes` parameter can take.
+    public func hasUndecodableContent(_ key: String) -> Bool {
+        self.undecodable.contains(key)
     }
 
     /// Records `key` as present without adding a value.
@@ -54,7 +83,11 @@ public struct RawArguments: Sendable, Hashable {
             self.markPresent(key)
             self.storage[key]!.append(contentsOf: other[key])
         }
+        for (key, contents) in other.contentStorage {
+            self.contentStorage[key, default: []].append(contentsOf: contents)
+        }
         self.lists.formUnion(other.lists)
+        self.undecodable.formUnion(other.undecodable)
     }
 }
 

@@ -20,19 +20,23 @@ public struct Route: Sendable {
     /// server checks them before it converts arguments or runs the handler; `HEAD` served by
     /// a `GET` route needs that route's keys, and CORS preflights never need any.
     public let apiKeys: APIKeySet?
+    /// The parameter the whole request body is (an upload), instead of a form or JSON body of
+    /// arguments; nil for the latter.
+    public let body: RouteBody?
     public let handler: RouteHandler
     /// The names of the template's `{keys}`, in order.
     public let keys: [String]
 
     public init(
         _ method: HTTPRequest.Method, _ template: String, parameters: [Parameter] = [], summary: String? = nil,
-        apiKeys: APIKeySet? = nil, handler: @escaping RouteHandler
+        apiKeys: APIKeySet? = nil, body: RouteBody? = nil, handler: @escaping RouteHandler
     ) {
         self.method = method
         self.template = template
         self.parameters = parameters
         self.summary = summary
         self.apiKeys = apiKeys
+        self.body = body
         self.handler = handler
         self.keys = PathTemplate.segments(of: template).compactMap {
             if case .key(let name) = $0 { return name }

@@ -191,7 +191,20 @@ import Testing
               result: bytes
               mediaType: image/png
 
-        """
+        """,
+        "config/endpoints/client-upload.yaml": """
+        paths:
+          /client-upload:
+            post:
+              description: What an uploaded image holds, as the server received it.
+              sql: SELECT length(:image) AS "size", hex(:image) AS "hex"
+              result: object
+              body: image
+              mediaType: image/*
+              parameters:
+                image: {type: bytes, required: true}
+
+        """,
     ]
 
     @Test func storedFilesLoadThroughTheCacheAndOffline() async throws {
@@ -215,6 +228,16 @@ import Testing
             return loader
         }
         // The server is gone: the image comes from disk, marked stale.
+        _ = try await LiveSpout.with(extraFiles: Self.imageEndpoint) { server in
+            // An upload is the file as the body, byte for byte.
+            let reply = try await server.client().send(.post, path: "/client-upload", body: .file(signature, mediaType: "image/png"))
+            struct Received: Decodable, Equatable { var size: Int; var hex: String }
+            #expect(try reply.decode(Received.self) == Received(size: 8, hex: "89504E470D0A1A0A"))
+            let refused = await #expect(throws: SpoutClientError.self) {
+                _ = try await server.client().send(.post, path: "/client-upload", body: .file(signature, mediaType: "text/plain"))
+            }
+            if case .server(let error) = refused { #expect(error.status == 415 && error.parameter == "image", "\(error)") }
+        }
         let offline = try await client.bytes(path: "/client-image", accept: "image/*")
         #expect(offline.value == signature)
         #expect(offline.source.isStale)

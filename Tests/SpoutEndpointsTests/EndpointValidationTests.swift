@@ -123,7 +123,7 @@ struct EndpointValidationTests {
                       type: int
             """)
         #expect(type?.line == 7)
-        #expect(type?.message.hasPrefix("unknown type 'int' (known: string, integer, number, decimal, boolean, date, datetime, list of string") == true)
+        #expect(type?.message.hasPrefix("unknown type 'int' (known: string, integer, number, decimal, boolean, date, datetime, bytes, list of string") == true)
         let key = try fixture.error("""
             paths:
               /things:
@@ -297,7 +297,21 @@ struct EndpointValidationTests {
             ("paths:\n  /x:\n    get:\n      sql: SELECT 1 AS x\n      result: bytes\n      mediaType: png\n", 6,
              "'mediaType' must be a media type like image/png, not 'png'"),
             ("paths:\n  /x:\n    get:\n      sql: SELECT 1 AS x\n      result: object\n      mediaType: image/png\n", 6,
-             "'mediaType' is for result 'bytes' only"),
+             "'mediaType' is for result 'bytes' (the type served) or a 'body' (the type accepted) only"),
+            ("paths:\n  /x:\n    get:\n      sql: SELECT 1 AS x\n      result: bytes\n      mediaType: image/*\n", 6,
+             "'mediaType' of result 'bytes' is the Content-Type sent: one type like image/png, not 'image/*'"),
+            ("paths:\n  /x:\n    put:\n      sql: UPDATE x SET a = 1\n      result: none\n      mediaType: image/png\n", 6,
+             "'mediaType' is for result 'bytes' (the type served) or a 'body' (the type accepted) only"),
+            ("paths:\n  /x:\n    get:\n      sql: SELECT :p AS x\n      body: p\n      parameters:\n        p: {type: bytes}\n", 5,
+             "'body' takes the request body of a POST, PUT or PATCH as a parameter; GET has no body"),
+            ("paths:\n  /x:\n    put:\n      sql: UPDATE x SET a = :p\n      result: none\n      body: photo\n      parameters:\n        p: {type: bytes}\n", 6,
+             "'body' names the parameter that receives the request body; declare 'photo' (type bytes) under 'parameters'"),
+            ("paths:\n  /x/{p}:\n    put:\n      sql: UPDATE x SET a = :p\n      result: none\n      body: p\n", 6,
+             "'body' names the parameter that receives the request body; declare 'p' (type bytes) under 'parameters'"),
+            ("paths:\n  /x:\n    put:\n      sql: UPDATE x SET a = :p\n      result: none\n      body: p\n      parameters:\n        p: {type: integer}\n", 6,
+             "the body parameter 'p' must be of type bytes (a file as it is) or string (text), not integer"),
+            ("paths:\n  /x:\n    put:\n      sql: UPDATE x SET a = :p\n      result: none\n      parameters:\n        p: {type: bytes, allowedValues: [AAAA]}\n", 7,
+             "'allowedValues' does not apply to bytes parameters ('p')"),
             ("paths:\n  /x:\n    post:\n      sql: SELECT 1 AS x\n      result: bytes\n      mediaType: image/png\n", 5,
              "result 'bytes' answers a GET with a stored file; POST cannot use it"),
             ("paths:\n  /x:\n    fetch:\n      sql: SELECT 1 AS x\n", 3,

@@ -31,12 +31,20 @@ struct ParameterTypeConflictTests {
                 - {name: since, type: number}
                 - {name: limit, type: number}
                 - {name: flag, type: integer}
+          /files:
+            get:
+              description: A file declared as text, and text declared as a file.
+              sql: SELECT emp_no FROM employees WHERE decode(last_name, 'escape') = :image AND first_name = :caption
+              parameters:
+                - {name: image, type: string}
+                - {name: caption, type: bytes}
           /matched/{code}:
             get:
               description: Declared as the database reads them.
-              sql: SELECT emp_no FROM employees WHERE emp_no = :code AND hire_date > :since AND last_name = :name AND emp_no < CAST(:limit AS numeric)
+              sql: SELECT emp_no FROM employees WHERE emp_no = :code AND hire_date > :since AND last_name = :name AND emp_no < CAST(:limit AS numeric) AND sha256(:file) IS NOT NULL
               result: object
               parameters:
+                - {name: file, type: bytes}
                 - {name: code, type: integer}
                 - {name: since, type: datetime}
                 - {name: name, type: string}
@@ -80,6 +88,8 @@ struct ParameterTypeConflictTests {
             "GET /mismatch/{code}: PostgreSQL reads :since as date, but it is declared number (\(file)); a value that is no date \(tail) `type: date`",
             "GET /mismatch/{code}: PostgreSQL reads :limit as integer, but it is declared number (\(file)); a value that is no integer \(tail) `type: integer`",
             "GET /mismatch/{code}: PostgreSQL reads :flag as boolean, but it is declared integer (\(file)); a value that is no boolean \(tail) `type: boolean`",
+            "GET /files: PostgreSQL reads :image as bytea, but it is declared string (\(file)); text goes through PostgreSQL's bytea input, which reads `\\x` and backslashes as escapes, where SQLite stores it as text: declare `type: bytes`",
+            "GET /files: PostgreSQL reads :caption as text, but it is declared bytes (\(file)); bytes would be stored as the text of their `\\x` hex digits, not as the file: make the column bytea (BLOB on SQLite), or declare the parameter `type: string`",
         ])
     }
 

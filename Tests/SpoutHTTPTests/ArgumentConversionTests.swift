@@ -234,4 +234,75 @@ struct ArgumentConversionTests {
             #expect(!String(decoding: response.body, as: UTF8.self).contains("parameter"))
         }
     }
+
+    @Test("bytes: Base64 text in either alphabet, with or without padding; anything else a 400 naming the parameter")
+    func bytesFromBase64() throws {
+        let photo = [Parameter("photo", .bytes)]
+        // 0xFB 0xFF 0xBF is "+/+/" in the standard alphabet and "-_-_" in the URL-safe one.
+        #expect(try self.convert("photo=%2B%2F%2B%2F", photo)["photo"] == .bytes([0xFB, 0xFF, 0xBF]))
+        #expect(try self.convert("photo=-_-_", photo)["photo"] == .bytes([0xFB, 0xFF, 0xBF]))
+        #expect(try self.convert("photo=aGk%3D", photo)["photo"] == .bytes(Array("hi".utf8)))
+        #expect(try self.convert("photo=aGk", photo)["photo"] == .bytes(Array("hi".utf8)))
+        #expect(try self.convert("photo=AA%3D%3D", photo)["photo"] == .bytes([0]))
+        #expect(try self.convert("photo=", photo)["photo"] == .null)
+        for invalid in ["a", "aGk%3D%3D", "a%3DGk", "aG+k", "a*bc", "AAAAA", "%3D%3D%3D%3D"] {
+            let error = #expect(throws: ArgumentError.self, "\(invalid)") { try self.convert("photo=\(invalid)", photo) }
+            #expect(error?.reason == .invalid(.bytes))
+            #expect(error?.parameter == "photo")
+        }
+        // A long value is not echoed back.
+        let long = #expect(throws: ArgumentError.self) { try self.convert("photo=" + String(repeating: "A", count: 81), photo) }
+        #expect(long.map(self.body) == #"{"error":"invalid bytes: send Base64, or the file as a multipart part","parameter":"photo"}"#)
+        let short = #expect(throws: ArgumentError.self) { try self.convert("photo=a", photo) }
+        #expect(short.map(self.body) == #"{"error":"invalid bytes: send Base64, or the file as a multipart part","parameter":"photo","value":"a"}"#)
+    }
+
+    @Test("content (a multipart part, a body) goes to a bytes parameter as it is; not UTF-8, it is a 400 for any other")
+    func contentAsItIs() throws {
+        let binary: [UInt8] = [0xFF, 0xD8, 0xFF, 0x00, 0x0D, 0x0A, 0xC3]
+        var raw = RawArguments()
+        raw.appendContent(binary, for: "photo")
+        raw.appendContent(Array("Grüße".utf8), for: "caption")
+        raw.appendContent(Array("AAAA".utf8), for: "thumbnail")
+        raw.appendContent([], for: "empty")
+        let parameters = [
+            Parameter("photo", .bytes), Parameter("caption"), Parameter("thumbnail", .bytes), Parameter("empty", .bytes),
+        ]
+        let values = try ArgumentConversion.convert(raw, for: parameters)
+        #expect(values["photo"] == .bytes(binary))
+        #expect(values["caption"] == .text("Grüße"))
+        // Content is never Base64: a part of four letters is those four bytes.
+        #expect(values["thumbnail"] == .bytes(Array("AAAA".utf8)))
+        // An empty file input of a form is no file.
+        #expect(values["empty"] == .null)
+        let required = #expect(throws: ArgumentError.self) {
+            try ArgumentConversion.convert(raw, for: [Parameter("empty", .bytes, required: true)])
+        }
+        #expect(required?.reason == .missing)
+        let asText = #expect(throws: ArgumentError.self) { try ArgumentConversion.convert(raw, for: [Parameter("photo")]) }
+        #expect(asText.map(self.body) == #"{"error":"invalid UTF-8","parameter":"photo"}"#)
+        // Every part of a repeated key, for a list.
+        var list = RawArguments()
+        list.appendContent([1, 2], for: "pages")
+        list.appendContent([0xFF], for: "pages")
+        #expect(try ArgumentConversion.convert(list, for: [Parameter("pages", .list(.bytes))])["pages"] == .array([.bytes([1, 2]), .bytes([0xFF])]))
+    }
+
+    @Test("a route's body is one parameter: any type, or the declared one (type/* too), else a 415 naming both")
+    func routeBody() throws {
+        let photo = RouteBody(parameter: "photo", mediaType: "image/*")
+        #expect(try photo.arguments([1, 2, 0xFF], contentType: "image/png").contents("photo") == [[1, 2, 0xFF]])
+        #expect(try photo.arguments([1], contentType: "Image/JPEG; q=1").contents("photo") == [[1]])
+        #expect(try photo.arguments([], contentType: nil).keys.isEmpty)
+        let json = #expect(throws: ArgumentError.self) { try photo.arguments([1], contentType: "application/json") }
+        #expect(json.map { ErrorResponse(for: $0).status } == .unsupportedMediaType)
+        #expect(json.map(self.body) == #"{"error":"unsupported media type application/json: send the body as image/*","parameter":"photo"}"#)
+        let untyped = #expect(throws: ArgumentError.self) { try photo.arguments([1], contentType: nil) }
+        #expect(untyped.map(self.body) == #"{"error":"a body without Content-Type: send it as image/*","parameter":"photo"}"#)
+        #expect(throws: ArgumentError.self) { try photo.arguments([1], contentType: "imagex/png") }
+        let exact = RouteBody(parameter: "doc", mediaType: "application/pdf")
+        #expect(exact.accepts("application/pdf"))
+        #expect(!exact.accepts("application/pdfx"))
+        #expect(RouteBody(parameter: "any").accepts(nil))
+    }
 }

@@ -1,0 +1,156 @@
+import Foundation
+import SpoutCore
+import SpoutDrivers
+import SpoutTestDatabases
+import SpoutTestServer
+import SpoutTestSupport
+import Testing
+
+/// Uploads: a `bytes` parameter takes a file as the request body (`body:`), as a multipart
+/// part, or as Base64 in JSON, and stores exactly those bytes in a `bytea` or BLOB column, from
+/// which `result: bytes` serves them back; a body of another media type is a 415 and a value
+/// that is not Base64 a 400, each naming the parameter, with nothing stored.
+@Suite("Uploads: bytes parameters")
+struct UploadTests {
+    static let schema: [SQLDialect: String] = [
+        .postgres: "CREATE TABLE photo (name TEXT PRIMARY KEY, image BYTEA NOT NULL, caption TEXT);",
+        .sqlite: "CREATE TABLE photo (name TEXT PRIMARY KEY, image BLOB NOT NULL, caption TEXT);",
+    ]
+
+    static let endpoints = """
+        paths:
+          /photos/{name}:
+            put:
+              description: Stores the photo sent as the request body.
+              sql: |
+                INSERT INTO photo (name, image) VALUES (:name, :image)
+                ON CONFLICT (name) DO UPDATE SET image = excluded.image
+              body: image
+              mediaType: image/*
+              result: none
+              parameters:
+                image: {type: bytes, required: true, description: The photo.}
+            get:
+              description: The photo.
+              sql: SELECT image FROM photo WHERE name = :name
+              result: bytes
+              mediaType: image/png
+          /photos/{name}/caption:
+            get:
+              sql: SELECT caption FROM photo WHERE name = :name
+              result: scalar
+          /photos:
+            post:
+              description: A photo with its caption, from a form or JSON.
+              sql: INSERT INTO photo (name, image, caption) VALUES (:name, :image, :caption)
+              result: none
+              parameters:
+                name: {required: true}
+                image: {type: bytes, required: true}
+                caption:
+
+        """
+
+    /// Every byte value four times: what a text path would mangle (NUL, invalid UTF-8, CR LF,
+    /// a multipart boundary's dashes).
+    static let image: [UInt8] = Array(repeating: Array(0...255), count: 4).flatMap { $0 }
+
+    static func multipart(_ parts: [(name: String, file: String?, content: [UInt8])], boundary: String) -> [UInt8] {
+        var body: [UInt8] = []
+        for part in parts {
+            var head = "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(part.name)\""
+            if let file = part.file { head += "; filename=\"\(file)\"\r\nContent-Type: image/png" }
+            body += Array((head + "\r\n\r\n").utf8) + part.content + Array("\r\n".utf8)
+        }
+        return body + Array("--\(boundary)--\r\n".utf8)
+    }
+
+    @Test("a body, a multipart file and Base64 store the same bytes, served back as they are; 415 and 400 store nothing",
+          arguments: SQLDialect.allCases)
+    func uploads(_ dialect: SQLDialect) async throws {
+        guard let database = try TestDatabases.make(dialect, prefix: "spout_rel_uploads") else { return }
+        defer { database.drop() }
+        try await onThread {
+            let connection = try Drivers.driver(for: database.url).connect(readOnly: false, statistics: QueryStatistics())
+            defer { connection.close() }
+            try connection.executeScript(Self.schema[dialect]!)
+        }
+        let directory = try ServiceDirectory(databaseURL: database.url, extraEndpoints: ["photos.yaml": Self.endpoints], shipped: false)
+        defer { directory.remove() }
+        let service = try await InProcessServer.start(directory)
+        func send(_ method: String, _ target: String, _ contentType: String?, _ body: [UInt8]) async throws -> HTTPTestResponse {
+            try await RawHTTP.send(
+                port: service.port, RawHTTP.request(method, target, headers: contentType.map { [("Content-Type", $0)] } ?? [], body: body))
+        }
+        let boundary = "----spout--boundary"
+        let form = "multipart/form-data; boundary=\(boundary)"
+        let half = Array(Self.image.prefix(300))
+
+        // The body, then replaced by another body.
+        let put = try await send("PUT", "/photos/a", "image/png", half)
+        let replaced = try await send("PUT", "/photos/a", "image/jpeg", Self.image)
+        let wrongType = try await send("PUT", "/photos/a", "application/json", Array(#"{"image":"AAAA"}"#.utf8))
+        let noType = try await send("PUT", "/photos/a", nil, [1, 2, 3])
+        let empty = try await send("PUT", "/photos/b", "image/png", [])
+        let a = try await service.get("/photos/a")
+        // A multipart file part beside a text part.
+        let multipart = try await send(
+            "POST", "/photos", form,
+            Self.multipart([("name", nil, Array("c".utf8)), ("caption", nil, Array("Grüße".utf8)), ("image", "c.png", Self.image)],
+                           boundary: boundary))
+        let c = try await service.get("/photos/c")
+        let cCaption = try await service.get("/photos/c/caption")
+        // A caption that is not UTF-8 is refused, and nothing is stored.
+        let badCaption = try await send(
+            "POST", "/photos", form,
+            Self.multipart([("name", nil, Array("e".utf8)), ("caption", nil, [0xFF, 0xFE]), ("image", "e.png", Self.image)],
+                           boundary: boundary))
+        // Base64 in JSON, the form bytes are written in.
+        let json = try await send(
+            "POST", "/photos", "application/json",
+            Array(#"{"name":"d","image":"\#(Data(Self.image).base64EncodedString())"}"#.utf8))
+        let d = try await service.get("/photos/d")
+        let notBase64 = try await send("POST", "/photos", "application/json", Array(#"{"name":"f","image":"not base64!"}"#.utf8))
+        let e = try await service.get("/photos/e")
+        let f = try await service.get("/photos/f")
+        let b = try await service.get("/photos/b")
+        let document = try await service.get("/openapi.json")
+        await service.stop()
+
+        #expect(put.status == 204, "\(put.text)")
+        #expect(replaced.status == 204, "\(replaced.text)")
+        #expect(wrongType.status == 415)
+        #expect(wrongType.text == #"{"error":"unsupported media type application/json: send the body as image/*","parameter":"image"}"#)
+        #expect(noType.status == 415)
+        #expect(noType.text == #"{"error":"a body without Content-Type: send it as image/*","parameter":"image"}"#)
+        #expect(empty.status == 400)
+        #expect(empty.text == #"{"error":"missing required parameter","parameter":"image"}"#)
+        #expect(a.status == 200 && a.body == Self.image, "\(a.status) \(a.body.count)")
+        #expect(multipart.status == 204, "\(multipart.text)")
+        #expect(c.body == Self.image)
+        #expect(cCaption.text == #""Grüße""#)
+        #expect(badCaption.status == 400)
+        #expect(badCaption.text == #"{"error":"invalid UTF-8","parameter":"caption"}"#)
+        #expect(json.status == 204, "\(json.text)")
+        #expect(d.body == Self.image)
+        #expect(notBase64.status == 400)
+        #expect(notBase64.text == #"{"error":"invalid bytes: send Base64, or the file as a multipart part","parameter":"image","value":"not base64!"}"#)
+        #expect(e.status == 404)
+        #expect(f.status == 404)
+        #expect(b.status == 404)
+
+        // OpenAPI: the upload's body is the file; the form's part is the file, its JSON Base64.
+        let paths = (try JSONSerialization.jsonObject(with: Data(document.body)) as? [String: Any])?["paths"] as? [String: Any]
+        let upload = ((paths?["/photos/{name}"] as? [String: Any])?["put"] as? [String: Any])?["requestBody"] as? [String: Any]
+        let uploadSchema = ((upload?["content"] as? [String: Any])?["image/*"] as? [String: Any])?["schema"] as? [String: String]
+        #expect(uploadSchema == ["type": "string", "format": "binary", "description": "The photo."], "\(String(describing: upload))")
+        #expect(upload?["required"] as? Bool == true)
+        let post = ((paths?["/photos"] as? [String: Any])?["post"] as? [String: Any])?["requestBody"] as? [String: Any]
+        func imageSchema(_ mediaType: String) -> [String: String]? {
+            let schema = ((post?["content"] as? [String: Any])?[mediaType] as? [String: Any])?["schema"] as? [String: Any]
+            return (schema?["properties"] as? [String: Any])?["image"] as? [String: String]
+        }
+        #expect(imageSchema("multipart/form-data") == ["type": "string", "contentMediaType": "application/octet-stream"])
+        #expect(imageSchema("application/json") == ["type": "string", "contentEncoding": "base64"])
+    }
+}
