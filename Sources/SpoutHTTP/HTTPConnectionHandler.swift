@@ -218,7 +218,11 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private func rejectBody(_ exchange: InFlightRequest, context: ChannelHandlerContext) {
         exchange.keepAlive = false
         self.state = .responding(exchange)
-        self.sendError(ErrorResponse(status: .contentTooLarge, message: "request body too large"), exchange: exchange, context: context)
+        // The limit is no secret, and an app uploading a photo needs it to shrink the file.
+        let limit = self.environment.configuration.maximumBodySize
+        self.sendError(
+            ErrorResponse(status: .contentTooLarge, message: "request body too large: at most \(limit) bytes"), exchange: exchange,
+            context: context)
     }
 
     private func dispatch(head: HTTPRequestHead, body: ByteBuffer, exchange: InFlightRequest, context: ChannelHandlerContext) {

@@ -92,6 +92,7 @@ struct UploadTests {
         let wrongType = try await send("PUT", "/photos/a", "application/json", Array(#"{"image":"AAAA"}"#.utf8))
         let noType = try await send("PUT", "/photos/a", nil, [1, 2, 3])
         let empty = try await send("PUT", "/photos/b", "image/png", [])
+        let tooLarge = try await send("PUT", "/photos/b", "image/png", [UInt8](repeating: 0xFF, count: 1024 * 1024 + 1))
         let a = try await service.get("/photos/a")
         // A multipart file part beside a text part.
         let multipart = try await send(
@@ -125,6 +126,8 @@ struct UploadTests {
         #expect(noType.text == #"{"error":"a body without Content-Type: send it as image/*","parameter":"image"}"#)
         #expect(empty.status == 400)
         #expect(empty.text == #"{"error":"missing required parameter","parameter":"image"}"#)
+        #expect(tooLarge.status == 413)
+        #expect(tooLarge.text == #"{"error":"request body too large: at most 1048576 bytes"}"#)
         #expect(a.status == 200 && a.body == Self.image, "\(a.status) \(a.body.count)")
         #expect(multipart.status == 204, "\(multipart.text)")
         #expect(c.body == Self.image)
