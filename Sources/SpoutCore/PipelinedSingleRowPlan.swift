@@ -119,12 +119,12 @@ public struct PipelinedSingleRowPlan: Sendable {
 
     /// Encodes the parent row and its children, as read by the batches, into `sink`.
     /// Throws ``RowStreamError/noRow`` when there is no parent row.
-    /// - Returns: the number of top-level rows written (1).
+    /// - Returns: how the stream ended: one top-level row, and the values of its key labels.
     @discardableResult
     public func write(
         _ results: [[QueryResult]], as format: OutputFormat, shape: ResultShape, dateFormat: DateFormat,
         to sink: any ByteSink
-    ) throws -> Int {
+    ) throws -> StreamOutcome {
         guard let parent = results.first?.first else {
             throw DatabaseError(.other, message: "the parent statement returned no result")
         }
@@ -132,8 +132,7 @@ public struct PipelinedSingleRowPlan: Sendable {
         let prefetched = results.count > 1 ? results[1] : self.foreseenChildren(results[0]).map(Array.init) ?? []
         let executor = AttachmentExecutor(prefetched: prefetched, strategy: self.children)
         return try self.stream.encode(
-            BufferedCursor(parent), executor: executor, format: format, shape: shape, dateFormat: dateFormat, sink: sink
-        ).rows
+            BufferedCursor(parent), executor: executor, format: format, shape: shape, dateFormat: dateFormat, sink: sink)
     }
 }
 

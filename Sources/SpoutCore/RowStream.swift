@@ -42,7 +42,8 @@ public struct RowStream: Sendable {
     /// (``StreamOutcome/truncated``).
     public var rowLimit: Int?
     /// Column labels whose values in the last row written are reported in
-    /// ``StreamOutcome/lastKey`` (a page's keyset key); empty: none are kept.
+    /// ``StreamOutcome/lastKey`` (a page's keyset key, a stored file's media type); empty: none
+    /// are kept. A label the result does not have fails the stream.
     public var keyLabels: [String] = []
     /// Whether the statement itself returns at most ``rowLimit`` + 1 rows (its own `LIMIT`, as
     /// a ``KeysetQuery`` page has). An array without attachments is then read in one statement
@@ -319,7 +320,7 @@ public struct RowStream: Sendable {
     private func keyIndices(in columns: [Column]) throws -> [Int] {
         try self.keyLabels.map { label in
             guard let index = columns.firstIndex(where: { $0.label == label }) else {
-                throw DatabaseError(.unsupported, message: "the result has no column labelled \(label) (a page key)")
+                throw DatabaseError(.unsupported, message: "the result has no column labelled \(label) (a page key or a media type)")
             }
             return index
         }

@@ -95,7 +95,10 @@ struct APIDocumentation: Sendable {
             let keys = endpoint.pathKeys
             for parameter in endpoint.parameters {
                 let required = parameter.isRequired || keys.contains(parameter.name)
-                let place = keys.contains(parameter.name) ? " (path)" : parameter.name == endpoint.body ? " (the request body)" : ""
+                let place =
+                    keys.contains(parameter.name) ? " (path)"
+                    : parameter.name == endpoint.body ? " (the request body)"
+                    : parameter.name == endpoint.mediaTypeParameter ? " (the body's Content-Type)" : ""
                 let name = Self.escape(parameter.name) + place
                 let defaultText = parameter.defaultValue.map { Self.escape(JSONValue($0).text(pretty: false)) } ?? ""
                 let allowed = parameter.allowedValues.map { values in

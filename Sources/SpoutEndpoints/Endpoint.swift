@@ -139,6 +139,13 @@ public struct Endpoint: Sendable {
     /// The parameter the whole request body is (an upload: `PUT /pets/{name}/photo` with an
     /// image), instead of a form or JSON body of arguments; nil for the latter.
     public var body: String? = nil
+    /// With a ``body``: the parameter that receives the body's media type (`image/heic`), to be
+    /// stored beside it; nil for none.
+    public var mediaTypeParameter: String? = nil
+    /// For a ``EndpointResult/bytes`` result: the column label holding each file's media type,
+    /// sent as `Content-Type` when it lies within ``mediaType`` (then a range such as
+    /// `image/*`); nil: ``mediaType`` is every file's type.
+    public var mediaTypeColumn: String? = nil
     /// The group the endpoint is listed under in the documentation: the endpoint file's name
     /// without extension (`employees`).
     public var tag: String

@@ -29,7 +29,7 @@ struct EndpointFileParser {
     static let authKeys = ["keysFromEnvironment", "token", "methods", "anonymous", "roles", "requiredClaims"]
     static let endpointKeys = [
         "description", "sql", "sqlFile", "parameters", "result", "details", "detailsParameter", "timeoutMs",
-        "rowLimit", "readOnly", "location", "mediaType", "body", "consistency", "page", "cache", "versionSql", "versionSqlFile",
+        "rowLimit", "readOnly", "location", "mediaType", "mediaTypeColumn", "body", "mediaTypeParameter", "consistency", "page", "cache", "versionSql", "versionSqlFile",
     ]
     static let pageKeys = ["key", "size", "maxSize"]
     static let cacheKeys = ["maxAge", "public"]
@@ -222,7 +222,10 @@ struct EndpointFileParser {
         let consistency = try self.consistency(in: fields, readOnly: readOnly)
         let location = try self.location(in: fields, endpoint: value, result: result, parameters: parameters, title: title)
         let body = try self.body(in: fields, method: method, parameters: parameters, pathKeys: EndpointPath.keys(of: path))
-        let mediaType = try self.mediaType(in: fields, endpoint: value, result: result, body: body)
+        let mediaTypeParameter = try self.mediaTypeParameter(
+            in: fields, body: body, pathKeys: EndpointPath.keys(of: path), parameters: &parameters)
+        let mediaTypeColumn = try self.mediaTypeColumn(in: fields, result: result, labels: labels)
+        let mediaType = try self.mediaType(in: fields, endpoint: value, result: result, body: body, typeColumn: mediaTypeColumn)
         let page = try self.page(in: fields, method: method, result: result, sql: sql, labels: labels, parameters: &parameters)
         let cache = try self.cache(in: fields, method: method)
         let versionSQL = try self.versionSQL(in: fields, owner: value, method: method, result: result, title: title)
@@ -250,6 +253,8 @@ struct EndpointFileParser {
         endpoint.versionSQL = versionSQL
         endpoint.mediaType = mediaType
         endpoint.body = body
+        endpoint.mediaTypeParameter = mediaTypeParameter
+        endpoint.mediaTypeColumn = mediaTypeColumn
         return endpoint
     }
 
@@ -465,12 +470,52 @@ struct EndpointFileParser {
         return name
     }
 
-    /// `mediaType`: required by result `bytes`, the `Content-Type` it answers with; for an
-    /// endpoint with a `body`, optional, the media type the body must have (`type/*` allowed).
-    /// Nowhere else. A `type/subtype` of token characters (`image/png`, `application/pdf`),
-    /// parameters after `;` allowed (`text/plain; charset=utf-8`).
+    /// `mediaTypeParameter`: with a `body`, the parameter that receives its media type; a
+    /// `string` of one value, neither a path key nor the body, added when not declared.
+    private func mediaTypeParameter(
+        in fields: YAMLMapping, body: String?, pathKeys: [String], parameters: inout [Parameter]
+    ) throws(ConfigurationError) -> String? {
+        guard let nameValue = fields.value("mediaTypeParameter") else { return nil }
+        guard body != nil else {
+            throw nameValue.error("'mediaTypeParameter' receives the media type of an upload's 'body'; this endpoint has none")
+        }
+        let name = try nameValue.nonEmptyString("'mediaTypeParameter'")
+        guard Self.isIdentifier(name), name != body, !pathKeys.contains(name) else {
+            throw nameValue.error("'mediaTypeParameter' must name a parameter of its own (letters, digits, _), not the body or a path key: '\(name)'")
+        }
+        if let declared = parameters.first(where: { $0.name == name }) {
+            guard declared.type == .string else {
+                throw nameValue.error("the media type parameter '\(name)' is text: declare it type string, not \(declared.type)")
+            }
+        } else {
+            parameters.append(Parameter(name, .string, summary: "The media type of the request body (set from its Content-Type)"))
+        }
+        return name
+    }
+
+    /// `mediaTypeColumn`: for result `bytes`, the column label holding each file's type; one
+    /// of the select list's labels (when they can be read), not the file's own (the first).
+    private func mediaTypeColumn(
+        in fields: YAMLMapping, result: EndpointResult, labels: SQLLabels.Result
+    ) throws(ConfigurationError) -> String? {
+        guard let columnValue = fields.value("mediaTypeColumn") else { return nil }
+        guard result == .bytes else { throw columnValue.error("'mediaTypeColumn' is for result 'bytes' only") }
+        let column = try columnValue.nonEmptyString("'mediaTypeColumn'")
+        if labels.complete && !labels.labels.dropFirst().contains(column) {
+            let known = labels.labels.dropFirst().joined(separator: ", ")
+            throw columnValue.error(
+                "'mediaTypeColumn' names a column after the file (the first) in the select list; '\(column)' is not one of them (\(known.isEmpty ? "none" : known))")
+        }
+        return column
+    }
+
+    /// `mediaType`: required by result `bytes`, the `Content-Type` it answers with (with a
+    /// `mediaTypeColumn`, the range the stored types must lie in: `image/*`); for an endpoint
+    /// with a `body`, optional, the media type the body must have (`type/*` allowed). Nowhere
+    /// else. A `type/subtype` of token characters (`image/png`, `application/pdf`), parameters
+    /// after `;` allowed (`text/plain; charset=utf-8`).
     private func mediaType(
-        in fields: YAMLMapping, endpoint value: YAMLValue, result: EndpointResult, body: String?
+        in fields: YAMLMapping, endpoint value: YAMLValue, result: EndpointResult, body: String?, typeColumn: String?
     ) throws(ConfigurationError) -> String? {
         guard let mediaValue = fields.value("mediaType") else {
             if result == .bytes {
@@ -485,8 +530,9 @@ struct EndpointFileParser {
         guard Self.isMediaType(text) else {
             throw mediaValue.error("'mediaType' must be a media type like image/png, not '\(text)'")
         }
-        if result == .bytes && MediaType.essence(of: text).contains("*") {
-            throw mediaValue.error("'mediaType' of result 'bytes' is the Content-Type sent: one type like image/png, not '\(text)'")
+        if result == .bytes && typeColumn == nil && MediaType.essence(of: text).contains("*") {
+            throw mediaValue.error(
+                "'mediaType' of result 'bytes' is the Content-Type sent: one type like image/png, not '\(text)' (or store each file's type and name its column in 'mediaTypeColumn')")
         }
         return text
     }

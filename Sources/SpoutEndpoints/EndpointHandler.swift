@@ -130,6 +130,11 @@ struct EndpointHandler: Sendable {
             rows.session = session
             if self.endpoint.result == .bytes {
                 rows.format = .raw(mediaType: self.endpoint.mediaType ?? "application/octet-stream")
+                if let column = self.endpoint.mediaTypeColumn {
+                    // Read from the row as its key: how the row ended is what the response reports.
+                    rows.mediaTypeColumn = column
+                    rows.stream.keyLabels = [column]
+                }
             }
             if shape != .array && !rows.streamsSingleRow {
                 rows.validator = .body

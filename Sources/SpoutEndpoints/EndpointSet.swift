@@ -130,7 +130,9 @@ public struct EndpointSet: Sendable {
             routes.append(
                 Route(
                     endpoint.method, endpoint.path, parameters: handler.routeParameters, summary: endpoint.summary,
-                    apiKeys: endpoint.apiKeys, body: endpoint.body.map { RouteBody(parameter: $0, mediaType: endpoint.mediaType) },
+                    apiKeys: endpoint.apiKeys, body: endpoint.body.map {
+                        RouteBody(parameter: $0, mediaType: endpoint.mediaType, mediaTypeParameter: endpoint.mediaTypeParameter)
+                    },
                     handler: handler.handle))
         }
         let openAPI = OpenAPIDocument(endpoints: self).bytes

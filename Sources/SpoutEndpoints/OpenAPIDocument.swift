@@ -94,6 +94,8 @@ struct OpenAPIDocument {
                 operation.set("requestBody", Self.uploadBody(parameter, mediaType: endpoint.mediaType))
                 continue
             }
+            // Set from the body's Content-Type, never sent as a parameter.
+            if parameter.name == endpoint.mediaTypeParameter { continue }
             if hasBody && !isPath {
                 var schema = Self.schema(for: parameter)
                 if let summary = parameter.summary { schema.set("description", .string(summary)) }

@@ -43,7 +43,10 @@ struct RowResponder: Sendable {
 
     func respond(_ rows: RowResult, status: HTTPResponse.Status, headers original: HTTPFields) async throws {
         let format: OutputFormat
-        if let only = rows.format {
+        if let only = rows.format, rows.mediaTypeColumn != nil {
+            // The row holds the type: `Accept` is checked once it is read.
+            format = only
+        } else if let only = rows.format {
             let essence = MediaType.essence(of: only.contentType)
             guard ContentNegotiation.format(accept: self.exchange.acceptHeader, offering: [(essence, only)]) != nil else {
                 throw HTTPError(status: .notAcceptable, message: "not acceptable: this resource is \(essence)")
@@ -57,6 +60,12 @@ struct RowResponder: Sendable {
         }
         var headers = original
         headers.replaceOrAdd(.contentType, format.contentType)
+        if case .raw = format {
+            // A stored file is shown as what it is, and never runs as part of this origin: an
+            // uploaded SVG or HTML opened in a browser runs no script, whatever its type says.
+            headers.replaceOrAdd(.xContentTypeOptions, "nosniff")
+            headers.replaceOrAdd(.contentSecurityPolicy, "default-src 'none'; style-src 'unsafe-inline'; sandbox")
+        }
         let spans = DatabaseSpans(self.exchange.request.span, database: rows.database)
         let observer = AcquireWait(spans: spans)
         if rows.isSentWhole {
@@ -101,8 +110,18 @@ struct RowResponder: Sendable {
         case .notModified(let headers):
             self.exchange.sendNotModified(headers)
         case .body(let whole, var headers):
+            var storedType: String?
+            if rows.mediaTypeColumn != nil {
+                let type = self.storedMediaType(whole.outcome.lastKey.first, declared: format.contentType)
+                let essence = MediaType.essence(of: type)
+                guard ContentNegotiation.format(accept: self.exchange.acceptHeader, offering: [(essence, format)]) != nil else {
+                    throw HTTPError(status: .notAcceptable, message: "not acceptable: this resource is \(essence)")
+                }
+                headers.replaceOrAdd(.contentType, type)
+                storedType = type
+            }
             if case .body? = rows.validator {
-                let tag = EntityTag.strong(body: whole.body)
+                let tag = storedType.map { EntityTag.strong(digesting: [Array($0.utf8), whole.body]) } ?? EntityTag.strong(body: whole.body)
                 headers.replaceOrAdd(.eTag, tag.description)
                 if tag.isMatched(byIfNoneMatch: self.exchange.ifNoneMatch) { return self.exchange.sendNotModified(headers) }
             }
@@ -116,6 +135,21 @@ struct RowResponder: Sendable {
             }
             self.exchange.send(status: status, headers: headers, body: whole.body, rows: whole.outcome.rows)
         }
+    }
+
+    /// The `Content-Type` of a stored file whose row holds its type (``RowResult/mediaTypeColumn``):
+    /// the stored text when it is a media type within `declared` (the endpoint's range), the
+    /// declared type itself when the row holds none and it is one type, and
+    /// `application/octet-stream` otherwise, so a stored type can never make a browser run what
+    /// the endpoint did not mean to serve (logged).
+    private func storedMediaType(_ value: SQLValue?, declared: String) -> String {
+        let fallback = declared.contains("*") ? "application/octet-stream" : declared
+        guard case .text(let stored)? = value, !stored.isEmpty else { return fallback }
+        if EndpointFileParser.isMediaType(stored), MediaType.isWithin(stored, range: declared) { return stored }
+        self.exchange.logger.warning(
+            "a stored media type is not within the endpoint's mediaType; sent as application/octet-stream",
+            metadata: ["request.id": "\(self.exchange.request.id)", "stored": "\(stored)", "mediaType": "\(declared)"])
+        return "application/octet-stream"
     }
 
     /// Reads `rows` whole: without a thread of its own when the connection can
@@ -149,11 +183,10 @@ struct RowResponder: Sendable {
             let encodeStarted = ContinuousClock.now
             if let spans { roundTrips?.record(into: spans, first: firstSize, from: started, to: encodeStarted, error: nil) }
             let body = CollectingSink()
-            let count = try plan.write(batches, as: format, shape: rows.shape, dateFormat: session.configuration.dateFormat, to: body)
+            let outcome = try plan.write(batches, as: format, shape: rows.shape, dateFormat: session.configuration.dateFormat, to: body)
             let encoded = ContinuousClock.now
-            spans?.record("encode", from: encodeStarted, to: encoded, attributes: ["spout.rows": .int(Int64(count))])
-            return WholeBody(
-                body: body.bytes, outcome: StreamOutcome(rows: count), database: encodeStarted - started, encode: encoded - encodeStarted)
+            spans?.record("encode", from: encodeStarted, to: encoded, attributes: ["spout.rows": .int(Int64(outcome.rows))])
+            return WholeBody(body: body.bytes, outcome: outcome, database: encodeStarted - started, encode: encoded - encodeStarted)
         }
         let configuration = session.configuration
         let run = {

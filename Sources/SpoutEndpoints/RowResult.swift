@@ -19,6 +19,11 @@ public struct RowResult: ResponseProducer {
     /// sent when `Accept` allows it (else 406); nil offers JSON, JSON Lines and CSV
     /// (``SpoutHTTP/ContentNegotiation``).
     public var format: OutputFormat?
+    /// For a stored file (``format`` raw) whose media type is stored beside it: the column
+    /// label holding each file's type (`image/heic`). It is sent as `Content-Type` when it lies
+    /// within the format's type (a range such as `image/*`), `application/octet-stream`
+    /// otherwise; `Accept` is checked against it once the row is read. nil: the format's type.
+    public var mediaTypeColumn: String? = nil
     /// For a page of a paged endpoint: the `Link` target of the next page, made from how the
     /// page ended, or nil on the last page. A paged result is sent whole (its size is bounded).
     public var nextPage: (@Sendable (StreamOutcome) throws -> String?)?

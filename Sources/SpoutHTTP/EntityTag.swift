@@ -30,12 +30,22 @@ public struct EntityTag: Sendable, Hashable, CustomStringConvertible {
 
     /// A weak tag digesting `parts` (each length-prefixed, so the split between them counts).
     public static func weak(digesting parts: [[UInt8]]) -> EntityTag {
+        EntityTag(opaque: self.hex(self.digest(parts)), isWeak: true)
+    }
+
+    /// A strong tag digesting `parts` as ``weak(digesting:)`` does: for a body whose
+    /// representation also depends on something beside its bytes (a stored file's media type).
+    public static func strong(digesting parts: [[UInt8]]) -> EntityTag {
+        EntityTag(opaque: self.hex(self.digest(parts)), isWeak: false)
+    }
+
+    private static func digest(_ parts: [[UInt8]]) -> SHA256.Digest {
         var hasher = SHA256()
         for part in parts {
             withUnsafeBytes(of: UInt64(part.count).bigEndian) { hasher.update(bufferPointer: $0) }
             hasher.update(data: part)
         }
-        return EntityTag(opaque: self.hex(hasher.finalize()), isWeak: true)
+        return hasher.finalize()
     }
 
     /// Whether an `If-None-Match` field value names this tag: `*`, or one of its

@@ -268,7 +268,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 // to the handler elsewhere; a route's upload is one parameter's value.
                 let contentType = exchange.requestFields[values: .contentType].first
                 if let body = route.body {
-                    raw.merge(try body.arguments(bodyBytes, contentType: contentType))
+                    raw = try body.arguments(bodyBytes, contentType: contentType, replacingIn: raw)
                 } else {
                     let takesArguments = method.readsArguments(fromBodyFor: route.parameters)
                     raw.merge(try BodyArguments.parse(bodyBytes, contentType: contentType, takesArguments: takesArguments))

@@ -57,6 +57,15 @@ public struct RawArguments: Sendable, Hashable {
         self.undecodable.contains(key)
     }
 
+    /// Forgets every value of `key`, and that it appeared.
+    public mutating func remove(_ key: String) {
+        guard self.storage.removeValue(forKey: key) != nil else { return }
+        self.contentStorage[key] = nil
+        self.undecodable.remove(key)
+        self.lists.remove(key)
+        self.keys.removeAll { $0 == key }
+    }
+
     /// Records `key` as present without adding a value.
     public mutating func markPresent(_ key: String) {
         if self.storage[key] == nil {

@@ -304,5 +304,14 @@ struct ArgumentConversionTests {
         #expect(exact.accepts("application/pdf"))
         #expect(!exact.accepts("application/pdfx"))
         #expect(RouteBody(parameter: "any").accepts(nil))
+        // The body's parameters come from the body alone: the query's values for them are dropped.
+        let typed = RouteBody(parameter: "photo", mediaType: "image/*", mediaTypeParameter: "photoType")
+        let query = try FormURLEncoding.parse("photo=AAAA&photoType=text/html&name=x")
+        let replaced = try typed.arguments([1], contentType: "Image/PNG; x=1", replacingIn: query)
+        #expect(replaced.contents("photo") == [[1]])
+        #expect(replaced["photoType"] == ["image/png"])
+        #expect(replaced["name"] == ["x"])
+        let bodiless = try typed.arguments([], contentType: nil, replacingIn: query)
+        #expect(!bodiless.contains("photo") && !bodiless.contains("photoType") && bodiless.keys == ["name"])
     }
 }

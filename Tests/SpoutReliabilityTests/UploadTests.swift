@@ -13,8 +13,8 @@ import Testing
 @Suite("Uploads: bytes parameters")
 struct UploadTests {
     static let schema: [SQLDialect: String] = [
-        .postgres: "CREATE TABLE photo (name TEXT PRIMARY KEY, image BYTEA NOT NULL, caption TEXT);",
-        .sqlite: "CREATE TABLE photo (name TEXT PRIMARY KEY, image BLOB NOT NULL, caption TEXT);",
+        .postgres: "CREATE TABLE photo (name TEXT PRIMARY KEY, image BYTEA NOT NULL, caption TEXT, media_type TEXT);",
+        .sqlite: "CREATE TABLE photo (name TEXT PRIMARY KEY, image BLOB NOT NULL, caption TEXT, media_type TEXT);",
     ]
 
     static let endpoints = """
@@ -155,5 +155,91 @@ struct UploadTests {
         }
         #expect(imageSchema("multipart/form-data") == ["type": "string", "contentMediaType": "application/octet-stream"])
         #expect(imageSchema("application/json") == ["type": "string", "contentEncoding": "base64"])
+    }
+
+    static let typedEndpoints = """
+        paths:
+          /typed/{name}:
+            put:
+              description: Stores a photo of any image type with its type.
+              sql: |
+                INSERT INTO photo (name, image, media_type) VALUES (:name, :image, :imageType)
+                ON CONFLICT (name) DO UPDATE SET image = excluded.image, media_type = excluded.media_type
+              body: image
+              mediaType: image/*
+              mediaTypeParameter: imageType
+              result: none
+              parameters:
+                image: {type: bytes, required: true}
+            get:
+              description: The photo, as the type it was stored with.
+              sql: SELECT image, media_type AS "mediaType" FROM photo WHERE name = :name
+              result: bytes
+              mediaType: image/*
+              mediaTypeColumn: mediaType
+
+        """
+
+    @Test("each file's media type is stored beside it and served with it, within the endpoint's range; the query cannot set it",
+          arguments: SQLDialect.allCases)
+    func mediaTypePerFile(_ dialect: SQLDialect) async throws {
+        guard let database = try TestDatabases.make(dialect, prefix: "spout_rel_typed") else { return }
+        defer { database.drop() }
+        func execute(_ script: String) async throws {
+            try await onThread {
+                let connection = try Drivers.driver(for: database.url).connect(readOnly: false, statistics: QueryStatistics())
+                defer { connection.close() }
+                try connection.executeScript(script)
+            }
+        }
+        try await execute(Self.schema[dialect]!)
+        let directory = try ServiceDirectory(databaseURL: database.url, extraEndpoints: ["typed.yaml": Self.typedEndpoints], shipped: false)
+        defer { directory.remove() }
+        let service = try await InProcessServer.start(directory)
+        func put(_ target: String, _ contentType: String, _ body: [UInt8]) async throws -> HTTPTestResponse {
+            try await RawHTTP.send(port: service.port, RawHTTP.request("PUT", target, headers: [("Content-Type", contentType)], body: body))
+        }
+        let heic: [UInt8] = [0, 0, 0, 0x18] + Array("ftypheic".utf8)
+        let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+
+        let putHEIC = try await put("/typed/h", "Image/HEIC", heic)
+        // A query string cannot set the type the body carries.
+        let putPNG = try await put("/typed/p?imageType=text/html", "image/png", png)
+        let h = try await service.get("/typed/h")
+        let p = try await service.get("/typed/p", accept: "image/png")
+        let revalidated = try await service.get("/typed/p", headers: [("If-None-Match", p.header("ETag") ?? "")])
+        let refused = try await service.get("/typed/h", accept: "image/png")
+        let missing = try await service.get("/typed/none")
+        // Types stored some other way: outside the range, or none.
+        try await execute("UPDATE photo SET media_type = 'text/html' WHERE name = 'h'; UPDATE photo SET media_type = NULL WHERE name = 'p';")
+        let outside = try await service.get("/typed/h")
+        let none = try await service.get("/typed/p")
+        let document = try await service.get("/openapi.json")
+        await service.stop()
+
+        #expect(putHEIC.status == 204, "\(putHEIC.text)")
+        #expect(putPNG.status == 204, "\(putPNG.text)")
+        #expect(h.status == 200 && h.body == heic)
+        #expect(h.header("Content-Type") == "image/heic")
+        #expect(h.header("X-Content-Type-Options") == "nosniff")
+        #expect(h.header("Content-Security-Policy")?.contains("sandbox") == true)
+        #expect(p.body == png && p.header("Content-Type") == "image/png", "\(p.headers)")
+        #expect(revalidated.status == 304)
+        #expect(refused.status == 406)
+        #expect(refused.text == #"{"error":"not acceptable: this resource is image/heic"}"#)
+        #expect(missing.status == 404)
+        #expect(outside.status == 200 && outside.body == heic)
+        #expect(outside.header("Content-Type") == "application/octet-stream")
+        #expect(none.header("Content-Type") == "application/octet-stream")
+        // The same bytes under another type are another representation.
+        #expect(none.header("ETag") != p.header("ETag"))
+        // The type's parameter is no parameter a client sends; the file's type is the range.
+        let paths = (try JSONSerialization.jsonObject(with: Data(document.body)) as? [String: Any])?["paths"] as? [String: Any]
+        let operations = paths?["/typed/{name}"] as? [String: Any]
+        let parameters = ((operations?["put"] as? [String: Any])?["parameters"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
+        #expect(parameters == ["name"])
+        let served = ((((operations?["get"] as? [String: Any])?["responses"] as? [String: Any])?["200"] as? [String: Any])?["content"]
+            as? [String: Any])?.keys.sorted()
+        #expect(served == ["image/*"])
     }
 }
