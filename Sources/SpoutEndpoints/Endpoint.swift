@@ -142,6 +142,9 @@ public struct Endpoint: Sendable {
     /// With a ``body``: the parameter that receives the body's media type (`image/heic`), to be
     /// stored beside it; nil for none.
     public var mediaTypeParameter: String? = nil
+    /// The largest request body a POST, PUT or PATCH takes (`maxBodyBytes`), instead of the
+    /// server's `server.limits.maxBodyBytes`; nil: the server's.
+    public var maxBodyBytes: Int? = nil
     /// For a ``EndpointResult/bytes`` result: the column label holding each file's media type,
     /// sent as `Content-Type` when it lies within ``mediaType`` (then a range such as
     /// `image/*`); nil: ``mediaType`` is every file's type.

@@ -29,7 +29,7 @@ struct EndpointFileParser {
     static let authKeys = ["keysFromEnvironment", "token", "methods", "anonymous", "roles", "requiredClaims"]
     static let endpointKeys = [
         "description", "sql", "sqlFile", "parameters", "result", "details", "detailsParameter", "timeoutMs",
-        "rowLimit", "readOnly", "location", "mediaType", "mediaTypeColumn", "body", "mediaTypeParameter", "consistency", "page", "cache", "versionSql", "versionSqlFile",
+        "rowLimit", "readOnly", "location", "mediaType", "mediaTypeColumn", "body", "mediaTypeParameter", "maxBodyBytes", "consistency", "page", "cache", "versionSql", "versionSqlFile",
     ]
     static let pageKeys = ["key", "size", "maxSize"]
     static let cacheKeys = ["maxAge", "public"]
@@ -225,6 +225,13 @@ struct EndpointFileParser {
         let mediaTypeParameter = try self.mediaTypeParameter(
             in: fields, body: body, pathKeys: EndpointPath.keys(of: path), parameters: &parameters)
         let mediaTypeColumn = try self.mediaTypeColumn(in: fields, result: result, labels: labels)
+        var maxBodyBytes: Int?
+        if let limitValue = fields.value("maxBodyBytes") {
+            guard method.sendsArgumentsInBody else {
+                throw limitValue.error("'maxBodyBytes' limits the request body of a POST, PUT or PATCH; \(method) has none")
+            }
+            maxBodyBytes = try limitValue.integer("'maxBodyBytes'", in: 0...Int(Int32.max))
+        }
         let mediaType = try self.mediaType(in: fields, endpoint: value, result: result, body: body, typeColumn: mediaTypeColumn)
         let page = try self.page(in: fields, method: method, result: result, sql: sql, labels: labels, parameters: &parameters)
         let cache = try self.cache(in: fields, method: method)
@@ -255,6 +262,7 @@ struct EndpointFileParser {
         endpoint.body = body
         endpoint.mediaTypeParameter = mediaTypeParameter
         endpoint.mediaTypeColumn = mediaTypeColumn
+        endpoint.maxBodyBytes = maxBodyBytes
         return endpoint
     }
 

@@ -80,16 +80,15 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             self.exchangeCount += 1
             let exchange = InFlightRequest(
                 number: self.exchangeCount, head: head, cors: self.environment.configuration.cors, tracer: self.environment.tracer)
-            if let length = exchange.requestFields[values: .contentLength].first.flatMap(Int.init),
-                length > self.environment.configuration.maximumBodySize
-            {
+            exchange.maximumBodySize = self.maximumBodySize(for: head, exchange: exchange)
+            if let length = exchange.requestFields[values: .contentLength].first.flatMap(Int.init), length > exchange.maximumBodySize {
                 self.rejectBody(exchange, context: context)
                 return
             }
             self.state = .receiving(head, context.channel.allocator.buffer(capacity: 0), exchange)
         case .body(var chunk):
             guard case .receiving(let head, var body, let exchange) = self.state else { return }
-            if body.readableBytes + chunk.readableBytes > self.environment.configuration.maximumBodySize {
+            if body.readableBytes + chunk.readableBytes > exchange.maximumBodySize {
                 self.rejectBody(exchange, context: context)
                 return
             }
@@ -127,6 +126,18 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         }
         self.state = .closing
         context.fireChannelInactive()
+    }
+
+    /// The body limit of the request `head` starts: its route's own when it sends a body (a
+    /// `Content-Length` above 0, or chunks) to a route that has one, else the server's.
+    private func maximumBodySize(for head: HTTPRequestHead, exchange: InFlightRequest) -> Int {
+        let limit = self.environment.configuration.maximumBodySize
+        let fields = exchange.requestFields
+        let sendsBody = fields[values: .contentLength].first.map { $0 != "0" } ?? fields.contains(.transferEncoding)
+        guard sendsBody, self.environment.router.hasBodyLimits, let method = HTTPRequest.Method(head.method.rawValue),
+            case .found(let route, _) = self.environment.router.match(method, path: exchange.path)
+        else { return limit }
+        return route.maximumBodySize ?? limit
     }
 
     // MARK: Timeouts
@@ -219,7 +230,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         exchange.keepAlive = false
         self.state = .responding(exchange)
         // The limit is no secret, and an app uploading a photo needs it to shrink the file.
-        let limit = self.environment.configuration.maximumBodySize
+        let limit = exchange.maximumBodySize
         self.sendError(
             ErrorResponse(status: .contentTooLarge, message: "request body too large: at most \(limit) bytes"), exchange: exchange,
             context: context)

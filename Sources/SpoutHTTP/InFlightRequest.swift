@@ -24,6 +24,9 @@ final class InFlightRequest {
     var keepAlive: Bool
     /// The template of the route that answers (`unmatched` when none does), for metrics.
     var route = "unmatched"
+    /// The largest body this request may send: its route's own limit, else the server's
+    /// (``ServerConfiguration/maximumBodySize``); set when its head arrives.
+    var maximumBodySize = 0
     /// The status code sent (0 until a response starts), for the log and metrics.
     var status = 0
     var bytes = 0

@@ -23,13 +23,16 @@ public struct Route: Sendable {
     /// The parameter the whole request body is (an upload), instead of a form or JSON body of
     /// arguments; nil for the latter.
     public let body: RouteBody?
+    /// The largest request body this route takes, instead of the server's
+    /// (``ServerConfiguration/maximumBodySize``), larger or smaller; nil: the server's.
+    public let maximumBodySize: Int?
     public let handler: RouteHandler
     /// The names of the template's `{keys}`, in order.
     public let keys: [String]
 
     public init(
         _ method: HTTPRequest.Method, _ template: String, parameters: [Parameter] = [], summary: String? = nil,
-        apiKeys: APIKeySet? = nil, body: RouteBody? = nil, handler: @escaping RouteHandler
+        apiKeys: APIKeySet? = nil, body: RouteBody? = nil, maximumBodySize: Int? = nil, handler: @escaping RouteHandler
     ) {
         self.method = method
         self.template = template
@@ -37,6 +40,7 @@ public struct Route: Sendable {
         self.summary = summary
         self.apiKeys = apiKeys
         self.body = body
+        self.maximumBodySize = maximumBodySize
         self.handler = handler
         self.keys = PathTemplate.segments(of: template).compactMap {
             if case .key(let name) = $0 { return name }

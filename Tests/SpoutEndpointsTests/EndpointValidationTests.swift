@@ -304,6 +304,8 @@ struct EndpointValidationTests {
              "'mediaTypeColumn' names a column after the file (the first) in the select list; 'x' is not one of them (t)"),
             ("paths:\n  /x:\n    get:\n      sql: SELECT 1 AS x, 2 AS t\n      result: object\n      mediaTypeColumn: t\n", 6,
              "'mediaTypeColumn' is for result 'bytes' only"),
+            ("paths:\n  /x:\n    get:\n      sql: SELECT 1 AS x\n      maxBodyBytes: 10\n", 5,
+             "'maxBodyBytes' limits the request body of a POST, PUT or PATCH; GET has none"),
             ("paths:\n  /x:\n    put:\n      sql: UPDATE x SET a = :t\n      result: none\n      mediaTypeParameter: t\n", 6,
              "'mediaTypeParameter' receives the media type of an upload's 'body'; this endpoint has none"),
             ("paths:\n  /x:\n    put:\n      sql: UPDATE x SET a = :p\n      result: none\n      body: p\n      mediaTypeParameter: p\n      parameters:\n        p: {type: bytes}\n", 7,

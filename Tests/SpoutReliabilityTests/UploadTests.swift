@@ -35,6 +35,24 @@ struct UploadTests {
               sql: SELECT image FROM photo WHERE name = :name
               result: bytes
               mediaType: image/png
+          /large/{name}:
+            put:
+              description: Photos up to 3 MB, beyond the server's 1 MiB.
+              sql: INSERT INTO photo (name, image) VALUES (:name, :image)
+              body: image
+              maxBodyBytes: 3000000
+              result: none
+              parameters:
+                image: {type: bytes, required: true}
+          /small/{name}:
+            put:
+              description: Thumbnails of at most 10 bytes.
+              sql: INSERT INTO photo (name, image) VALUES (:name, :image)
+              body: image
+              maxBodyBytes: 10
+              result: none
+              parameters:
+                image: {type: bytes, required: true}
           /photos/{name}/caption:
             get:
               sql: SELECT caption FROM photo WHERE name = :name
@@ -93,6 +111,15 @@ struct UploadTests {
         let noType = try await send("PUT", "/photos/a", nil, [1, 2, 3])
         let empty = try await send("PUT", "/photos/b", "image/png", [])
         let tooLarge = try await send("PUT", "/photos/b", "image/png", [UInt8](repeating: 0xFF, count: 1024 * 1024 + 1))
+        // An endpoint's own limit, above or below the server's; by Content-Length and in chunks.
+        let large = [UInt8]((0..<2_000_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        let putLarge = try await send("PUT", "/large/g", "image/png", large)
+        let g = try await service.get("/photos/g")
+        let tooLargeThere = try await send("PUT", "/large/h", "image/png", [UInt8](repeating: 1, count: 3_000_001))
+        let small = try await send("PUT", "/small/s", "image/png", Array(repeating: 2, count: 10))
+        let tooSmall = try await send("PUT", "/small/t", "image/png", Array(repeating: 2, count: 11))
+        let chunked = Array("PUT /small/u HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: image/png\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nabcdef\r\n6\r\nghijkl\r\n0\r\n\r\n".utf8)
+        let tooSmallInChunks = try await RawHTTP.send(port: service.port, chunked)
         let a = try await service.get("/photos/a")
         // A multipart file part beside a text part.
         let multipart = try await send(
@@ -128,6 +155,14 @@ struct UploadTests {
         #expect(empty.text == #"{"error":"missing required parameter","parameter":"image"}"#)
         #expect(tooLarge.status == 413)
         #expect(tooLarge.text == #"{"error":"request body too large: at most 1048576 bytes"}"#)
+        #expect(putLarge.status == 204, "\(putLarge.status) \(putLarge.text)")
+        #expect(g.body == large)
+        #expect(tooLargeThere.status == 413)
+        #expect(tooLargeThere.text == #"{"error":"request body too large: at most 3000000 bytes"}"#)
+        #expect(small.status == 204, "\(small.text)")
+        #expect(tooSmall.status == 413)
+        #expect(tooSmall.text == #"{"error":"request body too large: at most 10 bytes"}"#)
+        #expect(tooSmallInChunks.status == 413, "\(tooSmallInChunks.status) \(tooSmallInChunks.text)")
         #expect(a.status == 200 && a.body == Self.image, "\(a.status) \(a.body.count)")
         #expect(multipart.status == 204, "\(multipart.text)")
         #expect(c.body == Self.image)
