@@ -17,18 +17,28 @@ public struct ViolatedConstraint: Sendable, Hashable {
     /// The table the constraint belongs to, when the database named it (a trigger's write to
     /// another table fails on that table's constraint).
     public var table: String?
+    /// A CHECK constraint: PostgreSQL's constraint name; SQLite's report of it, its name or its
+    /// expression as written (`color IN ('red','blue')`), which names no table.
+    public var check: String?
 
-    public init(columns: [String], index: String? = nil, schema: String? = nil, table: String? = nil) {
+    public init(columns: [String], index: String? = nil, schema: String? = nil, table: String? = nil, check: String? = nil) {
         self.columns = columns
         self.index = index
         self.schema = schema
         self.table = table
+        self.check = check
     }
 
     /// The table and columns of SQLite's message for a unique or NOT NULL violation
-    /// (`UNIQUE constraint failed: pet.name`, `... failed: t.a, t.b`); nil for any other
-    /// message (an index on an expression: `... failed: index 'i'`).
+    /// (`UNIQUE constraint failed: pet.name`, `... failed: t.a, t.b`), or the CHECK it reports
+    /// (`CHECK constraint failed: a_small`); nil for any other message (an index on an
+    /// expression: `... failed: index 'i'`).
     public static func sqlite(message: String) -> ViolatedConstraint? {
+        let checkPrefix = "CHECK constraint failed: "
+        if message.hasPrefix(checkPrefix) {
+            let check = String(message.dropFirst(checkPrefix.count))
+            return check.isEmpty ? nil : ViolatedConstraint(columns: [], check: check)
+        }
         let prefixes = ["UNIQUE constraint failed: ", "NOT NULL constraint failed: "]
         guard let prefix = prefixes.first(where: { message.hasPrefix($0) }) else { return nil }
         var table: Substring?

@@ -28,8 +28,9 @@ enum PostgresErrorMapping {
     static let sqlStateField = Int32(UInt8(ascii: "C"))
 
     /// What a unique violation (23505: its index and schema; the key's columns are looked up
-    /// in the catalog, as the server leaves its message's key out under row-level security) or
-    /// a NOT NULL violation (23502: its column) concerns; nil for any other error.
+    /// in the catalog, as the server leaves its message's key out under row-level security), a
+    /// NOT NULL violation (23502: its column) or a check violation (23514: its constraint, table
+    /// and schema; its columns are looked up too) concerns; nil for any other error.
     static func violated(in result: OpaquePointer, sqlState: String?) -> ViolatedConstraint? {
         func field(_ code: UInt8) -> String? {
             PQresultErrorField(result, Int32(code)).map { String(cString: $0) }
@@ -43,6 +44,10 @@ enum PostgresErrorMapping {
         case "23502":
             guard let column = field(UInt8(ascii: "c")) else { return nil }
             return ViolatedConstraint(columns: [column], schema: field(UInt8(ascii: "s")), table: table)
+        case "23514":
+            // A domain's check names no table: nothing to trace.
+            guard let check = field(UInt8(ascii: "n")), let schema = field(UInt8(ascii: "s")), table != nil else { return nil }
+            return ViolatedConstraint(columns: [], schema: schema, table: table, check: check)
         default:
             return nil
         }

@@ -30,13 +30,15 @@ enum SQLiteErrorMapping {
 
     /// `SQLITE_CONSTRAINT_NOTNULL`.
     static let constraintNotNull: Int32 = SQLITE_CONSTRAINT | (5 << 8)
+    /// `SQLITE_CONSTRAINT_CHECK`.
+    static let constraintCheck: Int32 = SQLITE_CONSTRAINT | (1 << 8)
 
-    /// The table and columns a unique, primary key or NOT NULL violation names in its message
-    /// (``SpoutCore/ViolatedConstraint/sqlite(message:)``); nil for other errors.
+    /// The table and columns a unique, primary key or NOT NULL violation names in its message,
+    /// or the CHECK a check violation reports (``SpoutCore/ViolatedConstraint/sqlite(message:)``);
+    /// nil for other errors.
     static func violated(_ extended: Int32, message: String) -> ViolatedConstraint? {
-        guard extended == Self.constraintUnique || extended == Self.constraintPrimaryKey || extended == Self.constraintNotNull else {
-            return nil
-        }
+        let traced = [Self.constraintUnique, Self.constraintPrimaryKey, Self.constraintNotNull, Self.constraintCheck]
+        guard traced.contains(extended) else { return nil }
         return ViolatedConstraint.sqlite(message: message)
     }
 

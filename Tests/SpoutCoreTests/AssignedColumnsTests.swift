@@ -79,7 +79,32 @@ import Testing
                 == ViolatedConstraint(columns: ["owner", "name"], table: "tag"))
         #expect(ViolatedConstraint.sqlite(message: "NOT NULL constraint failed: tag.color") == ViolatedConstraint(columns: ["color"], table: "tag"))
         #expect(ViolatedConstraint.sqlite(message: "UNIQUE constraint failed: index 'tag_label'") == nil)
-        #expect(ViolatedConstraint.sqlite(message: "CHECK constraint failed: length(name) > 0") == nil)
+        // A CHECK is reported, not its columns: ``CheckConstraints`` finds them in the table's SQL.
+        #expect(ViolatedConstraint.sqlite(message: "CHECK constraint failed: length(name) > 0") == ViolatedConstraint(columns: [], check: "length(name) > 0"))
         #expect(ViolatedConstraint.sqlite(message: "FOREIGN KEY constraint failed") == nil)
+    }
+}
+
+@Suite("CHECK constraints read from CREATE TABLE")
+struct CheckConstraintsTests {
+    static let table = """
+        CREATE TABLE "tag" (
+            name TEXT PRIMARY KEY, -- CHECK (name <> '') in a comment is no constraint
+            "Color" TEXT CHECK ("Color" IN ('red', 'blue (dark)')),
+            a INT, b INT,
+            CONSTRAINT a_small CHECK (abs(a) < 10),
+            CHECK (a < b)
+        )
+        """
+    static let columns = ["name", "Color", "a", "b"]
+
+    @Test("a CHECK is found by its name or its expression as written; its columns in the table's order")
+    func found() {
+        #expect(CheckConstraints.columns(ofCheck: "\"Color\" IN ('red', 'blue (dark)')", createTable: Self.table, columns: Self.columns) == ["Color"])
+        #expect(CheckConstraints.columns(ofCheck: "a_small", createTable: Self.table, columns: Self.columns) == ["a"])
+        #expect(CheckConstraints.columns(ofCheck: "a < b", createTable: Self.table, columns: Self.columns) == ["a", "b"])
+        #expect(CheckConstraints.columns(ofCheck: "name <> ''", createTable: Self.table, columns: Self.columns) == nil)
+        #expect(CheckConstraints.columns(ofCheck: "b < a", createTable: Self.table, columns: Self.columns) == nil)
+        #expect(CheckConstraints.columns(ofCheck: "a_small", createTable: "CREATE TABLE t (a INT CHECK (a > 0", columns: ["a"]) == nil)
     }
 }

@@ -5,21 +5,24 @@ import SpoutTestServer
 import SpoutTestSupport
 import Testing
 
-/// A write refused by a unique or NOT NULL constraint names the parameter whose argument the
-/// caller should change, with the same bytes from both databases: SQLite names the columns in
-/// its message, PostgreSQL the index (looked up in its catalog: the message's key is left out
-/// under row-level security, see `PetsAPITests`). Where the constraint's columns come from
-/// more than one parameter, or from an expression, nothing is named rather than a guess.
+/// A write refused by a unique, NOT NULL or CHECK constraint names the parameter whose argument
+/// the caller should change, with the same bytes from both databases: SQLite names the columns
+/// in its message (a CHECK by its name or expression, found in the table's SQL), PostgreSQL the
+/// index or constraint (looked up in its catalog: the message's key is left out under
+/// row-level security, see `PetsAPITests`). Where the constraint's columns come from more than
+/// one parameter, or from an expression, nothing is named rather than a guess.
 @Suite("Constraint violations name the parameter")
 struct ConstraintViolationTests {
     static let schema = """
         CREATE TABLE tag (
             owner VARCHAR(20) NOT NULL,
             name  VARCHAR(20) NOT NULL,
-            color VARCHAR(20) NOT NULL,
+            color VARCHAR(20) NOT NULL CHECK (color IN ('red', 'green', 'blue')),
             label VARCHAR(20),
             code  VARCHAR(20) UNIQUE,
-            PRIMARY KEY (owner, name)
+            PRIMARY KEY (owner, name),
+            CONSTRAINT short_label CHECK (length(label) < 10),
+            CHECK (name <> owner)
         );
         CREATE UNIQUE INDEX tag_label ON tag (lower(label));
         """
@@ -78,6 +81,10 @@ struct ConstraintViolationTests {
         // The index is on lower(label): an expression, no column to name.
         let sameLabel = try await post("/tags", "owner=cy&name=z&color=red&label=blue")
         let codeTaken = try await post("/tags/c2", "newCode=c1")
+        // CHECKs: a column's own, a named one, and one on two parameters (not named).
+        let badColor = try await post("/tags", "owner=cy&name=c&color=purple")
+        let longLabel = try await post("/tags", "owner=cy&name=l&color=red&label=abcdefghijkl")
+        let sameNames = try await post("/tags", "owner=cy&name=cy&color=red")
         await service.stop()
         let stored = try await onThread {
             let connection = try Drivers.driver(for: database.url).connect(readOnly: true, statistics: QueryStatistics())
@@ -98,6 +105,12 @@ struct ConstraintViolationTests {
         #expect(sameLabel.text == #"{"error":"unique violation"}"#)
         #expect(codeTaken.status == 409)
         #expect(codeTaken.text == #"{"error":"unique violation","parameter":"newCode","value":"c1"}"#)
+        #expect(badColor.status == 422)
+        #expect(badColor.text == #"{"error":"constraint violation","parameter":"color","value":"purple"}"#)
+        #expect(longLabel.status == 422)
+        #expect(longLabel.text == #"{"error":"constraint violation","parameter":"label","value":"abcdefghijkl"}"#)
+        #expect(sameNames.status == 422)
+        #expect(sameNames.text == #"{"error":"constraint violation"}"#)
         #expect(stored == [[.text("ann"), .text("c1")], [.text("bea"), .text("c2")]])
     }
 }
