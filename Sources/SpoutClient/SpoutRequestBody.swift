@@ -24,6 +24,34 @@ public struct SpoutRequestBody: Sendable {
         SpoutRequestBody(contentType: mediaType, bytes: bytes)
     }
 
+    /// `multipart/form-data` (RFC 7578): text fields and files in one body, as an HTML form
+    /// with a file input sends them. A file part goes to a `bytes` parameter as it is. The
+    /// boundary is random and checked against every part's content.
+    public static func multipart(_ parts: [SpoutFormPart]) -> SpoutRequestBody {
+        var boundary = "spout-" + UUID().uuidString
+        while parts.contains(where: { Self.contains(Array(boundary.utf8), in: $0.bytes) }) {
+            boundary = "spout-" + UUID().uuidString
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(parts.reduce(0) { $0 + $1.bytes.count + 160 })
+        for part in parts {
+            bytes += Array("--\(boundary)\r\n\(part.head)".utf8)
+            bytes += part.bytes
+            bytes += Array("\r\n".utf8)
+        }
+        bytes += Array("--\(boundary)--\r\n".utf8)
+        return SpoutRequestBody(contentType: "multipart/form-data; boundary=\(boundary)", bytes: bytes)
+    }
+
+    /// Whether `needle` occurs in `haystack`.
+    private static func contains(_ needle: [UInt8], in haystack: [UInt8]) -> Bool {
+        guard haystack.count >= needle.count, let first = needle.first else { return false }
+        for start in 0...(haystack.count - needle.count) where haystack[start] == first {
+            if haystack[start..<(start + needle.count)].elementsEqual(needle) { return true }
+        }
+        return false
+    }
+
     /// `application/json`: `value` encoded by `encoder`.
     public static func json<Value: Encodable>(_ value: Value, encoder: JSONEncoder = JSONEncoder()) throws -> SpoutRequestBody {
         SpoutRequestBody(contentType: "application/json", bytes: [UInt8](try encoder.encode(value)))

@@ -203,6 +203,14 @@ import Testing
               mediaType: image/*
               parameters:
                 image: {type: bytes, required: true}
+          /client-form:
+            post:
+              description: What a form with a file held, as the server received it.
+              sql: SELECT length(:image) AS "size", hex(:image) AS "hex", :caption AS "caption"
+              result: object
+              parameters:
+                image: {type: bytes, required: true}
+                caption:
 
         """,
     ]
@@ -228,7 +236,14 @@ import Testing
             return loader
         }
         // The server is gone: the image comes from disk, marked stale.
-        _ = try await LiveSpout.with(extraFiles: Self.imageEndpoint) { server in
+        let offline = try await client.bytes(path: "/client-image", accept: "image/*")
+        #expect(offline.value == signature)
+        #expect(offline.source.isStale)
+    }
+
+    @Test func uploadsAsTheBodyAndInAForm() async throws {
+        let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        try await LiveSpout.with(extraFiles: Self.imageEndpoint) { server in
             // An upload is the file as the body, byte for byte.
             let reply = try await server.client().send(.post, path: "/client-upload", body: .file(signature, mediaType: "image/png"))
             struct Received: Decodable, Equatable { var size: Int; var hex: String }
@@ -237,10 +252,15 @@ import Testing
                 _ = try await server.client().send(.post, path: "/client-upload", body: .file(signature, mediaType: "text/plain"))
             }
             if case .server(let error) = refused { #expect(error.status == 415 && error.parameter == "image", "\(error)") }
+            // A form with a file: the file's bytes as they are (CR LF and dashes included), the
+            // field's text, names that need escaping.
+            let file: [UInt8] = signature + Array("\r\n--".utf8) + [0xFF]
+            let form = try await server.client().send(
+                .post, path: "/client-form",
+                body: .multipart([.field("caption", "Grüße \"Rex\""), .file("image", file, filename: "a \"b\".png", mediaType: "image/png")]))
+            struct Form: Decodable, Equatable { var size: Int; var hex: String; var caption: String }
+            #expect(try form.decode(Form.self) == Form(size: 13, hex: "89504E470D0A1A0A0D0A2D2DFF", caption: "Grüße \"Rex\""))
         }
-        let offline = try await client.bytes(path: "/client-image", accept: "image/*")
-        #expect(offline.value == signature)
-        #expect(offline.source.isStale)
     }
 
     @Test func writesWithFormAndJSONBodies() async throws {
