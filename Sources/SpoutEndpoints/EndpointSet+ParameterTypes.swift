@@ -81,7 +81,8 @@ private enum InferredKind {
     case integer, fraction, date, timestamp, boolean
     /// `bytea`: only bytes go in as they are.
     case bytes
-    /// The text types: anything but bytes (which would be stored as their `\x` hex text).
+    /// The text types: anything but bytes (sent as `bytea`, which no text column or operator
+    /// takes).
     case text
 
     /// The kind of a `regtype` name (an array's elements for an array); nil for the types not
@@ -120,8 +121,8 @@ private enum InferredKind {
             return "text goes through PostgreSQL's bytea input, which reads `\\x` and backslashes as escapes, "
                 + "where SQLite stores it as text: declare `type: bytes`"
         case .text:
-            return "bytes would be stored as the text of their `\\x` hex digits, not as the file: "
-                + "make the column bytea (BLOB on SQLite), or declare the parameter `type: string`"
+            return "bytes go to PostgreSQL as bytea, which text does not take, so the statement fails (a 500), "
+                + "where SQLite stores them: make the column bytea (BLOB on SQLite), or declare the parameter `type: string`"
         default:
             return "a value that is no \(self.noun) fails in the database as a 400 that cannot name the parameter, "
                 + "and SQLite compares it as it is: declare `type: \(self.declaration)`"

@@ -66,8 +66,8 @@ extension PostgresConnection: EventDrivenConnection {
 final class PostgresEventDrivenRun: PostgresReactorTask {
     /// One command of the pipeline.
     private enum Command {
-        /// Prepares `text` as `name`.
-        case prepare(name: String, text: String, tentative: Bool)
+        /// Prepares the statement `key` (``PostgresStatementNames/key(_:_:)``) as `name`.
+        case prepare(name: String, key: String, tentative: Bool)
         /// Runs the next statement of the batch (a tentative one, or not).
         case query(tentative: Bool)
         /// Sets the session's role and claims, or opens the transaction, for the statements
@@ -265,18 +265,6 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
     ) -> Bool {
         for statement in statements {
             let text = statement.sql.text
-            var name: String?
-            if !self.connection.keepsSessionState {
-                name = nil
-            } else if let prepared = self.connection.statementNames.prepared[text] ?? pending[text] {
-                name = prepared
-            } else {
-                let newName = self.connection.statementNames.reservePreparedName()
-                pending[text] = newName
-                guard PQsendPrepare(self.handle, newName, text, 0, nil) == 1 else { return self.sendFailed() }
-                self.commands.append(.prepare(name: newName, text: text, tentative: tentative))
-                name = newName
-            }
             let parameters: PostgresTextParameters
             do {
                 parameters = try PostgresTextParameters(statement.parameters)
@@ -285,6 +273,20 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
                 // fail (them) once the commands already queued are read back.
                 self.fail(error, tentative: tentative)
                 break
+            }
+            let key = PostgresStatementNames.key(text, parameters)
+            var name: String?
+            if !self.connection.keepsSessionState {
+                name = nil
+            } else if let prepared = self.connection.statementNames.prepared[key] ?? pending[key] {
+                name = prepared
+            } else {
+                let newName = self.connection.statementNames.reservePreparedName()
+                pending[key] = newName
+                let sent = parameters.withUnsafeTypes { count, types in PQsendPrepare(self.handle, newName, text, count, types) }
+                guard sent == 1 else { return self.sendFailed() }
+                self.commands.append(.prepare(name: newName, key: key, tentative: tentative))
+                name = newName
             }
             // Settings are not the request's statements (the thread path's are not counted either).
             if !asSettings { self.connection.statistics.recordStatement() }
@@ -356,8 +358,8 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
         let status = PQresultStatus(result)
         let tentative = self.currentIsTentative
         switch (self.commands[self.current], status) {
-        case (.prepare(let name, let text, _), PGRES_COMMAND_OK):
-            self.connection.statementNames.prepared(text, as: name)
+        case (.prepare(let name, let key, _), PGRES_COMMAND_OK):
+            self.connection.statementNames.prepared(key, as: name)
         case (.settings, PGRES_TUPLES_OK), (.settings, PGRES_SINGLE_TUPLE), (.settings, PGRES_COMMAND_OK):
             // Dropped. In single-row mode too: libpq resets that mode when a pipeline moves to
             // its next query, not when a pipeline starts, so the first query of a pipeline on a

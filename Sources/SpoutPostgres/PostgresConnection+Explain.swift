@@ -19,7 +19,7 @@ extension PostgresConnection {
             statement = "EXPLAIN DECLARE spout_explain NO SCROLL CURSOR FOR \(sql.text)"
         } else {
             try self.openImplicitTransactionIfNeeded()
-            if !options.planForValues, let name = try self.preparedStatementName(for: sql.text, handle: handle) {
+            if !options.planForValues, let name = try self.preparedStatementName(for: sql.text, bound, handle: handle) {
                 let values = try parameters.map { try self.literal($0, handle: handle) }
                 statement = "EXPLAIN EXECUTE \(name)" + (values.isEmpty ? "" : "(\(values.joined(separator: ", ")))")
                 bound = try PostgresTextParameters([])
@@ -28,8 +28,8 @@ extension PostgresConnection {
             }
         }
         self.statementStarting()
-        let result = bound.withUnsafeCValues { count, values in
-            PQexecParams(handle, statement, count, nil, values, nil, nil, 0)
+        let result = bound.withUnsafeCValues { count, values, types in
+            PQexecParams(handle, statement, count, types, values, nil, nil, 0)
         }
         defer {
             PQclear(result)

@@ -20,7 +20,7 @@ extension PostgresConnection {
         self.statistics.recordStatement()
         self.statementStarting()
         // Planned for these values: sent unnamed, as without session state.
-        let name = options.planForValues ? nil : try self.preparedStatementName(for: sql.text, handle: handle)
+        let name = options.planForValues ? nil : try self.preparedStatementName(for: sql.text, parameters, handle: handle)
         guard self.send(sql.text, prepared: name, parameters, handle: handle) == 1 else {
             let error = self.makeError(nil)
             self.drainResults(handle)
@@ -87,8 +87,8 @@ extension PostgresConnection {
         // DECLARE cannot reuse a prepared statement (its cursor name changes every time), so
         // it goes through PQexecParams with the same text parameters.
         let declare = "DECLARE \(name) NO SCROLL CURSOR FOR \(sql.text)"
-        let result = parameters.withUnsafeCValues { count, values in
-            PQexecParams(handle, declare, count, nil, values, nil, nil, 0)
+        let result = parameters.withUnsafeCValues { count, values, types in
+            PQexecParams(handle, declare, count, types, values, nil, nil, 0)
         }
         defer {
             PQclear(result)

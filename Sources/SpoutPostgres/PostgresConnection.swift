@@ -271,33 +271,35 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
 
     // MARK: Statements
 
-    /// The name of the prepared statement for `text`, preparing it on first use; nil without
-    /// session state (the statement is then sent unnamed, see ``send(_:prepared:_:handle:)``).
-    func preparedStatementName(for text: String, handle: OpaquePointer) throws -> String? {
+    /// The name of the prepared statement for `text` with the types of `parameters`,
+    /// preparing it on first use; nil without session state (the statement is then sent
+    /// unnamed, see ``send(_:prepared:_:handle:)``).
+    func preparedStatementName(for text: String, _ parameters: PostgresTextParameters, handle: OpaquePointer) throws -> String? {
         guard self.keepsSessionState else { return nil }
-        if let name = self.statementNames.prepared[text] {
+        let key = PostgresStatementNames.key(text, parameters)
+        if let name = self.statementNames.prepared[key] {
             return name
         }
         let name = self.statementNames.reservePreparedName()
-        let result = PQprepare(handle, name, text, 0, nil)
+        let result = parameters.withUnsafeTypes { count, types in PQprepare(handle, name, text, count, types) }
         defer { PQclear(result) }
         guard let result, PQresultStatus(result) == PGRES_COMMAND_OK else {
             let error = self.makeError(result)
             self.noteTransactionState()
             throw error
         }
-        self.statementNames.prepared(text, as: name)
+        self.statementNames.prepared(key, as: name)
         return name
     }
 
     /// Sends `text` (without waiting for its result): as the prepared statement `name`, or
     /// unnamed with its text when `name` is nil. Returns libpq's 1 on success.
     func send(_ text: String, prepared name: String?, _ parameters: PostgresTextParameters, handle: OpaquePointer) -> Int32 {
-        parameters.withUnsafeCValues { count, values in
+        parameters.withUnsafeCValues { count, values, types in
             if let name {
                 PQsendQueryPrepared(handle, name, count, values, nil, nil, 0)
             } else {
-                PQsendQueryParams(handle, text, count, nil, values, nil, nil, 0)
+                PQsendQueryParams(handle, text, count, types, values, nil, nil, 0)
             }
         }
     }
@@ -309,7 +311,7 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         try self.openImplicitTransactionIfNeeded()
         self.statistics.recordStatement()
         self.statementStarting()
-        let name = try self.preparedStatementName(for: sql.text, handle: handle)
+        let name = try self.preparedStatementName(for: sql.text, parameters, handle: handle)
         guard self.send(sql.text, prepared: name, parameters, handle: handle) == 1 else {
             let error = self.makeError(nil)
             self.noteTransactionState()

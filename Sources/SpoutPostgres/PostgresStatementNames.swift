@@ -6,7 +6,7 @@
 /// (``prepared(_:as:)``) once it succeeded, so a failed `PREPARE` never leaves a name that
 /// refers to nothing, and names are never reused.
 struct PostgresStatementNames: Sendable, Equatable {
-    /// SQL text → prepared statement name, for the statements prepared successfully.
+    /// ``key(_:_:)`` → prepared statement name, for the statements prepared successfully.
     private(set) var prepared: [String: String] = [:]
     private var preparedCount = 0
     private var cursorCount = 0
@@ -17,9 +17,16 @@ struct PostgresStatementNames: Sendable, Equatable {
         return "spout_\(self.preparedCount)"
     }
 
-    /// `text` was prepared as `name`.
-    mutating func prepared(_ text: String, as name: String) {
-        self.prepared[text] = name
+    /// The statement `key` (``key(_:_:)``) was prepared as `name`.
+    mutating func prepared(_ key: String, as name: String) {
+        self.prepared[key] = name
+    }
+
+    /// What a prepared statement is found by: its SQL text, and the parameter types it was
+    /// prepared with when any is declared (``PostgresTextParameters/typeSignature``).
+    static func key(_ text: String, _ parameters: PostgresTextParameters) -> String {
+        let signature = parameters.typeSignature
+        return signature.isEmpty ? text : text + "\u{0}" + signature
     }
 
     /// A new server cursor name, not used before on this connection.

@@ -89,7 +89,7 @@ struct ParameterTypeConflictTests {
             "GET /mismatch/{code}: PostgreSQL reads :limit as integer, but it is declared number (\(file)); a value that is no integer \(tail) `type: integer`",
             "GET /mismatch/{code}: PostgreSQL reads :flag as boolean, but it is declared integer (\(file)); a value that is no boolean \(tail) `type: boolean`",
             "GET /files: PostgreSQL reads :image as bytea, but it is declared string (\(file)); text goes through PostgreSQL's bytea input, which reads `\\x` and backslashes as escapes, where SQLite stores it as text: declare `type: bytes`",
-            "GET /files: PostgreSQL reads :caption as text, but it is declared bytes (\(file)); bytes would be stored as the text of their `\\x` hex digits, not as the file: make the column bytea (BLOB on SQLite), or declare the parameter `type: string`",
+            "GET /files: PostgreSQL reads :caption as text, but it is declared bytes (\(file)); bytes go to PostgreSQL as bytea, which text does not take, so the statement fails (a 500), where SQLite stores them: make the column bytea (BLOB on SQLite), or declare the parameter `type: string`",
         ])
     }
 

@@ -57,6 +57,15 @@ struct PgBouncerTests {
             #expect(deleted.status == 204)
             #expect(try await bounced.get("/pets/Bouncy").status == 404)
 
+            // An upload of 3 MB (a bytea parameter of 6 MB of hex) reaches PostgreSQL whole
+            // through the pooler, as it does straight.
+            let upload = (0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
+            let put = RawHTTP.request("PUT", "/echo", headers: [("Content-Type", "application/octet-stream")], body: upload)
+            let uploadedDirect = try await RawHTTP.send(port: direct.port, put)
+            let uploadedBounced = try await RawHTTP.send(port: bounced.port, put)
+            #expect(uploadedDirect.status == 200 && uploadedDirect.text.hasPrefix(#"{"size":3000000,"md5":""#), "\(uploadedDirect.text)")
+            #expect(uploadedBounced.status == 200 && uploadedBounced.text == uploadedDirect.text, "\(uploadedBounced.text)")
+
             // The endpoint's statement timeout applies (SET LOCAL in the request's transaction).
             let started = ContinuousClock.now
             let slow = try await bounced.get("/sleepy")
@@ -176,6 +185,15 @@ struct PgBouncerTests {
             get:
               description: A GET whose SQL writes.
               sql: WITH gone AS (DELETE FROM pet RETURNING name) SELECT name FROM gone
+          /echo:
+            put:
+              description: What an upload held, as PostgreSQL received it.
+              sql: SELECT length(:data) AS "size", md5(:data) AS "md5"
+              result: object
+              body: data
+              maxBodyBytes: 4000000
+              parameters:
+                data: {type: bytes, required: true}
 
         """
 

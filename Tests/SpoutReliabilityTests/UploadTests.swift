@@ -53,6 +53,14 @@ struct UploadTests {
               result: none
               parameters:
                 image: {type: bytes, required: true}
+          /measure:
+            put:
+              description: "The length of the body, where the SQL leaves the parameter's type open."
+              sql: SELECT length(:image) AS "size"
+              body: image
+              result: object
+              parameters:
+                image: {type: bytes, required: true}
           /photos/{name}/caption:
             get:
               sql: SELECT caption FROM photo WHERE name = :name
@@ -121,6 +129,8 @@ struct UploadTests {
         let chunked = Array("PUT /small/u HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: image/png\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nabcdef\r\n6\r\nghijkl\r\n0\r\n\r\n".utf8)
         let tooSmallInChunks = try await RawHTTP.send(port: service.port, chunked)
         let a = try await service.get("/photos/a")
+        // PostgreSQL is told the parameter is bytea: length() counts bytes, not the hex text.
+        let measured = try await send("PUT", "/measure", "image/png", Self.image)
         // A multipart file part beside a text part.
         let multipart = try await send(
             "POST", "/photos", form,
@@ -164,6 +174,7 @@ struct UploadTests {
         #expect(tooSmall.text == #"{"error":"request body too large: at most 10 bytes"}"#)
         #expect(tooSmallInChunks.status == 413, "\(tooSmallInChunks.status) \(tooSmallInChunks.text)")
         #expect(a.status == 200 && a.body == Self.image, "\(a.status) \(a.body.count)")
+        #expect(measured.text == #"{"size":1024}"#, "\(measured.text)")
         #expect(multipart.status == 204, "\(multipart.text)")
         #expect(c.body == Self.image)
         #expect(cCaption.text == #""Grüße""#)
