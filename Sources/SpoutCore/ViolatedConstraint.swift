@@ -20,13 +20,20 @@ public struct ViolatedConstraint: Sendable, Hashable {
     /// A CHECK constraint: PostgreSQL's constraint name; SQLite's report of it, its name or its
     /// expression as written (`color IN ('red','blue')`), which names no table.
     public var check: String?
+    /// A foreign key: PostgreSQL's constraint name; SQLite names none (`FOREIGN KEY constraint
+    /// failed`), so this is empty there.
+    public var foreignKey: String?
 
-    public init(columns: [String], index: String? = nil, schema: String? = nil, table: String? = nil, check: String? = nil) {
+    public init(
+        columns: [String], index: String? = nil, schema: String? = nil, table: String? = nil, check: String? = nil,
+        foreignKey: String? = nil
+    ) {
         self.columns = columns
         self.index = index
         self.schema = schema
         self.table = table
         self.check = check
+        self.foreignKey = foreignKey
     }
 
     /// The table and columns of SQLite's message for a unique or NOT NULL violation
@@ -34,6 +41,7 @@ public struct ViolatedConstraint: Sendable, Hashable {
     /// (`CHECK constraint failed: a_small`); nil for any other message (an index on an
     /// expression: `... failed: index 'i'`).
     public static func sqlite(message: String) -> ViolatedConstraint? {
+        if message == "FOREIGN KEY constraint failed" { return ViolatedConstraint(columns: [], foreignKey: "") }
         let checkPrefix = "CHECK constraint failed: "
         if message.hasPrefix(checkPrefix) {
             let check = String(message.dropFirst(checkPrefix.count))

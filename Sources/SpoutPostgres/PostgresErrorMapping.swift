@@ -44,6 +44,9 @@ enum PostgresErrorMapping {
         case "23502":
             guard let column = field(UInt8(ascii: "c")) else { return nil }
             return ViolatedConstraint(columns: [column], schema: field(UInt8(ascii: "s")), table: table)
+        case "23503":
+            guard let constraint = field(UInt8(ascii: "n")), let schema = field(UInt8(ascii: "s")), table != nil else { return nil }
+            return ViolatedConstraint(columns: [], schema: schema, table: table, foreignKey: constraint)
         case "23514":
             // A domain's check names no table: nothing to trace.
             guard let check = field(UInt8(ascii: "n")), let schema = field(UInt8(ascii: "s")), table != nil else { return nil }

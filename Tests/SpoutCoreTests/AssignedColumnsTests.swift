@@ -81,7 +81,9 @@ import Testing
         #expect(ViolatedConstraint.sqlite(message: "UNIQUE constraint failed: index 'tag_label'") == nil)
         // A CHECK is reported, not its columns: ``CheckConstraints`` finds them in the table's SQL.
         #expect(ViolatedConstraint.sqlite(message: "CHECK constraint failed: length(name) > 0") == ViolatedConstraint(columns: [], check: "length(name) > 0"))
-        #expect(ViolatedConstraint.sqlite(message: "FOREIGN KEY constraint failed") == nil)
+        // A foreign key is reported without a name: the tracer finds it by its parent's rows.
+        #expect(ViolatedConstraint.sqlite(message: "FOREIGN KEY constraint failed") == ViolatedConstraint(columns: [], foreignKey: ""))
+        #expect(ViolatedConstraint.sqlite(message: "FOREIGN KEY constraint failed: x") == nil)
     }
 }
 

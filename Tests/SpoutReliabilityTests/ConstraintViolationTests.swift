@@ -25,6 +25,13 @@ struct ConstraintViolationTests {
             CHECK (name <> owner)
         );
         CREATE UNIQUE INDEX tag_label ON tag (lower(label));
+        CREATE TABLE shelf (name VARCHAR(20) PRIMARY KEY);
+        INSERT INTO shelf (name) VALUES ('top');
+        CREATE TABLE sticker (
+            id       INT PRIMARY KEY,
+            tag_code VARCHAR(20) REFERENCES tag (code),
+            shelf    VARCHAR(20) REFERENCES shelf
+        );
         """
 
     static let endpoints = """
@@ -50,6 +57,15 @@ struct ConstraintViolationTests {
               result: none
               parameters:
                 - {name: newCode, type: string}
+          /stickers:
+            post:
+              description: Sticks a tag's sticker on a shelf.
+              sql: INSERT INTO sticker (id, tag_code, shelf) VALUES (:id, :tagCode, :shelf)
+              result: none
+              parameters:
+                - {name: id, type: integer, required: true}
+                - {name: tagCode, type: string}
+                - {name: shelf, type: string}
 
         """
 
@@ -85,6 +101,11 @@ struct ConstraintViolationTests {
         let badColor = try await post("/tags", "owner=cy&name=c&color=purple")
         let longLabel = try await post("/tags", "owner=cy&name=l&color=red&label=abcdefghijkl")
         let sameNames = try await post("/tags", "owner=cy&name=cy&color=red")
+        // Foreign keys: to a unique column, to a primary key named by the table alone, NULL.
+        let stuck = try await post("/stickers", "id=1&tagCode=c1&shelf=top")
+        let noTag = try await post("/stickers", "id=2&tagCode=zz&shelf=top")
+        let noShelf = try await post("/stickers", "id=3&tagCode=c2&shelf=bottom")
+        let unshelved = try await post("/stickers", "id=4&tagCode=c2")
         await service.stop()
         let stored = try await onThread {
             let connection = try Drivers.driver(for: database.url).connect(readOnly: true, statistics: QueryStatistics())
@@ -111,6 +132,12 @@ struct ConstraintViolationTests {
         #expect(longLabel.text == #"{"error":"constraint violation","parameter":"label","value":"abcdefghijkl"}"#)
         #expect(sameNames.status == 422)
         #expect(sameNames.text == #"{"error":"constraint violation"}"#)
+        #expect(stuck.status == 204, "\(stuck.text)")
+        #expect(noTag.status == 422)
+        #expect(noTag.text == #"{"error":"constraint violation","parameter":"tagCode","value":"zz"}"#)
+        #expect(noShelf.status == 422)
+        #expect(noShelf.text == #"{"error":"constraint violation","parameter":"shelf","value":"bottom"}"#)
+        #expect(unshelved.status == 204, "\(unshelved.text)")
         #expect(stored == [[.text("ann"), .text("c1")], [.text("bea"), .text("c2")]])
     }
 }
