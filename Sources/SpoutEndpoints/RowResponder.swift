@@ -20,7 +20,9 @@ extension RowResult {
 ///
 /// In order:
 /// 1. Negotiates the format (`Accept`; 406 when nothing offered is acceptable): JSON, JSON
-///    Lines or CSV, or the one type of a stored file (``RowResult/format``).
+///    Lines or CSV, or the one type of a stored file (``RowResult/format``), checked once the
+///    row is read when the row holds its type (``RowResult/mediaTypeColumn``). A stored file
+///    goes with `nosniff` and a sandboxing `Content-Security-Policy`.
 /// 2. With a version validator, reads the version first: a match with `If-None-Match` is a
 ///    304 and the rows are not read. A version that cannot be read leaves the response
 ///    untagged (logged), unless its replica is gone (then the primary answers all of it).

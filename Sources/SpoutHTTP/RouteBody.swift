@@ -6,7 +6,7 @@
 /// (``RawArguments/appendContent(_:for:)``): its bytes as they are for a `bytes` parameter, its
 /// text for a `string` one. An empty body leaves the parameter absent. Only the body gives
 /// these parameters values: the server drops any the query string names
-/// (``arguments(_:contentType:)`` replaces them).
+/// (``arguments(_:contentType:replacingIn:)`` replaces them).
 public struct RouteBody: Sendable, Hashable {
     /// The parameter that receives the body.
     public var parameter: String
