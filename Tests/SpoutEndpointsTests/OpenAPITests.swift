@@ -22,7 +22,58 @@ struct OpenAPITests {
         "the generated document is valid OpenAPI 3.1 (openapi-spec-validator)",
         .enabled(if: OpenAPITests.mustValidate, "python3 with openapi-spec-validator is not installed (pip install openapi-spec-validator)"))
     func validates() throws {
-        let document = try Repository.shippedEndpoints().openAPIDocument()
+        try Self.validate(try Repository.shippedEndpoints().openAPIDocument())
+    }
+
+    /// Uploads' shapes, which no shipped endpoint has: a body of a media type range, a text
+    /// body, multipart file parts (one a list), Base64 fields, a stored file served by range.
+    static let uploads = """
+        paths:
+          /typed/{name}:
+            put:
+              description: A photo of any image type, with its type.
+              sql: INSERT INTO photo (name, image, media_type) VALUES (:name, :image, :imageType)
+              body: image
+              mediaType: image/*
+              mediaTypeParameter: imageType
+              maxBodyBytes: 3000000
+              result: none
+              parameters:
+                image: {type: bytes, required: true}
+            get:
+              sql: SELECT image, media_type AS "mediaType" FROM photo WHERE name = :name
+              result: bytes
+              mediaType: image/*
+              mediaTypeColumn: mediaType
+          /photos:
+            post:
+              sql: INSERT INTO photo (name, image, caption) VALUES (:name, :image, :caption)
+              result: none
+              parameters:
+                name: {required: true}
+                image: {type: bytes, required: true}
+                pages: {type: list of bytes}
+                caption:
+          /notes:
+            post:
+              sql: SELECT :note AS n
+              result: scalar
+              body: note
+              parameters:
+                note: {type: string}
+
+        """
+
+    @Test(
+        "a document with uploads is valid OpenAPI 3.1 too",
+        .enabled(if: OpenAPITests.mustValidate, "python3 with openapi-spec-validator is not installed (pip install openapi-spec-validator)"))
+    func validatesUploads() throws {
+        let directory = try TemporaryDirectory()
+        let file = try directory.write("uploads.yaml", Self.uploads)
+        try Self.validate(try EndpointSet.load(files: [file], sqlDirectory: Repository.sqlDirectory).openAPIDocument())
+    }
+
+    private static func validate(_ document: [UInt8]) throws {
         let directory = try TemporaryDirectory()
         let file = try directory.write("openapi.json", String(decoding: document, as: UTF8.self))
         let script = """
