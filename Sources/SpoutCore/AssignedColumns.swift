@@ -134,19 +134,7 @@ public struct AssignedColumns: Sendable, Hashable {
     /// `open..<close`, where `close` is the position of the parenthesis that closes the one at
     /// `open`; nil when none does.
     private static func parenthesized(_ tokens: ArraySlice<SQLToken>, from open: Int) -> Range<Int>? {
-        var depth = 0
-        var index = open
-        while index < tokens.endIndex {
-            switch tokens[index].kind {
-            case .openParenthesis: depth += 1
-            case .closeParenthesis:
-                depth -= 1
-                if depth == 0 { return open..<index }
-            default: break
-            }
-            index += 1
-        }
-        return nil
+        tokens.closingParenthesis(from: open).map { open..<$0 }
     }
 
     /// `tokens` cut at the commas outside parentheses.

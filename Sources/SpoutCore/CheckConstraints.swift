@@ -13,7 +13,7 @@ public enum CheckConstraints {
         let wanted = Self.trimmed(reported)
         for (position, token) in tokens.enumerated() where token.isWord("CHECK", in: bytes) {
             let open = position + 1
-            guard open < tokens.count, tokens[open].kind == .openParenthesis, let close = Self.closing(tokens, from: open) else {
+            guard open < tokens.count, tokens[open].kind == .openParenthesis, let close = tokens.closingParenthesis(from: open) else {
                 continue
             }
             let named = position >= 2 && tokens[position - 2].isWord("CONSTRAINT", in: bytes) ? tokens[position - 1].identifier(in: bytes) : nil
@@ -28,20 +28,5 @@ public enum CheckConstraints {
     /// `text` without the white space around it.
     private static func trimmed(_ text: String) -> String {
         String(text.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
-    }
-
-    /// The index of the parenthesis closing the one at `open`.
-    private static func closing(_ tokens: [SQLToken], from open: Int) -> Int? {
-        var depth = 0
-        for index in open..<tokens.count {
-            switch tokens[index].kind {
-            case .openParenthesis: depth += 1
-            case .closeParenthesis:
-                depth -= 1
-                if depth == 0 { return index }
-            default: break
-            }
-        }
-        return nil
     }
 }

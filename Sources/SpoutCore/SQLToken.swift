@@ -99,3 +99,21 @@ public struct SQLToken: Sendable, Hashable {
         return String(decoding: bytes[(self.range.lowerBound + 1)..<self.range.upperBound], as: UTF8.self)
     }
 }
+
+extension Collection<SQLToken> where Index == Int {
+    /// The position of the parenthesis that closes the one at `open` (an index of this
+    /// collection), counting the parentheses between; nil when none does.
+    public func closingParenthesis(from open: Int) -> Int? {
+        var depth = 0
+        for index in open..<self.endIndex {
+            switch self[index].kind {
+            case .openParenthesis: depth += 1
+            case .closeParenthesis:
+                depth -= 1
+                if depth == 0 { return index }
+            default: break
+            }
+        }
+        return nil
+    }
+}

@@ -37,9 +37,10 @@ public struct ViolatedConstraint: Sendable, Hashable {
     }
 
     /// The table and columns of SQLite's message for a unique or NOT NULL violation
-    /// (`UNIQUE constraint failed: pet.name`, `... failed: t.a, t.b`), or the CHECK it reports
-    /// (`CHECK constraint failed: a_small`); nil for any other message (an index on an
-    /// expression: `... failed: index 'i'`).
+    /// (`UNIQUE constraint failed: pet.name`, `... failed: t.a, t.b`), the CHECK it reports
+    /// (`CHECK constraint failed: a_small`), or a foreign key without a name (`FOREIGN KEY
+    /// constraint failed`); nil for any other message (an index on an expression: `... failed:
+    /// index 'i'`).
     public static func sqlite(message: String) -> ViolatedConstraint? {
         if message == "FOREIGN KEY constraint failed" { return ViolatedConstraint(columns: [], foreignKey: "") }
         let checkPrefix = "CHECK constraint failed: "

@@ -2,8 +2,8 @@ import HTTPTypes
 import SpoutCore
 import SpoutHTTP
 
-/// A unique, NOT NULL or CHECK violation traced back to the parameter whose argument caused
-/// it: the response is the database error's (409 or 422, the same `error` text) and names the
+/// A unique, NOT NULL, CHECK or foreign-key violation traced back to the parameter whose
+/// argument caused it: the response is the database error's (409 or 422, the same `error` text) and names the
 /// parameter, with the value sent, as an argument error does:
 /// `409 {"error":"unique violation","parameter":"name","value":"Rex"}`,
 /// `422 {"error":"constraint violation","parameter":"color","value":"purple"}`.
@@ -32,11 +32,12 @@ struct ConstraintViolation: Error, HTTPResponseError, CustomStringConvertible, C
     var debugDescription: String { "\(String(reflecting: self.error)) (parameter \(self.parameter))" }
 }
 
-/// Traces an endpoint's unique, NOT NULL and CHECK violations back to its parameters
-/// (``ConstraintViolation``): the columns the database names (PostgreSQL names a unique
-/// violation's index and a check violation's constraint, whose columns are read from the
+/// Traces an endpoint's unique, NOT NULL, CHECK and foreign-key violations back to its
+/// parameters (``ConstraintViolation``): the columns the database names (PostgreSQL names a
+/// unique violation's index and the constraint of the others, whose columns are read from the
 /// catalog; SQLite reports a CHECK by its name or expression, found in the written table's
-/// `CREATE TABLE`), the statement's ``SpoutCore/AssignedColumns``, and the request's arguments.
+/// `CREATE TABLE`, and a foreign key by nothing, found by looking its values up), the
+/// statement's ``SpoutCore/AssignedColumns``, and the request's arguments.
 ///
 /// A violation is traced when it is the written table's (not another table's, which a trigger
 /// wrote) and exactly one of the constraint's columns is assigned from a parameter the request
@@ -59,8 +60,9 @@ struct ConstraintTracer: Sendable {
     }
 
     /// `error` as a ``ConstraintViolation`` when it traces to one parameter, else `error`. A
-    /// PostgreSQL unique or check violation costs one catalog query on `database`, a SQLite
-    /// check violation two; when they fail the error is returned as it is.
+    /// PostgreSQL unique, check or foreign-key violation costs one catalog query on `database`,
+    /// a SQLite check violation two, a SQLite foreign-key violation one listing the written
+    /// table's keys and one or two per key; when they fail the error is returned as it is.
     func trace(_ error: any Error, arguments: [String: SQLValue], on database: Database) async -> any Error {
         guard let databaseError = error as? DatabaseError, let violated = databaseError.violated else { return error }
         var columns = violated.columns

@@ -214,16 +214,16 @@ struct EndpointFileParser {
         let sql = try self.sql(in: fields, owner: value, what: title)
         let result = try self.result(in: fields, method: method)
         let readOnly = try self.readOnly(in: fields, method: method)
-        var parameters = try self.declaredParameters(in: fields, pathKeys: EndpointPath.keys(of: path))
+        let pathKeys = EndpointPath.keys(of: path)
+        var parameters = try self.declaredParameters(in: fields, pathKeys: pathKeys)
         let labels = SQLLabels.labels(of: sql.text(for: .postgres))
         let (details, detailsParameter) = try self.details(
             in: fields, result: result, title: title, columns: labels.labels, parameters: &parameters)
         let (timeout, rowLimit) = try self.limits(in: fields, result: result)
         let consistency = try self.consistency(in: fields, readOnly: readOnly)
         let location = try self.location(in: fields, endpoint: value, result: result, parameters: parameters, title: title)
-        let body = try self.body(in: fields, method: method, parameters: parameters, pathKeys: EndpointPath.keys(of: path))
-        let mediaTypeParameter = try self.mediaTypeParameter(
-            in: fields, body: body, pathKeys: EndpointPath.keys(of: path), parameters: &parameters)
+        let body = try self.body(in: fields, method: method, parameters: parameters, pathKeys: pathKeys)
+        let mediaTypeParameter = try self.mediaTypeParameter(in: fields, body: body, pathKeys: pathKeys, parameters: &parameters)
         let mediaTypeColumn = try self.mediaTypeColumn(in: fields, result: result, labels: labels)
         var maxBodyBytes: Int?
         if let limitValue = fields.value("maxBodyBytes") {

@@ -7,8 +7,6 @@ public struct RawArguments: Sendable, Hashable {
     private var storage: [String: [String]] = [:]
     /// The bytes of each content value by key, in order.
     private var contentStorage: [String: [[UInt8]]] = [:]
-    /// Keys with a content value that is not UTF-8, so has no text.
-    private var undecodable: Set<String> = []
     /// Keys in order of first appearance.
     public private(set) var keys: [String] = []
     /// Keys whose values came as a list of their own (a JSON array), not as repeated keys.
@@ -40,11 +38,7 @@ public struct RawArguments: Sendable, Hashable {
     public mutating func appendContent(_ bytes: [UInt8], for key: String) {
         self.markPresent(key)
         self.contentStorage[key, default: []].append(bytes)
-        if let text = String(validating: bytes, as: UTF8.self) {
-            self.storage[key]!.append(text)
-        } else {
-            self.undecodable.insert(key)
-        }
+        if let text = String(validating: bytes, as: UTF8.self) { self.storage[key]!.append(text) }
     }
 
     /// The bytes of every content value of `key`, in order (empty when it came only as text).
@@ -54,14 +48,13 @@ public struct RawArguments: Sendable, Hashable {
 
     /// Whether `key` has content that is not UTF-8, which only a `bytes` parameter can take.
     public func hasUndecodableContent(_ key: String) -> Bool {
-        self.undecodable.contains(key)
+        self.contents(key).contains { String(validating: $0, as: UTF8.self) == nil }
     }
 
     /// Forgets every value of `key`, and that it appeared.
     public mutating func remove(_ key: String) {
         guard self.storage.removeValue(forKey: key) != nil else { return }
         self.contentStorage[key] = nil
-        self.undecodable.remove(key)
         self.lists.remove(key)
         self.keys.removeAll { $0 == key }
     }
@@ -96,7 +89,6 @@ public struct RawArguments: Sendable, Hashable {
             self.contentStorage[key, default: []].append(contentsOf: contents)
         }
         self.lists.formUnion(other.lists)
-        self.undecodable.formUnion(other.undecodable)
     }
 }
 

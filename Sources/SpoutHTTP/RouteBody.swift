@@ -39,14 +39,12 @@ public struct RouteBody: Sendable, Hashable {
     func arguments(_ body: [UInt8], contentType: String?) throws(ArgumentError) -> RawArguments {
         var arguments = RawArguments()
         guard !body.isEmpty else { return arguments }
-        if let accepted = self.mediaType, !self.accepts(contentType) {
-            let sent = contentType.map(MediaType.essence(of:)).flatMap { $0.isEmpty ? nil : $0 }
-            throw ArgumentError(.unsupportedBodyType(sent: sent, accepted: accepted), parameter: self.parameter)
+        let sent = MediaType.essence(of: contentType ?? "")
+        if let accepted = self.mediaType, !self.accepts(sent) {
+            throw ArgumentError(.unsupportedBodyType(sent: sent.isEmpty ? nil : sent, accepted: accepted), parameter: self.parameter)
         }
         arguments.appendContent(body, for: self.parameter)
-        if let typeParameter = self.mediaTypeParameter, let sent = contentType.map(MediaType.essence(of:)), !sent.isEmpty {
-            arguments.append(sent, for: typeParameter)
-        }
+        if let typeParameter = self.mediaTypeParameter, !sent.isEmpty { arguments.append(sent, for: typeParameter) }
         return arguments
     }
 

@@ -29,8 +29,9 @@ enum PostgresErrorMapping {
 
     /// What a unique violation (23505: its index and schema; the key's columns are looked up
     /// in the catalog, as the server leaves its message's key out under row-level security), a
-    /// NOT NULL violation (23502: its column) or a check violation (23514: its constraint, table
-    /// and schema; its columns are looked up too) concerns; nil for any other error.
+    /// NOT NULL violation (23502: its column), a foreign-key violation (23503) or a check
+    /// violation (23514) (their constraint, table and schema; their columns are looked up too)
+    /// concerns; nil for any other error.
     static func violated(in result: OpaquePointer, sqlState: String?) -> ViolatedConstraint? {
         func field(_ code: UInt8) -> String? {
             PQresultErrorField(result, Int32(code)).map { String(cString: $0) }

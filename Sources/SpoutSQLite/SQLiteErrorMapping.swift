@@ -36,8 +36,8 @@ enum SQLiteErrorMapping {
     static let constraintForeignKey: Int32 = SQLITE_CONSTRAINT | (3 << 8)
 
     /// The table and columns a unique, primary key or NOT NULL violation names in its message,
-    /// or the CHECK a check violation reports (``SpoutCore/ViolatedConstraint/sqlite(message:)``);
-    /// nil for other errors.
+    /// the CHECK a check violation reports, or that a foreign key failed
+    /// (``SpoutCore/ViolatedConstraint/sqlite(message:)``); nil for other errors.
     static func violated(_ extended: Int32, message: String) -> ViolatedConstraint? {
         let traced = [Self.constraintUnique, Self.constraintPrimaryKey, Self.constraintNotNull, Self.constraintCheck, Self.constraintForeignKey]
         guard traced.contains(extended) else { return nil }
