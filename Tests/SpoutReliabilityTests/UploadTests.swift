@@ -91,22 +91,54 @@ struct UploadTests {
         return body + Array("--\(boundary)--\r\n".utf8)
     }
 
+    /// A fresh database of `dialect` with the photo table, served with `endpoints`: `body` gets
+    /// the running server and runs SQL scripts on the database with `execute`. Nothing runs when
+    /// the dialect has no database here.
+    static func withPhotos(
+        _ dialect: SQLDialect, prefix: String, endpoints: String,
+        _ body: (_ service: InProcessServer, _ execute: (String) async throws -> Void) async throws -> Void
+    ) async throws {
+        guard let database = try TestDatabases.make(dialect, prefix: prefix) else { return }
+        defer { database.drop() }
+        func execute(_ script: String) async throws {
+            try await onThread {
+                let connection = try Drivers.driver(for: database.url).connect(readOnly: false, statistics: QueryStatistics())
+                defer { connection.close() }
+                try connection.executeScript(script)
+            }
+        }
+        try await execute(Self.schema[dialect]!)
+        let directory = try ServiceDirectory(databaseURL: database.url, extraEndpoints: ["photos.yaml": endpoints], shipped: false)
+        defer { directory.remove() }
+        let service = try await InProcessServer.start(directory)
+        try await body(service, execute)
+    }
+
+    /// Sends `body` as a `method` request to `target`, with its `Content-Type` when given.
+    static func send(
+        _ service: InProcessServer, _ method: String, _ target: String, _ contentType: String?, _ body: [UInt8]
+    ) async throws -> HTTPTestResponse {
+        try await RawHTTP.send(
+            port: service.port, RawHTTP.request(method, target, headers: contentType.map { [("Content-Type", $0)] } ?? [], body: body))
+    }
+
+    /// The operations of `path` in `/openapi.json`'s body.
+    static func operations(_ document: HTTPTestResponse, _ path: String) throws -> [String: Any]? {
+        let paths = (try JSONSerialization.jsonObject(with: Data(document.body)) as? [String: Any])?["paths"] as? [String: Any]
+        return paths?[path] as? [String: Any]
+    }
+
     @Test("a body, a multipart file and Base64 store the same bytes, served back as they are; 415 and 400 store nothing",
           arguments: SQLDialect.allCases)
     func uploads(_ dialect: SQLDialect) async throws {
-        guard let database = try TestDatabases.make(dialect, prefix: "spout_rel_uploads") else { return }
-        defer { database.drop() }
-        try await onThread {
-            let connection = try Drivers.driver(for: database.url).connect(readOnly: false, statistics: QueryStatistics())
-            defer { connection.close() }
-            try connection.executeScript(Self.schema[dialect]!)
+        try await Self.withPhotos(dialect, prefix: "spout_rel_uploads", endpoints: Self.endpoints) { service, _ in
+            try await Self.servesUploads(service)
         }
-        let directory = try ServiceDirectory(databaseURL: database.url, extraEndpoints: ["photos.yaml": Self.endpoints], shipped: false)
-        defer { directory.remove() }
-        let service = try await InProcessServer.start(directory)
+    }
+
+    private static func servesUploads(_ service: InProcessServer) async throws {
         func send(_ method: String, _ target: String, _ contentType: String?, _ body: [UInt8]) async throws -> HTTPTestResponse {
-            try await RawHTTP.send(
-                port: service.port, RawHTTP.request(method, target, headers: contentType.map { [("Content-Type", $0)] } ?? [], body: body))
+            try await Self.send(service, method, target, contentType, body)
         }
         let boundary = "----spout--boundary"
         let form = "multipart/form-data; boundary=\(boundary)"
@@ -189,12 +221,11 @@ struct UploadTests {
         #expect(b.status == 404)
 
         // OpenAPI: the upload's body is the file; the form's part is the file, its JSON Base64.
-        let paths = (try JSONSerialization.jsonObject(with: Data(document.body)) as? [String: Any])?["paths"] as? [String: Any]
-        let upload = ((paths?["/photos/{name}"] as? [String: Any])?["put"] as? [String: Any])?["requestBody"] as? [String: Any]
+        let upload = (try Self.operations(document, "/photos/{name}")?["put"] as? [String: Any])?["requestBody"] as? [String: Any]
         let uploadSchema = ((upload?["content"] as? [String: Any])?["image/*"] as? [String: Any])?["schema"] as? [String: String]
         #expect(uploadSchema == ["type": "string", "format": "binary", "description": "The photo."], "\(String(describing: upload))")
         #expect(upload?["required"] as? Bool == true)
-        let post = ((paths?["/photos"] as? [String: Any])?["post"] as? [String: Any])?["requestBody"] as? [String: Any]
+        let post = (try Self.operations(document, "/photos")?["post"] as? [String: Any])?["requestBody"] as? [String: Any]
         func imageSchema(_ mediaType: String) -> [String: String]? {
             let schema = ((post?["content"] as? [String: Any])?[mediaType] as? [String: Any])?["schema"] as? [String: Any]
             return (schema?["properties"] as? [String: Any])?["image"] as? [String: String]
@@ -229,21 +260,14 @@ struct UploadTests {
     @Test("each file's media type is stored beside it and served with it, within the endpoint's range; the query cannot set it",
           arguments: SQLDialect.allCases)
     func mediaTypePerFile(_ dialect: SQLDialect) async throws {
-        guard let database = try TestDatabases.make(dialect, prefix: "spout_rel_typed") else { return }
-        defer { database.drop() }
-        func execute(_ script: String) async throws {
-            try await onThread {
-                let connection = try Drivers.driver(for: database.url).connect(readOnly: false, statistics: QueryStatistics())
-                defer { connection.close() }
-                try connection.executeScript(script)
-            }
+        try await Self.withPhotos(dialect, prefix: "spout_rel_typed", endpoints: Self.typedEndpoints) { service, execute in
+            try await Self.servesTypedFiles(service, execute: execute)
         }
-        try await execute(Self.schema[dialect]!)
-        let directory = try ServiceDirectory(databaseURL: database.url, extraEndpoints: ["typed.yaml": Self.typedEndpoints], shipped: false)
-        defer { directory.remove() }
-        let service = try await InProcessServer.start(directory)
+    }
+
+    private static func servesTypedFiles(_ service: InProcessServer, execute: (String) async throws -> Void) async throws {
         func put(_ target: String, _ contentType: String, _ body: [UInt8]) async throws -> HTTPTestResponse {
-            try await RawHTTP.send(port: service.port, RawHTTP.request("PUT", target, headers: [("Content-Type", contentType)], body: body))
+            try await Self.send(service, "PUT", target, contentType, body)
         }
         let heic: [UInt8] = [0, 0, 0, 0x18] + Array("ftypheic".utf8)
         let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
@@ -280,8 +304,7 @@ struct UploadTests {
         // The same bytes under another type are another representation.
         #expect(none.header("ETag") != p.header("ETag"))
         // The type's parameter is no parameter a client sends; the file's type is the range.
-        let paths = (try JSONSerialization.jsonObject(with: Data(document.body)) as? [String: Any])?["paths"] as? [String: Any]
-        let operations = paths?["/typed/{name}"] as? [String: Any]
+        let operations = try Self.operations(document, "/typed/{name}")
         let parameters = ((operations?["put"] as? [String: Any])?["parameters"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
         #expect(parameters == ["name"])
         let served = ((((operations?["get"] as? [String: Any])?["responses"] as? [String: Any])?["200"] as? [String: Any])?["content"]
