@@ -196,7 +196,6 @@ extension HTTPConnectionHandler {
             context.write(self.wrapOutboundOut(.body(.byteBuffer(lastChunk))), promise: nil)
         }
         self.log(exchange, failure: failure)
-        // Set the state first: writing `.end` may deliver the next pipelined request at once.
         let keepAlive = exchange.keepAlive
         self.state = keepAlive ? .idle : .closing
         self.responseInProgress = false
@@ -205,6 +204,8 @@ extension HTTPConnectionHandler {
         let trailerFields = trailers.map(HTTPHeaders.init)
         if keepAlive {
             context.writeAndFlush(self.wrapOutboundOut(.end(trailerFields)), promise: nil)
+            // The requests pipelined behind this one, in order.
+            self.takeUpPipelined(context: context)
         } else {
             let channel = context.channel
             context.writeAndFlush(self.wrapOutboundOut(.end(trailerFields))).whenComplete { _ in channel.close(promise: nil) }

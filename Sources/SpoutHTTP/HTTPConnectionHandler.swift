@@ -4,9 +4,10 @@ import NIOCore
 import NIOHTTP1
 import SpoutCore
 
-/// Serves the requests of one connection, one at a time (`HTTPServerPipelineHandler` in
-/// front of it holds pipelined requests back until the previous response has ended, which
-/// keeps responses in order).
+/// Serves the requests of one connection, one at a time, in order: a request that arrives
+/// before the previous response has ended (HTTP/1.1 pipelining) waits in
+/// ``PipelinedRequests`` and is taken up when that response ends
+/// (`HTTPConnectionHandler+Pipelining.swift`).
 ///
 /// For each request it reads the body (bounded), routes, converts arguments, runs the handler
 /// in a task and writes the response: whole bodies with `Content-Length`, row streams through
@@ -19,8 +20,9 @@ import SpoutCore
 /// ``Route/apiKeys``. Every response head, streamed or whole, carries the request's CORS
 /// fields. Its responses are in `HTTPConnectionHandler+Responses.swift`; each request's record
 /// is an ``InFlightRequest``.
-final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
+final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
 
     // Internal rather than private: the responses (HTTPConnectionHandler+Responses.swift) read
@@ -51,6 +53,12 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     /// The peer's IP address as text, read once per connection (a connection's peer does not
     /// change); `-` when the channel has none.
     private var peerAddress: String?
+    /// What arrived of the requests after the one being answered, and whether a read waits for
+    /// them to be taken up.
+    var pipelined = PipelinedRequests()
+    /// ``takeUpPipelined(context:)`` is running (a response that ends while it takes up a
+    /// request must not start it again).
+    var isTakingUpPipelined = false
 
     init(environment: ConnectionEnvironment, arrival: RequestArrivalClock) {
         self.environment = environment
@@ -73,7 +81,18 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch self.unwrapInboundIn(data) {
+        let part = self.unwrapInboundIn(data)
+        if self.holdsArrivals {
+            if case .closing = self.state { return }
+            self.pipelined.hold(.part(part))
+            return
+        }
+        self.receive(part, context: context)
+    }
+
+    /// Takes one part of the request being received (or of the next one, when idle).
+    func receive(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
+        switch part {
         case .head(let head):
             guard case .idle = self.state else { return }
             self.arrival.reset()
@@ -125,6 +144,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             exchange.trace.span?.abandon(requestID: exchange.id)
         }
         self.state = .closing
+        self.pipelined.drop()
         context.fireChannelInactive()
     }
 
@@ -209,18 +229,31 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         }
     }
 
-    /// A request the parser rejects (NIO's pipeline handler delivers that error once the
-    /// response before it has ended) gets 431 when its head is too large, 400 otherwise, unless
+    /// A request the parser rejects gets 431 when its head is too large, 400 otherwise, unless
     /// a response is under way or the connection is already closed; then the connection
-    /// closes, as it does on any other error. (A head left half-sent when the connection
-    /// closes, say at shutdown, is reported as the channel goes inactive: answering it then
-    /// would write into a closed pipeline, which NIO's pipeline handler asserts against.)
+    /// closes, as it does on any other error. The parser's error for a request pipelined behind
+    /// the one being answered waits its turn, as that request would have. (A head left
+    /// half-sent when the connection closes, say at shutdown, is reported as the channel goes
+    /// inactive, and not answered.)
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if let parserError = error as? HTTPParserError {
-            if !self.responseInProgress && context.channel.isActive { self.answerParserError(parserError, context: context) }
-        } else {
-            self.environment.logger.debug("connection error", metadata: ["error": "\(String(reflecting: error))"])
+            if self.holdsArrivals {
+                if case .closing = self.state { return }
+                self.pipelined.hold(.parserError(parserError))
+                return
+            }
+            self.refuse(parserError, context: context)
+            return
         }
+        self.environment.logger.debug("connection error", metadata: ["error": "\(String(reflecting: error))"])
+        context.close(promise: nil)
+    }
+
+    /// Answers the parser's error (unless a response is under way or the channel is gone), and
+    /// closes.
+    func refuse(_ parserError: HTTPParserError, context: ChannelHandlerContext) {
+        if !self.responseInProgress && context.channel.isActive { self.answerParserError(parserError, context: context) }
+        self.pipelined.drop()
         context.close(promise: nil)
     }
 

@@ -304,8 +304,10 @@ public final class HTTPServer: Service {
         // No outbound header validation: every head and trailer this server writes is made
         // from `HTTPFields`, whose names are checked when made and whose values are legalized
         // (`HTTPField(name:value:)`), so NIO's validator would check each field a second time.
+        // No pipelining assistance either: the connection handler keeps pipelined requests in
+        // order itself (`PipelinedRequests`), without a handler every part passes through.
         try sync.configureHTTPServerPipeline(
-            withPipeliningAssistance: true, withErrorHandling: false, withOutboundHeaderValidation: false,
+            withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
             withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits
         )
         try sync.addHandler(HTTPConnectionHandler(environment: environment, arrival: arrival))

@@ -1,6 +1,8 @@
 // nio-floor PORT: answers every request with `{"status":"ok"}` (the bytes and head fields of
 // Spout's `GET /health`, without its request id and trace fields), keep-alive, one event loop
-// per core, as Spout's server is set up.
+// per core, as Spout's server is set up. With `NIO_FLOOR_PIPELINING=0` the pipeline goes without
+// NIO's pipelining assistance (`HTTPServerPipelineHandler`), to measure what that handler costs.
+import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -33,6 +35,7 @@ final class FloorHandler: ChannelInboundHandler {
     }
 }
 
+let pipelining = ProcessInfo.processInfo.environment["NIO_FLOOR_PIPELINING"] != "0"
 let port = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 8080 : 8080
 let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
 let channel = try ServerBootstrap(group: group)
@@ -41,7 +44,7 @@ let channel = try ServerBootstrap(group: group)
     .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
     .childChannelInitializer { channel in
         channel.eventLoop.makeCompletedFuture {
-            try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+            try channel.pipeline.syncOperations.configureHTTPServerPipeline(withPipeliningAssistance: pipelining, withErrorHandling: true)
             try channel.pipeline.syncOperations.addHandler(FloorHandler())
         }
     }

@@ -1,0 +1,80 @@
+import NIOCore
+import NIOHTTP1
+
+/// HTTP/1.1 pipelining and the server's shutdown for ``HTTPConnectionHandler``: requests that
+/// arrive while one is answered wait in ``PipelinedRequests`` and are taken up, in order, as
+/// each response ends; on shutdown the request under way is the connection's last. (NIO's
+/// `HTTPServerPipelineHandler` did this from its own place in the pipeline, which every part of
+/// every request and response passed through, and turned the socket's read interest off and on
+/// around each request.)
+extension HTTPConnectionHandler {
+    /// Whether what the parser delivers now must wait: a request is being answered (its whole
+    /// head and body have arrived), the connection is closing, or earlier arrivals wait.
+    var holdsArrivals: Bool {
+        switch self.state {
+        case .responding, .closing: true
+        case .idle, .receiving: !self.pipelined.isEmpty
+        }
+    }
+
+    /// Reads go on while a response is written, unless pipelined arrivals wait to be taken up
+    /// (then the read waits with them), or the connection is closing.
+    func read(context: ChannelHandlerContext) {
+        if case .closing = self.state { return }
+        guard self.pipelined.isEmpty else {
+            self.pipelined.readIsWaiting = true
+            return
+        }
+        context.read()
+    }
+
+    /// Takes up what arrived while the last response was written, until a request is being
+    /// answered again (or the connection closes); then passes on a read that waited for it. A
+    /// response that ends at once (a 404) comes back here from ``receive(_:context:)``; the
+    /// `while` loop, not recursion, takes up the next request.
+    func takeUpPipelined(context: ChannelHandlerContext) {
+        guard !self.isTakingUpPipelined else { return }
+        self.isTakingUpPipelined = true
+        defer { self.isTakingUpPipelined = false }
+        while !self.holdsArrivalsBehindResponse, let arrival = self.pipelined.takeFirst() {
+            switch arrival {
+            case .part(let part): self.receive(part, context: context)
+            case .parserError(let error): self.refuse(error, context: context)
+            }
+        }
+        if self.pipelined.isEmpty && self.pipelined.readIsWaiting {
+            self.pipelined.readIsWaiting = false
+            if case .closing = self.state { return }
+            context.read()
+        }
+    }
+
+    /// A request is being answered or the connection is closing: nothing more is taken up now.
+    private var holdsArrivalsBehindResponse: Bool {
+        switch self.state {
+        case .responding, .closing: true
+        case .idle, .receiving: false
+        }
+    }
+
+    /// The server is shutting down (`ServerQuiescingHelper`): an idle connection closes now; one
+    /// with a request under way answers it with `Connection: close` (when its head has not gone
+    /// yet) and closes after its end. Requests pipelined behind it are dropped unanswered, as
+    /// on any close, for the client to send again.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard event is ChannelShouldQuiesceEvent else {
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
+        self.pipelined.drop()
+        switch self.state {
+        case .idle:
+            self.state = .closing
+            context.close(promise: nil)
+        case .receiving(_, _, let exchange), .responding(let exchange):
+            exchange.keepAlive = false
+        case .closing:
+            break
+        }
+    }
+}
