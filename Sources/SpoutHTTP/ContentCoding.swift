@@ -32,10 +32,26 @@ public enum ContentCoding: String, Sendable, CaseIterable {
     /// Whether a body of `contentType` is worth compressing: text (`text/*`), JSON, JSON Lines,
     /// XML and JavaScript (also `…+json`, `…+xml`). Anything else (images, PDFs, archives, a
     /// stored file of unknown type) is usually compressed already, and goes as it is.
+    ///
+    /// Every whole body above ``minimumWholeBody`` asks, so it reads the essence's bytes in place
+    /// (``MediaType/essence(of:)`` makes a lower-cased copy).
     public static func compresses(contentType: String) -> Bool {
-        let essence = MediaType.essence(of: contentType)
-        if essence.hasPrefix("text/") || essence.hasSuffix("+json") || essence.hasSuffix("+xml") { return true }
-        return ["application/json", "application/x-ndjson", "application/xml", "application/javascript"].contains(essence)
+        var essence = contentType.utf8[...]
+        if let semicolon = essence.firstIndex(of: UInt8(ascii: ";")) { essence = essence[..<semicolon] }
+        while let first = essence.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { essence.removeFirst() }
+        while let last = essence.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") { essence.removeLast() }
+        func lowered(_ byte: UInt8) -> UInt8 { byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte }
+        func starts(_ prefix: StaticString) -> Bool {
+            let prefix = UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
+            return essence.count >= prefix.count && zip(essence, prefix).allSatisfy { lowered($0) == $1 }
+        }
+        func ends(_ suffix: StaticString) -> Bool {
+            let suffix = UnsafeBufferPointer(start: suffix.utf8Start, count: suffix.utf8CodeUnitCount)
+            return essence.count >= suffix.count && zip(essence.suffix(suffix.count), suffix).allSatisfy { lowered($0) == $1 }
+        }
+        func equals(_ type: StaticString) -> Bool { essence.count == type.utf8CodeUnitCount && starts(type) }
+        return starts("text/") || ends("+json") || ends("+xml") || equals("application/json") || equals("application/x-ndjson")
+            || equals("application/xml") || equals("application/javascript")
     }
 
     /// The coding to use for a request with this `Accept-Encoding` value, or nil for none

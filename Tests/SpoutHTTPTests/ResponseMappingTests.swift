@@ -30,10 +30,16 @@ struct ResponseMappingTests {
     }
 
     @Test func onlyTextTypesAreCompressed() {
-        for type in ["application/json", "application/x-ndjson", "text/csv; charset=utf-8", "text/html", "application/problem+json", "image/svg+xml"] {
+        for type in [
+            "application/json", "application/x-ndjson", "text/csv; charset=utf-8", "text/html", "application/problem+json", "image/svg+xml",
+            " Application/JSON ; charset=utf-8", "TEXT/plain", "application/xml", "application/javascript",
+        ] {
             #expect(ContentCoding.compresses(contentType: type), "\(type)")
         }
-        for type in ["image/png", "image/jpeg", "application/pdf", "application/octet-stream", "application/zip", ""] {
+        for type in [
+            "image/png", "image/jpeg", "application/pdf", "application/octet-stream", "application/zip", "", "text", "application/jsonx",
+            "application/json+zip", "image/png; note=text/", "application/ json",
+        ] {
             #expect(!ContentCoding.compresses(contentType: type), "\(type)")
         }
     }
