@@ -105,6 +105,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 return
             }
             self.state = .receiving(head, context.channel.allocator.buffer(capacity: 0), exchange)
+            self.meetExpectation(of: exchange, context: context)
         case .body(var chunk):
             guard case .receiving(let head, var body, let exchange) = self.state else { return }
             if body.readableBytes + chunk.readableBytes > exchange.maximumBodySize {
@@ -152,9 +153,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// `Content-Length` above 0, or chunks) to a route that has one, else the server's.
     private func maximumBodySize(for head: HTTPRequestHead, exchange: InFlightRequest) -> Int {
         let limit = self.environment.configuration.maximumBodySize
-        let fields = exchange.requestFields
-        let sendsBody = fields[values: .contentLength].first.map { $0 != "0" } ?? fields.contains(.transferEncoding)
-        guard sendsBody, self.environment.router.hasBodyLimits, let method = HTTPRequest.Method(head.method.rawValue),
+        guard exchange.sendsBody, self.environment.router.hasBodyLimits, let method = HTTPRequest.Method(head.method.rawValue),
             case .found(let route, _) = self.environment.router.match(method, path: exchange.path)
         else { return limit }
         return route.maximumBodySize ?? limit
@@ -250,9 +249,11 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     /// Answers the parser's error (unless a response is under way or the channel is gone), and
-    /// closes.
+    /// closes: nothing held is taken up after it. (A request being received keeps its state
+    /// until the channel goes inactive, which ends its span.)
     func refuse(_ parserError: HTTPParserError, context: ChannelHandlerContext) {
         if !self.responseInProgress && context.channel.isActive { self.answerParserError(parserError, context: context) }
+        if case .idle = self.state { self.state = .closing }
         self.pipelined.drop()
         context.close(promise: nil)
     }

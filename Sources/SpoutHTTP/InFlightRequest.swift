@@ -43,6 +43,11 @@ final class InFlightRequest {
 
     var isHead: Bool { self.method == .HEAD }
 
+    /// Whether the request sends a body: a `Content-Length` other than 0, or chunks.
+    var sendsBody: Bool {
+        self.requestFields[values: .contentLength].first.map { $0 != "0" } ?? self.requestFields.contains(.transferEncoding)
+    }
+
     init(number: Int, head: HTTPRequestHead, cors: CORSPolicy, tracer: (any Tracer)?) {
         self.number = number
         self.requestFields = HTTPFields(head.headers)
