@@ -150,12 +150,16 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     /// The body limit of the request `head` starts: its route's own when it sends a body (a
-    /// `Content-Length` above 0, or chunks) to a route that has one, else the server's.
+    /// `Content-Length` above 0, or chunks) to a route that has one, else the server's. The
+    /// route it finds is kept for the dispatch (``InFlightRequest/routeMatch``).
     private func maximumBodySize(for head: HTTPRequestHead, exchange: InFlightRequest) -> Int {
         let limit = self.environment.configuration.maximumBodySize
-        guard exchange.sendsBody, self.environment.router.hasBodyLimits, let method = HTTPRequest.Method(head.method.rawValue),
-            case .found(let route, _) = self.environment.router.match(method, path: exchange.path)
-        else { return limit }
+        guard exchange.sendsBody, self.environment.router.hasBodyLimits, let method = HTTPRequest.Method(head.method.rawValue) else {
+            return limit
+        }
+        let match = self.environment.router.match(method, path: exchange.path)
+        exchange.routeMatch = match
+        guard case .found(let route, _) = match else { return limit }
         return route.maximumBodySize ?? limit
     }
 
@@ -281,7 +285,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             self.answerPreflight(exchange: exchange, cors: cors, context: context)
             return
         }
-        switch self.environment.router.match(method, path: exchange.path) {
+        switch exchange.routeMatch ?? self.environment.router.match(method, path: exchange.path) {
         case .notFound:
             self.sendError(ErrorResponse(status: .notFound, message: "not found"), exchange: exchange, context: context)
         case .methodNotAllowed(let allowed):

@@ -27,6 +27,10 @@ final class InFlightRequest {
     /// The largest body this request may send: its route's own limit, else the server's
     /// (``ServerConfiguration/maximumBodySize``); set when its head arrives.
     var maximumBodySize = 0
+    /// The route found when the head arrived (only for a request with a body while some route
+    /// has a body limit of its own: the limit depends on the route), so dispatching it does not
+    /// look the route up again.
+    var routeMatch: Router.Match?
     /// The status code sent (0 until a response starts), for the log and metrics.
     var status = 0
     var bytes = 0
