@@ -38,9 +38,8 @@ public enum ContentCoding: String, Sendable, CaseIterable {
     public static func compresses(contentType: String) -> Bool {
         var essence = contentType.utf8[...]
         if let semicolon = essence.firstIndex(of: UInt8(ascii: ";")) { essence = essence[..<semicolon] }
-        while let first = essence.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { essence.removeFirst() }
-        while let last = essence.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") { essence.removeLast() }
-        func lowered(_ byte: UInt8) -> UInt8 { byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte }
+        essence = Self.trimmingBlanks(essence)
+        let lowered = Self.asciiLowered
         func starts(_ prefix: StaticString) -> Bool {
             let prefix = UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
             return essence.count >= prefix.count && zip(essence, prefix).allSatisfy { lowered($0) == $1 }
@@ -124,13 +123,23 @@ public enum ContentCoding: String, Sendable, CaseIterable {
         var rest = value.utf8[...]
         while true {
             let end = rest.firstIndex(of: UInt8(ascii: ",")) ?? rest.endIndex
-            var item = rest[..<end]
-            while let first = item.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { item.removeFirst() }
-            while let last = item.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") { item.removeLast() }
-            // `| 0x20` lowers ASCII letters and leaves `-` as it is.
-            if item.elementsEqual("accept-encoding".utf8, by: { $0 | 0x20 == $1 }) { return true }
+            let item = Self.trimmingBlanks(rest[..<end])
+            if item.elementsEqual("accept-encoding".utf8, by: { Self.asciiLowered($0) == $1 }) { return true }
             guard end < rest.endIndex else { return false }
             rest = rest[rest.index(after: end)...]
         }
+    }
+
+    /// `bytes` without the spaces and tabs at either end (a field value's blanks, RFC 9110 §5.6.3).
+    private static func trimmingBlanks(_ bytes: Substring.UTF8View) -> Substring.UTF8View {
+        var bytes = bytes
+        while let first = bytes.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { bytes.removeFirst() }
+        while let last = bytes.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") { bytes.removeLast() }
+        return bytes
+    }
+
+    /// `byte` in lower case when it is an ASCII capital letter; any other byte as it is.
+    private static func asciiLowered(_ byte: UInt8) -> UInt8 {
+        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
     }
 }

@@ -16,9 +16,7 @@ extension HTTPConnectionHandler {
         guard !values.isEmpty, exchange.version.major == 1, exchange.version.minor >= 1 else { return }
         let expectations = values.flatMap { $0.split(separator: ",") }.map { $0.trimmingBlanks.lowercased() }.filter { !$0.isEmpty }
         guard expectations.allSatisfy({ $0 == "100-continue" }) else {
-            exchange.keepAlive = false
-            self.state = .responding(exchange)
-            self.sendError(
+            self.answerBeforeTheBody(
                 ErrorResponse(status: .expectationFailed, message: "only Expect: 100-continue is supported"), exchange: exchange,
                 context: context)
             return

@@ -8,13 +8,15 @@ import NIOHTTP1
 /// every request and response passed through, and turned the socket's read interest off and on
 /// around each request.)
 extension HTTPConnectionHandler {
-    /// Whether what the parser delivers now must wait: a request is being answered (its whole
-    /// head and body have arrived), the connection is closing, or earlier arrivals wait.
-    var holdsArrivals: Bool {
-        switch self.state {
-        case .responding, .closing: true
-        case .idle, .receiving: !self.pipelined.isEmpty
-        }
+    /// Whether `arrival`, just delivered by the parser, must wait rather than be taken now: a
+    /// request is being answered (its whole head and body have arrived), or earlier arrivals
+    /// wait. Held in order then; dropped when the connection is closing. True when it was held
+    /// or dropped.
+    func heldBack(_ arrival: PipelinedRequests.Arrival) -> Bool {
+        guard self.isAnsweringOrClosing || !self.pipelined.isEmpty else { return false }
+        if case .closing = self.state { return true }
+        self.pipelined.hold(arrival)
+        return true
     }
 
     /// Reads go on while a response is written, unless pipelined arrivals wait to be taken up
@@ -36,7 +38,7 @@ extension HTTPConnectionHandler {
         guard !self.isTakingUpPipelined else { return }
         self.isTakingUpPipelined = true
         defer { self.isTakingUpPipelined = false }
-        while !self.holdsArrivalsBehindResponse, let arrival = self.pipelined.takeFirst() {
+        while !self.isAnsweringOrClosing, let arrival = self.pipelined.takeFirst() {
             switch arrival {
             case .part(let part): self.receive(part, context: context)
             case .parserError(let error): self.refuse(error, context: context)
@@ -50,7 +52,7 @@ extension HTTPConnectionHandler {
     }
 
     /// A request is being answered or the connection is closing: nothing more is taken up now.
-    private var holdsArrivalsBehindResponse: Bool {
+    private var isAnsweringOrClosing: Bool {
         switch self.state {
         case .responding, .closing: true
         case .idle, .receiving: false

@@ -82,11 +82,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let part = self.unwrapInboundIn(data)
-        if self.holdsArrivals {
-            if case .closing = self.state { return }
-            self.pipelined.hold(.part(part))
-            return
-        }
+        if self.heldBack(.part(part)) { return }
         self.receive(part, context: context)
     }
 
@@ -221,9 +217,8 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         case .receiving(_, _, let exchange):
             let due = exchange.start + self.bodyTimeout
             guard now < due else {
-                exchange.keepAlive = false
-                self.state = .responding(exchange)
-                self.sendError(ErrorResponse(status: .requestTimeout, message: "request body timeout"), exchange: exchange, context: context)
+                self.answerBeforeTheBody(
+                    ErrorResponse(status: .requestTimeout, message: "request body timeout"), exchange: exchange, context: context)
                 return
             }
             self.scheduleDeadlineCheck(at: min(due, poll), context: context)
@@ -240,11 +235,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// inactive, and not answered.)
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if let parserError = error as? HTTPParserError {
-            if self.holdsArrivals {
-                if case .closing = self.state { return }
-                self.pipelined.hold(.parserError(parserError))
-                return
-            }
+            if self.heldBack(.parserError(parserError)) { return }
             self.refuse(parserError, context: context)
             return
         }
@@ -265,13 +256,19 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     // MARK: Requests
 
     private func rejectBody(_ exchange: InFlightRequest, context: ChannelHandlerContext) {
-        exchange.keepAlive = false
-        self.state = .responding(exchange)
         // The limit is no secret, and an app uploading a photo needs it to shrink the file.
         let limit = exchange.maximumBodySize
-        self.sendError(
+        self.answerBeforeTheBody(
             ErrorResponse(status: .contentTooLarge, message: "request body too large: at most \(limit) bytes"), exchange: exchange,
             context: context)
+    }
+
+    /// Answers a request whose body has not (all) arrived with `response`, and closes after it:
+    /// the rest of the body may still come, and is not read.
+    func answerBeforeTheBody(_ response: ErrorResponse, exchange: InFlightRequest, context: ChannelHandlerContext) {
+        exchange.keepAlive = false
+        self.state = .responding(exchange)
+        self.sendError(response, exchange: exchange, context: context)
     }
 
     private func dispatch(head: HTTPRequestHead, body: ByteBuffer, exchange: InFlightRequest, context: ChannelHandlerContext) {
