@@ -47,6 +47,11 @@ public struct DatabaseConfiguration: Sendable, Hashable {
     /// `spout@HOST/PID`. An `application_name` in the database URL (or `PGAPPNAME`) wins.
     /// SQLite ignores it.
     public var applicationName: String?
+    /// PostgreSQL: how long past the statement timeout in effect Spout waits for the server's
+    /// answer before it takes the server as gone (stopped, frozen, cut off by the network),
+    /// shuts the connection and fails the work with ``DatabaseError/Code/notAnswering``; 0 for
+    /// no limit. Statements without a statement timeout have none either. SQLite ignores it.
+    public var answerGraceMilliseconds: Int
 
     public init(
         maximumConnections: Int = 8,
@@ -58,8 +63,10 @@ public struct DatabaseConfiguration: Sendable, Hashable {
         statementTimeout: Duration? = nil,
         streamReserve: Int = 2,
         streamAcquireTimeout: Duration = .seconds(30),
-        applicationName: String? = nil
+        applicationName: String? = nil,
+        answerGraceMilliseconds: Int = 0
     ) {
+        self.answerGraceMilliseconds = max(0, answerGraceMilliseconds)
         self.streamAcquireTimeout = streamAcquireTimeout
         self.streamReserve = max(0, streamReserve)
         self.preparedStatements = preparedStatements

@@ -18,6 +18,9 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible, CustomDeb
         public static let connectionLost = Code("connection lost")
         /// The statement ran longer than its timeout (HTTP 504).
         public static let statementTimeout = Code("statement timeout")
+        /// The server did not answer within the statement timeout and a grace period (stopped,
+        /// frozen or cut off by the network); the connection was shut (HTTP 504).
+        public static let notAnswering = Code("database not answering")
         /// The statement was cancelled through ``DatabaseConnection/cancel()``.
         public static let cancelled = Code("cancelled")
         /// A UNIQUE or PRIMARY KEY constraint was violated (HTTP 409).

@@ -64,12 +64,16 @@ public final class DatabaseSession: Sendable {
         }
     }
 
-    /// Runs `body`; tells the observer when it throws ``DatabaseError/Code/statementTimeout``.
+    /// Runs `body`; tells the observer when it throws ``DatabaseError/Code/statementTimeout``
+    /// or ``DatabaseError/Code/notAnswering``.
     private func noticingTimeouts<T>(_ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch let error as DatabaseError where error.code == .statementTimeout {
             self.observer?.statementTimedOut()
+            throw error
+        } catch let error as DatabaseError where error.code == .notAnswering {
+            self.observer?.serverNotAnswering(database: self.databaseName)
             throw error
         }
     }

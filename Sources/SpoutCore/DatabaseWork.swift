@@ -54,6 +54,9 @@ public protocol DatabaseObserver: Sendable {
     func statementCancelled()
     /// A statement of the work ran past its timeout (``DatabaseError/Code/statementTimeout``).
     func statementTimedOut()
+    /// The server of `database` did not answer within the statement timeout and the grace
+    /// period; its connection was shut (``DatabaseError/Code/notAnswering``).
+    func serverNotAnswering(database: String)
 }
 
 extension DatabaseObserver {
@@ -61,6 +64,7 @@ extension DatabaseObserver {
     public func connectionReleased(database: String, after held: Duration, work: DatabaseWork) {}
     public func statementCancelled() {}
     public func statementTimedOut() {}
+    public func serverNotAnswering(database: String) {}
 }
 
 /// Two observers heard as one: a database's own and a call's.
@@ -98,5 +102,10 @@ struct ObserverPair: DatabaseObserver {
     func statementTimedOut() {
         self.first.statementTimedOut()
         self.second.statementTimedOut()
+    }
+
+    func serverNotAnswering(database: String) {
+        self.first.serverNotAnswering(database: database)
+        self.second.serverNotAnswering(database: database)
     }
 }

@@ -152,11 +152,11 @@ public final class ReadReplicas: Sendable {
     }
 
     /// Whether `error` says the server (or a pooler's connection to it) is gone: the
-    /// connection broke or could not be opened. The drivers map their own codes to these
+    /// connection broke or could not be opened, or the server stopped answering. The drivers map their own codes to these
     /// (PostgreSQL: SQLSTATE class 08, and 57P01-57P03, shutting down or not accepting).
     public static func meansServerGone(_ error: any Error) -> Bool {
         guard let error = error as? DatabaseError else { return false }
-        return error.code == .connectionLost || error.code == .connectionFailed
+        return error.code == .connectionLost || error.code == .connectionFailed || error.code == .notAnswering
     }
 
     /// What is known of `replica` now: available or not, why not, and the last lag measured.

@@ -9,12 +9,16 @@ public enum Drivers {
     /// (the message never repeats the URL, which may hold a password).
     /// `preparedStatements: false` is for PostgreSQL behind a transaction pooler (see
     /// ``DatabaseConfiguration/preparedStatements``); SQLite ignores it, and `applicationName`
-    /// (``DatabaseConfiguration/applicationName``).
+    /// (``DatabaseConfiguration/applicationName``) and `answerGraceMilliseconds`
+    /// (``DatabaseConfiguration/answerGraceMilliseconds``).
     public static func driver(
-        for url: String, sqliteBusyTimeoutMilliseconds: Int = 5000, preparedStatements: Bool = true, applicationName: String? = nil
+        for url: String, sqliteBusyTimeoutMilliseconds: Int = 5000, preparedStatements: Bool = true, applicationName: String? = nil,
+        answerGraceMilliseconds: Int = 0
     ) throws -> any DatabaseDriver {
         if url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") {
-            return try PostgresDriver(url: url, preparedStatements: preparedStatements, applicationName: applicationName)
+            return try PostgresDriver(
+                url: url, preparedStatements: preparedStatements, applicationName: applicationName,
+                answerGraceMilliseconds: answerGraceMilliseconds)
         }
         if url.hasPrefix("sqlite:") {
             return try SQLiteDriver(url: url, busyTimeoutMilliseconds: sqliteBusyTimeoutMilliseconds)
@@ -24,7 +28,9 @@ public enum Drivers {
 
     /// The driver for `url` with the driver settings of `configuration`.
     private static func driver(for url: String, configuration: DatabaseConfiguration) throws -> any DatabaseDriver {
-        try self.driver(for: url, preparedStatements: configuration.preparedStatements, applicationName: configuration.applicationName)
+        try self.driver(
+            for: url, preparedStatements: configuration.preparedStatements, applicationName: configuration.applicationName,
+            answerGraceMilliseconds: configuration.answerGraceMilliseconds)
     }
 
     /// Opens a pooled database for `url`.

@@ -80,6 +80,7 @@ extension SpoutConfiguration {
             Setting(path: "database.poolSize", kind: .integer(\.database.poolSize, 1...1_000)),
             Setting(path: "database.acquireTimeoutMs", kind: .integer(\.database.acquireTimeoutMs, 0...3_600_000)),
             Setting(path: "database.statementTimeoutMs", kind: .integer(\.database.statementTimeoutMs, 0...86_400_000)),
+            Setting(path: "database.answerGraceMs", kind: .integer(\.database.answerGraceMs, 0...3_600_000)),
             Setting(path: "database.fetchSize", kind: .integer(\.database.fetchSize, 1...1_000_000)),
             Setting(path: "database.preparedStatements", kind: .boolean(\.database.preparedStatements)),
             Setting(path: "database.traceContext", kind: .boolean(\.database.traceContext)),

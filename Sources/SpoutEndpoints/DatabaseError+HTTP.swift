@@ -6,13 +6,13 @@ import SpoutHTTP
 /// ``SpoutCore/DatabaseError/message`` (which may hold SQL, database messages or credentials).
 ///
 /// `poolExhausted` 503 with `Retry-After: 1`, `connectionFailed` and `connectionLost` 503,
-/// `statementTimeout` 504, `uniqueViolation` 409, `constraintViolation` 422, `invalidValue`
+/// `statementTimeout` and `notAnswering` 504, `uniqueViolation` 409, `constraintViolation` 422, `invalidValue`
 /// 400, anything else a generic 500.
 extension DatabaseError: HTTPResponseError {
     public var status: HTTPResponse.Status {
         switch self.code {
         case .poolExhausted, .connectionFailed, .connectionLost: return .serviceUnavailable
-        case .statementTimeout: return .gatewayTimeout
+        case .statementTimeout, .notAnswering: return .gatewayTimeout
         case .uniqueViolation: return .conflict
         case .constraintViolation: return .unprocessableContent
         case .invalidValue: return .badRequest

@@ -3,6 +3,7 @@ import SpoutCore
 import SpoutHTTP
 
 /// The databases' metrics: pools, waits for a connection, cancelled and timed-out statements,
+/// servers that stopped answering,
 /// and how long streams lease connections. The observer of every database the server opens
 /// (``SpoutCore/Database/observer``), so what ``SpoutCore/Database/withSession(_:observer:retryOnPrimary:_:)``
 /// does is counted where it happens, not by the HTTP layer; its families live in the server's
@@ -50,6 +51,10 @@ public final class DatabaseMetrics: DatabaseObserver {
         self.statementTimeouts.increment()
     }
 
+    public func serverNotAnswering(database: String) {
+        self.registry.makeCounter(descriptor: Family.notAnswering.descriptor, labels: [("database", database)]).increment()
+    }
+
     // MARK: Pools
 
     /// Sets the pool gauges of `databases` and their replicas to what they hold now: called
@@ -78,6 +83,7 @@ extension DatabaseMetrics {
     enum Family: String, CaseIterable, MetricFamily {
         case statementCancels = "spout_statement_cancels_total"
         case statementTimeouts = "spout_statement_timeouts_total"
+        case notAnswering = "spout_database_not_answering_total"
         case acquireTimeouts = "spout_pool_acquire_timeouts_total"
         case acquireWait = "spout_pool_acquire_wait_seconds"
         case streamConnectionSeconds = "spout_stream_connection_seconds_total"
@@ -91,6 +97,7 @@ extension DatabaseMetrics {
             switch self {
             case .statementCancels: "Statements cancelled because their client left."
             case .statementTimeouts: "Statements stopped by the statement timeout."
+            case .notAnswering: "Waits for a database server's answer given up past the statement timeout and its grace period, by pool."
             case .acquireTimeouts: "Requests answered 503 because no database connection was free within the acquire timeout."
             case .acquireWait: "Time database work waited for a connection, in seconds, by pool."
             case .streamConnectionSeconds: "Seconds database connections were leased by streamed responses."

@@ -114,6 +114,10 @@ public struct SpoutConfiguration: Sendable, Hashable {
         public var acquireTimeoutMs = 5_000
         /// The statement timeout of endpoints that set none, in milliseconds; 0 for none.
         public var statementTimeoutMs = 30_000
+        /// PostgreSQL: how long past the statement timeout Spout waits for the server's answer
+        /// before it shuts the connection (``SpoutCore/DatabaseConfiguration/answerGraceMilliseconds``);
+        /// 0 for no limit.
+        public var answerGraceMs = 5_000
         /// Rows per batch when a result is streamed (a PostgreSQL `FETCH`; on SQLite the rows a
         /// statement timeout is renewed after).
         public var fetchSize = DatabaseConfiguration.defaultFetchSize
@@ -456,7 +460,8 @@ public struct SpoutConfiguration: Sendable, Hashable {
             statementTimeout: self.defaultStatementTimeout,
             streamReserve: self.database.streamReserve,
             streamAcquireTimeout: .milliseconds(self.database.streamAcquireTimeoutMs),
-            applicationName: self.database.applicationName.isEmpty ? nil : self.database.applicationName
+            applicationName: self.database.applicationName.isEmpty ? nil : self.database.applicationName,
+            answerGraceMilliseconds: self.database.answerGraceMs
         )
     }
 

@@ -14,7 +14,7 @@ extension PostgresConnection {
         let sql = "COPY \(try PostgresIdentifier.quotedTable(table)) (\(columnList)) FROM STDIN"
         self.statistics.recordStatement()
         self.statementStarting()
-        let result = PQexec(handle, sql)
+        let result = self.awaitingAnswer { PQexec(handle, sql) }
         defer { PQclear(result) }
         guard let result, PQresultStatus(result) == PGRES_COPY_IN else {
             let error = self.makeError(result)
@@ -31,8 +31,11 @@ extension PostgresConnection {
     func putCopyData(_ bytes: [UInt8]) throws {
         try self.obey(self.stateMachine.copyDataRequested())
         let handle = try self.openHandle()
-        let sent = bytes.withUnsafeBytes { buffer in
-            PQputCopyData(handle, buffer.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(buffer.count))
+        // Blocks while the server reads no more (its socket's buffers full).
+        let sent = self.awaitingAnswer {
+            bytes.withUnsafeBytes { buffer in
+                PQputCopyData(handle, buffer.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(buffer.count))
+            }
         }
         guard sent == 1 else {
             let error = self.makeError(nil)
@@ -45,12 +48,12 @@ extension PostgresConnection {
     func endCopy() throws -> Int {
         try self.obey(self.stateMachine.copyDataRequested())
         let handle = try self.openHandle()
-        guard PQputCopyEnd(handle, nil) == 1 else {
+        guard self.awaitingAnswer({ PQputCopyEnd(handle, nil) }) == 1 else {
             let error = self.makeError(nil)
             self.abandonCopy()
             throw error
         }
-        let result = PQgetResult(handle)
+        let result = self.awaitingAnswer { PQgetResult(handle) }
         var rows = 0
         var failure: DatabaseError?
         if let result, PQresultStatus(result) == PGRES_COMMAND_OK {

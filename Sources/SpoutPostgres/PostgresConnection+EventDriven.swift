@@ -99,6 +99,8 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
     private var failure: (any Error)?
     private var outcome: Result<[[QueryResult]], any Error>?
     private var isFlushing = false
+    /// Whether this run set the connection's answer deadline (for the batch being read).
+    private var setsDeadline = false
 
     init(
         connection: PostgresConnection, handle: OpaquePointer, first: StatementBatch, settings: [BoundStatement] = [],
@@ -224,6 +226,11 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
         self.tentativeResults = []
         self.tentativeFailure = nil
         self.connection.statementStarting()
+        // Each batch is waited for under a deadline of its own, one statement timeout per
+        // statement (each runs under its own) plus the grace period.
+        self.stopWaiting()
+        let statements = self.batch.statements.count + self.batch.tentative.count + (self.settings.isEmpty ? 0 : 2)
+        self.setsDeadline = self.connection.answerDeadline.begin(statements: statements)
         var pending: [String: String] = [:]
         guard self.queueSettings(tentative: false, pending: &pending),
             self.queue(self.batch.statements, tentative: false, pending: &pending)
@@ -341,7 +348,8 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
     /// Records the first failure of the batch's statements, or of its tentative ones (a lost
     /// connection fails the run, whichever statement notices it).
     private func fail(_ error: any Error, tentative: Bool) {
-        if tentative && (error as? DatabaseError)?.code != .connectionLost {
+        let code = (error as? DatabaseError)?.code
+        if tentative && code != .connectionLost && code != .notAnswering {
             if self.tentativeFailure == nil { self.tentativeFailure = error }
         } else if self.failure == nil {
             self.failure = error
@@ -415,8 +423,17 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
 
     // MARK: Ending
 
+    /// Ends the run's wait under the connection's answer deadline, if it set one.
+    private func stopWaiting() {
+        if self.setsDeadline {
+            self.connection.answerDeadline.end()
+            self.setsDeadline = false
+        }
+    }
+
     /// Leaves pipeline and non-blocking mode and records the outcome.
     private func finish() {
+        self.stopWaiting()
         if PQexitPipelineMode(self.handle) != 1 || PQsetnonblocking(self.handle, 0) != 0 {
             self.connection.markBroken()
         }
@@ -432,10 +449,13 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
     /// The connection is lost or unusable: the run fails (with the database's own error when
     /// one arrived, such as a terminated backend's), and the pool discards the connection.
     private func connectionFailed() {
+        self.stopWaiting()
         let error = self.connection.makeError(nil)
         self.connection.markBroken()
-        let lost = error.code == .connectionLost ? error : DatabaseError(.connectionLost, message: error.message)
-        if let failure = self.failure as? DatabaseError, failure.code == .connectionLost {
+        // A server that did not answer in time (the watchdog shut the socket) says so.
+        let lost = error.code == .connectionLost || error.code == .notAnswering
+            ? error : DatabaseError(.connectionLost, message: error.message)
+        if let failure = self.failure as? DatabaseError, failure.code == .connectionLost, error.code != .notAnswering {
             self.outcome = .failure(failure)
         } else {
             self.outcome = .failure(lost)

@@ -28,8 +28,8 @@ extension PostgresConnection {
             }
         }
         self.statementStarting()
-        let result = bound.withUnsafeCValues { count, values, types in
-            PQexecParams(handle, statement, count, types, values, nil, nil, 0)
+        let result = self.awaitingAnswer {
+            bound.withUnsafeCValues { count, values, types in PQexecParams(handle, statement, count, types, values, nil, nil, 0) }
         }
         defer {
             PQclear(result)

@@ -28,7 +28,7 @@ extension PostgresConnection {
         }
         try self.enterBusyState(self.stateMachine.streamOpened())
         _ = PQsetSingleRowMode(handle)
-        let first = PQgetResult(handle)
+        let first = self.awaitingAnswer { PQgetResult(handle) }
         let status = first.map { PQresultStatus($0) } ?? PGRES_FATAL_ERROR
         switch status {
         case PGRES_SINGLE_TUPLE:
@@ -53,7 +53,7 @@ extension PostgresConnection {
     /// The next result of the running single-row query, or nil when there is none.
     func nextStreamResult() -> OpaquePointer? {
         guard self.stateMachine.isStreaming, let handle = self.handle else { return nil }
-        return PQgetResult(handle)
+        return self.awaitingAnswer { PQgetResult(handle) }
     }
 
     /// Ends the single-row query: reads what is left until libpq reports no more results.
@@ -87,8 +87,8 @@ extension PostgresConnection {
         // DECLARE cannot reuse a prepared statement (its cursor name changes every time), so
         // it goes through PQexecParams with the same text parameters.
         let declare = "DECLARE \(name) NO SCROLL CURSOR FOR \(sql.text)"
-        let result = parameters.withUnsafeCValues { count, values, types in
-            PQexecParams(handle, declare, count, types, values, nil, nil, 0)
+        let result = self.awaitingAnswer {
+            parameters.withUnsafeCValues { count, values, types in PQexecParams(handle, declare, count, types, values, nil, nil, 0) }
         }
         defer {
             PQclear(result)
@@ -108,7 +108,8 @@ extension PostgresConnection {
     func fetch(from name: String, count: Int, epoch: Int, binary: Bool = false) throws -> OpaquePointer {
         let handle = try self.cursorHandle(name, epoch: epoch)
         let fetch = "FETCH \(count) FROM \(name)"
-        return try self.fetchedRows(binary ? PQexecParams(handle, fetch, 0, nil, nil, nil, nil, 1) : PQexec(handle, fetch))
+        return try self.fetchedRows(
+            self.awaitingAnswer { binary ? PQexecParams(handle, fetch, 0, nil, nil, nil, nil, 1) : PQexec(handle, fetch) })
     }
 
     /// The connection for a statement on cursor `name`, once its transaction is known to last.
@@ -149,9 +150,12 @@ extension PostgresConnection {
     func receiveFetch() throws -> OpaquePointer {
         try self.obey(self.stateMachine.fetchReceived())
         let handle = try self.openHandle()
-        let result = PQgetResult(handle)
-        // A single statement has one result, then none.
-        while let extra = PQgetResult(handle) { PQclear(extra) }
+        let result = self.awaitingAnswer {
+            let result = PQgetResult(handle)
+            // A single statement has one result, then none.
+            while let extra = PQgetResult(handle) { PQclear(extra) }
+            return result
+        }
         return try self.fetchedRows(result)
     }
 
@@ -169,7 +173,7 @@ extension PostgresConnection {
             return
         }
         self.statementStarting()
-        PQclear(PQexec(handle, "CLOSE \(name)"))
+        PQclear(self.awaitingAnswer { PQexec(handle, "CLOSE \(name)") })
         self.noteTransactionState()
     }
 }

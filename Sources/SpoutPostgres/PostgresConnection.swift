@@ -88,6 +88,8 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     weak var activeCopy: PostgresBulkInserter?
     /// The descriptions of this connection's results so far, for the next results like them.
     var resultDescriptions = PostgresDescriptionMemo()
+    /// How long a wait for the server's answer may last (``awaitingAnswer(statements:_:)``).
+    let answerDeadline: PostgresAnswerDeadline
 
     /// Whether state may outlive a transaction (named prepared statements, session settings);
     /// false behind a transaction pooler.
@@ -119,19 +121,37 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
 
     /// Takes ownership of an open `PGconn` and configures its session. On failure the
     /// connection is finished and a ``SpoutCore/DatabaseError`` is thrown.
-    /// - Parameter keepsSessionState: false behind a transaction pooler (see the type's contract).
-    init(connection: OpaquePointer, statistics: QueryStatistics, keepsSessionState: Bool = true) throws {
+    /// - Parameters:
+    ///   - keepsSessionState: false behind a transaction pooler (see the type's contract).
+    ///   - answerGraceMilliseconds: how long past the statement timeout in effect a wait for the
+    ///     server's answer may last (``PostgresAnswerDeadline``); 0 for no limit. The session
+    ///     setup, which runs before any statement timeout, may wait twice this.
+    init(
+        connection: OpaquePointer, statistics: QueryStatistics, keepsSessionState: Bool = true, answerGraceMilliseconds: Int = 0
+    ) throws {
         // Notices (WARNING: there is no transaction in progress, ...) are not errors; libpq
         // would print them on stderr.
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
+        let deadline = PostgresAnswerDeadline(socket: PQsocket(connection), graceMilliseconds: answerGraceMilliseconds)
+        if answerGraceMilliseconds > 0 {
+            PostgresAnswerWatchdog.shared.watch(deadline)
+        }
+        deadline.setStatementTimeout(milliseconds: answerGraceMilliseconds)
+        let waits = deadline.begin()
         let result = PQexec(connection, keepsSessionState ? Self.sessionSetup : Self.pooledSessionSetup)
+        if waits { deadline.end() }
+        deadline.setStatementTimeout(milliseconds: 0)
         let succeeded = result.map { PQresultStatus($0) == PGRES_COMMAND_OK } ?? false
-        let message = PostgresErrorMapping.message(result.map { PQresultErrorMessage($0) } ?? PQerrorMessage(connection))
+        var message = PostgresErrorMapping.message(result.map { PQresultErrorMessage($0) } ?? PQerrorMessage(connection))
         PQclear(result)
         guard succeeded, let cancel = PQgetCancel(connection) else {
+            if deadline.hasExpired { message = "the server did not answer within \(2 * answerGraceMilliseconds) ms" }
+            deadline.retire()
+            PostgresAnswerWatchdog.shared.forget(deadline)
             PQfinish(connection)
             throw DatabaseError(.connectionFailed, message: "session setup failed: \(message)")
         }
+        self.answerDeadline = deadline
         self.handle = connection
         self.statistics = statistics
         self.applicationName = PQparameterStatus(connection, "application_name").map { String(cString: $0) } ?? ""
@@ -220,6 +240,17 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         throw error
     }
 
+    /// Runs `body`, a wait for the server's answer to `statements` statements, under the
+    /// connection's ``PostgresAnswerDeadline``: past it the socket is shut and the wait ends
+    /// as a lost connection (reported as ``SpoutCore/DatabaseError/Code/notAnswering``). A wait
+    /// inside another is bounded by the outer one.
+    @inline(__always)
+    func awaitingAnswer<Result>(statements: Int = 1, _ body: () throws -> Result) rethrows -> Result {
+        let waits = self.answerDeadline.begin(statements: statements)
+        defer { if waits { self.answerDeadline.end() } }
+        return try body()
+    }
+
     /// Marks the start of a statement that `cancel()` may target: one exchange with the
     /// server, counted in ``roundTrips``.
     func statementStarting() {
@@ -246,6 +277,12 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         }
         if message.isEmpty, let result {
             message = "unexpected result status \(String(cString: PQresStatus(PQresultStatus(result))))"
+        }
+        if self.answerDeadline.hasExpired {
+            // The watchdog shut the socket: whatever libpq made of that, the server is gone.
+            self.markBroken()
+            return DatabaseError(
+                .notAnswering, message: "the server did not answer within the statement timeout and the grace period")
         }
         let cancelRequested = self.cancelState.withLock { $0.requested }
         var code = PostgresErrorMapping.code(forSQLState: sqlState, cancelRequested: cancelRequested)
@@ -281,7 +318,7 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
             return name
         }
         let name = self.statementNames.reservePreparedName()
-        let result = parameters.withUnsafeTypes { count, types in PQprepare(handle, name, text, count, types) }
+        let result = self.awaitingAnswer { parameters.withUnsafeTypes { count, types in PQprepare(handle, name, text, count, types) } }
         defer { PQclear(result) }
         guard let result, PQresultStatus(result) == PGRES_COMMAND_OK else {
             let error = self.makeError(result)
@@ -319,9 +356,11 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         }
         // Like PQexec*: every result is read, the last one (the statement's) kept.
         var result: OpaquePointer?
-        while let next = PQgetResult(handle) {
-            PQclear(result)
-            result = next
+        self.awaitingAnswer {
+            while let next = PQgetResult(handle) {
+                PQclear(result)
+                result = next
+            }
         }
         defer {
             PQclear(result)
@@ -338,6 +377,7 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         }
         self.statistics.recordStatement()
         self.statementStarting()
+        // A script's statements are many, and a load's may run long: no answer deadline.
         let result = PQexec(handle, sql)
         defer {
             PQclear(result)
@@ -352,7 +392,8 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     func runCommand(_ sql: String) throws -> String {
         let handle = try self.idleHandle()
         self.statementStarting()
-        let result = PQexec(handle, sql)
+        let statements = sql.utf8.count(where: { $0 == UInt8(ascii: ";") }) + 1
+        let result = self.awaitingAnswer(statements: statements) { PQexec(handle, sql) }
         defer {
             PQclear(result)
             self.noteTransactionState()
@@ -379,6 +420,8 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     /// Reads and discards every pending result until libpq has none, ending a COPY on the way.
     /// - Parameter pending: the status of a result already read, when it was a COPY state.
     func drainResults(_ handle: OpaquePointer, pending: ExecStatusType? = nil) {
+        let waits = self.answerDeadline.begin()
+        defer { if waits { self.answerDeadline.end() } }
         var status = pending
         while true {
             switch status {
@@ -491,6 +534,7 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     /// in the open one).
     public func setStatementTimeout(milliseconds: Int?) throws {
         let value = max(0, milliseconds ?? 0)
+        self.answerDeadline.setStatementTimeout(milliseconds: value)
         switch self.stateMachine.statementTimeoutRequested(milliseconds, status: self.transactionStatus) {
         case .nothing:
             return
@@ -574,6 +618,9 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         guard let handle = self.handle else { return }
         self.handle = nil
         self.stateMachine.closed()
+        // Before PQfinish closes the socket, whose number may then be reused.
+        self.answerDeadline.retire()
+        PostgresAnswerWatchdog.shared.forget(self.answerDeadline)
         // The cancel handle is freed when its last user (a cancel being sent) lets it go.
         self.cancelState.withLock { $0.handle = nil }
         PQfinish(handle)

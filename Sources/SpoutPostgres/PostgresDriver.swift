@@ -16,6 +16,12 @@ import Glibc
 /// (which passes the startup parameter on to its server connections) show it, while an
 /// `application_name` the URL sets itself, or `PGAPPNAME`, still wins, as libpq intends for a
 /// program's default name.
+///
+/// A server that stops answering must not hold Spout's threads or connections for ever (see
+/// ``PostgresAnswerDeadline``): unless the URL sets them, connections are opened with
+/// `connect_timeout=10` (libpq waits without end otherwise) and TCP keepalives probing an
+/// idle connection after 30 s, every 10 s, 3 times (``connectionDefaults``), so a connection
+/// whose server vanished is found broken before it is lent out again.
 public final class PostgresDriver: DatabaseDriver {
     public let dialect: SQLDialect = .postgres
     /// PostgreSQL connections are read-write; read-only work uses `BEGIN READ ONLY`.
@@ -29,6 +35,19 @@ public final class PostgresDriver: DatabaseDriver {
     /// `PGAPPNAME` names one: printable ASCII, at most 63 bytes, so the server stores it
     /// unchanged and `pg_stat_activity` shows exactly this.
     public let applicationName: String
+    /// How long past the statement timeout a wait for the server's answer may last before the
+    /// connection is shut (``PostgresAnswerDeadline``); 0 for no limit.
+    public let answerGraceMilliseconds: Int
+
+    /// libpq's connection parameters Spout sets unless the URL sets them (a URL's own value, or
+    /// its `PGCONNECT_TIMEOUT`-style environment variable, wins over these).
+    static let connectionDefaults: [(keyword: String, value: String, environment: String?)] = [
+        ("connect_timeout", "10", "PGCONNECT_TIMEOUT"),
+        ("keepalives", "1", nil),
+        ("keepalives_idle", "30", nil),
+        ("keepalives_interval", "10", nil),
+        ("keepalives_count", "3", nil),
+    ]
 
     /// Creates a driver for `url`. Nothing is opened yet.
     /// - Parameters:
@@ -38,9 +57,10 @@ public final class PostgresDriver: DatabaseDriver {
     ///     ``defaultApplicationName``. Characters other than printable ASCII become `?` and
     ///     the name is cut to 63 bytes (PostgreSQL would otherwise escape or replace each
     ///     non-ASCII byte and cut the name itself).
+    ///   - answerGraceMilliseconds: ``answerGraceMilliseconds``.
     /// - Throws: ``DatabaseError/Code/invalidURL`` unless the URL starts with `postgresql://`
     ///   or `postgres://`.
-    public init(url: String, preparedStatements: Bool = true, applicationName: String? = nil) throws {
+    public init(url: String, preparedStatements: Bool = true, applicationName: String? = nil, answerGraceMilliseconds: Int = 0) throws {
         guard url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") else {
             throw DatabaseError(.invalidURL, message: "expected a postgresql:// or postgres:// URL")
         }
@@ -51,6 +71,7 @@ public final class PostgresDriver: DatabaseDriver {
         self.keepsSessionState = preparedStatements
         self.secrets = PostgresURLSecrets.passwords(in: url)
         self.applicationName = Self.serverName(applicationName ?? Self.defaultApplicationName)
+        self.answerGraceMilliseconds = max(0, answerGraceMilliseconds)
     }
 
     /// `spout@HOST/PID`: this process among every other client of the server, including other
@@ -90,7 +111,9 @@ public final class PostgresDriver: DatabaseDriver {
             throw DatabaseError(.connectionFailed, message: self.redacted(message))
         }
         do {
-            return try PostgresConnection(connection: connection, statistics: statistics, keepsSessionState: self.keepsSessionState)
+            return try PostgresConnection(
+                connection: connection, statistics: statistics, keepsSessionState: self.keepsSessionState,
+                answerGraceMilliseconds: self.answerGraceMilliseconds)
         } catch var error as DatabaseError {
             error.code = .connectionFailed
             error.message = self.redacted(error.message)
@@ -98,21 +121,21 @@ public final class PostgresDriver: DatabaseDriver {
         }
     }
 
-    /// `PQconnectdbParams` with the URL expanded as `dbname`, then ``applicationName`` as the
-    /// fallback name (a `fallback_application_name` in the URL is replaced; an
-    /// `application_name` is not).
+    /// `PQconnectdbParams` with ``connectionDefaults`` first (libpq lets later keywords win),
+    /// then the URL expanded as `dbname`, then ``applicationName`` as the fallback name (a
+    /// `fallback_application_name` in the URL is replaced; an `application_name` is not).
     private func open() -> OpaquePointer? {
-        self.url.withCString { url in
-            self.applicationName.withCString { name in
-                "dbname".withCString { dbname in
-                    "fallback_application_name".withCString { fallback in
-                        let keywords: [UnsafePointer<CChar>?] = [dbname, fallback, nil]
-                        let values: [UnsafePointer<CChar>?] = [url, name, nil]
-                        return PQconnectdbParams(keywords, values, 1)
-                    }
-                }
-            }
+        var pairs = Self.connectionDefaults.filter { $0.environment.map { getenv($0) == nil } ?? true }
+            .map { ($0.keyword, $0.value) }
+        pairs += [("dbname", self.url), ("fallback_application_name", self.applicationName)]
+        // strdup'd copies, freed after the call: libpq reads them only while connecting.
+        let keywords = pairs.map { strdup($0.0) } + [nil]
+        let values = pairs.map { strdup($0.1) } + [nil]
+        defer {
+            keywords.forEach { free($0) }
+            values.forEach { free($0) }
         }
+        return PQconnectdbParams(keywords.map { UnsafePointer($0) }, values.map { UnsafePointer($0) }, 1)
     }
 
     /// `message` with every form of the password replaced by `***`.

@@ -56,16 +56,7 @@ final class PostgresReactor: Sendable {
     }
 
     private func startThread() {
-        let context = Unmanaged.passRetained(self).toOpaque()
-        var thread = pthread_t()
-        let created = pthread_create(&thread, nil, { context in
-            let reactor = Unmanaged<PostgresReactor>.fromOpaque(context!).takeRetainedValue()
-            ThreadName.setCurrent("spout-pg-io")
-            reactor.run()
-            return nil
-        }, context)
-        precondition(created == 0, "cannot start the PostgreSQL reactor thread")
-        pthread_detach(thread)
+        DetachedThread.start(named: "spout-pg-io") { self.run() }
     }
 
     /// The reactor thread's loop; never returns.

@@ -128,7 +128,8 @@ struct ConfigurationTests {
         #expect(table["identity.apiKeys"] == "SPOUT_IDENTITY_API_KEYS")
         #expect(table["database.traceContext"] == "SPOUT_DATABASE_TRACE_CONTEXT")
         #expect(table["tracing.samplePercent"] == "SPOUT_TRACING_SAMPLE_PERCENT")
-        #expect(table.count == 63)
+        #expect(table["database.answerGraceMs"] == "SPOUT_DATABASE_ANSWER_GRACE_MS")
+        #expect(table.count == 64)
         #expect(Set(table.values).count == table.count)
     }
 

@@ -115,28 +115,8 @@ final class CancelBlackHole: Sendable {
 
     init(upstreamPort: Int) throws {
         self.port = try ThrowawayPostgres.freePort()
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(self.port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(fd, 64) == 0 else { throw RawSocket.Failure(description: "proxy: bind/listen failed") }
-        self.listener = fd
-        let thread = Thread { [self] in self.acceptLoop(upstreamPort: upstreamPort) }
-        thread.start()
-    }
-
-    private func acceptLoop(upstreamPort: Int) {
-        while true {
-            let client = accept(self.listener, nil, nil)
-            guard client >= 0 else { return }
-            Thread { [self] in self.serve(client, upstreamPort: upstreamPort) }.start()
-        }
+        self.listener = try LoopbackSocket.listen(port: self.port)
+        LoopbackSocket.serveEach(on: self.listener) { [self] client in self.serve(client, upstreamPort: upstreamPort) }
     }
 
     private func serve(_ client: Int32, upstreamPort: Int) {
@@ -160,26 +140,8 @@ final class CancelBlackHole: Sendable {
             close(client)
             return
         }
-        Thread { Self.pump(from: upstream, to: client) }.start()
-        Self.pump(from: client, to: upstream)
-    }
-
-    /// Copies bytes one way until either side closes, then shuts both.
-    private static func pump(from source: Int32, to destination: Int32) {
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = recv(source, &buffer, buffer.count, 0)
-            guard count > 0 else { break }
-            var offset = 0
-            while offset < count {
-                let sent = buffer[offset..<count].withUnsafeBytes { send(destination, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                guard sent > 0 else { break }
-                offset += sent
-            }
-            guard offset == count else { break }
-        }
-        shutdown(source, Int32(SHUT_RDWR))
-        shutdown(destination, Int32(SHUT_RDWR))
+        Thread { LoopbackSocket.pump(from: upstream, to: client) }.start()
+        LoopbackSocket.pump(from: client, to: upstream)
     }
 
     /// Stops accepting and closes the held cancel connections (their `PQcancel` calls return).
