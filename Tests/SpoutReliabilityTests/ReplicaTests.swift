@@ -11,29 +11,17 @@ struct ReplicaTests {
     @Test("GETs on the replica, writes on the primary, fallback while the replica is stopped or lagging, and back",
           .enabled(if: ThrowawayPostgres.isAvailable))
     func replicaServesReadsAndFallsBack() async throws {
-        let primary = try await onThread { try ThrowawayPostgres.create() }
-        defer { primary.remove() }
-        try await onThread {
-            try primary.psql("CREATE DATABASE employees")
-            try SampleData.seed(primary.url(database: "employees"), employees: 20)
+        let (primary, replica) = try await Self.primaryAndReplica()
+        defer {
+            replica.remove()
+            primary.remove()
         }
-        let replica = try await onThread { try primary.makeReplica() }
-        defer { replica.remove() }
-        try await onThread {
-            try waitUntil("the replica has the pets", within: .seconds(30)) {
-                (try? SampleData.column(replica.url(database: "employees"), "SELECT count(*) FROM pet"))?.first == "9"
-            }
-        }
-        let directory = try ServiceDirectory(
-            databaseURL: primary.url(database: "employees"), extraEndpoints: ["places.yaml": Self.endpoints], poolSize: 4)
-        defer { directory.remove() }
-        let service = try await ServerProcess.serving(
-            arguments: ["--config", directory.configFile, "--no-seed"],
+        try await Self.serving(
+            primary: primary,
             environment: [
                 "SPOUT_DATABASE_REPLICA_URLS": replica.url(database: "employees"), "SPOUT_DATABASE_REPLICA_MAX_LAG_MS": "1000",
-            ])
-
-        do {
+            ]
+        ) { service in
             // Reads run on the replica; `consistency: primary` on the primary.
             #expect(try await Self.whereRuns("/place", service: service) == "replica")
             #expect(try await Self.whereRuns("/place/primary", service: service) == "primary")
@@ -80,12 +68,91 @@ struct ReplicaTests {
             #expect(lagging.text.contains(#""problem":"lagging"#), "\(lagging.text)")
             try await onThread { try replica.psql("SELECT pg_wal_replay_resume()") }
             #expect(try await Self.waitUntilRuns(on: "replica", service: service, within: .seconds(30)) == "replica")
+        }
+    }
+
+    @Test("a replica that stops answering is set aside: GETs answer from the primary once its wait is over, and it is used again after",
+          .enabled(if: ThrowawayPostgres.isAvailable))
+    func replicaThatStopsAnsweringIsSetAside() async throws {
+        let (primary, replica) = try await Self.primaryAndReplica()
+        defer {
+            replica.remove()
+            primary.remove()
+        }
+        let target = try #require(URLComponents(string: replica.url(database: "employees")))
+        let proxy = try FreezingProxy(upstreamPort: target.port ?? 5432)
+        defer { proxy.stop() }
+        var proxied = target
+        proxied.port = proxy.port
+        try await Self.serving(
+            primary: primary, statementTimeoutMs: 2_000,
+            environment: ["SPOUT_DATABASE_REPLICA_URLS": proxied.string!, "SPOUT_DATABASE_ANSWER_GRACE_MS": "1000"]
+        ) { service in
+            #expect(try await Self.whereRuns("/place", service: service) == "replica")
+            proxy.freeze()
+            // The read waiting on the frozen replica gives up after its timeout and the grace
+            // (2 s + 1 s), and is run again on the primary; the client's timeout (30 s) would fail
+            // the test if it hung.
+            #expect(try await Self.whereRuns("/place", service: service) == "primary")
+            // Set aside: the next reads go to the primary at once.
+            let started = ContinuousClock.now
+            for _ in 0..<5 { #expect(try await Self.whereRuns("/place", service: service) == "primary") }
+            // Waiting for the replica each time would take 15 s.
+            #expect(ContinuousClock.now - started < .seconds(10), "reads still waited for the frozen replica")
+            let metrics = try await service.get("/metrics").text
+            #expect(metrics.contains(#"spout_database_not_answering_total{database="replica 1"}"#), "\(metrics)")
+
+            proxy.thaw()
+            #expect(try await Self.waitUntilRuns(on: "replica", service: service, within: .seconds(30)) == "replica")
+        }
+    }
+
+    /// Runs `body` with Spout serving the shipped endpoints and ``endpoints`` on `primary`'s
+    /// `employees` (the replicas named in `environment`), and checks it still runs after.
+    private static func serving(
+        primary: ThrowawayPostgres, statementTimeoutMs: Int = 30_000, environment: [String: String],
+        _ body: (ServerProcess) async throws -> Void
+    ) async throws {
+        let directory = try ServiceDirectory(
+            databaseURL: primary.url(database: "employees"), extraEndpoints: ["places.yaml": Self.endpoints], poolSize: 4,
+            statementTimeoutMs: statementTimeoutMs)
+        defer { directory.remove() }
+        let service = try await ServerProcess.serving(arguments: ["--config", directory.configFile, "--no-seed"], environment: environment)
+        do {
+            try await body(service)
         } catch {
             await service.stop()
             throw error
         }
         #expect(service.isRunning)
         await service.stop()
+    }
+
+    /// A throwaway primary with the sample data in `employees`, and a streaming replica of it
+    /// that has caught up; the caller removes both.
+    private static func primaryAndReplica() async throws -> (primary: ThrowawayPostgres, replica: ThrowawayPostgres) {
+        let primary = try await onThread { try ThrowawayPostgres.create() }
+        do {
+            try await onThread {
+                try primary.psql("CREATE DATABASE employees")
+                try SampleData.seed(primary.url(database: "employees"), employees: 20)
+            }
+            let replica = try await onThread { try primary.makeReplica() }
+            do {
+                try await onThread {
+                    try waitUntil("the replica has the pets", within: .seconds(30)) {
+                        (try? SampleData.column(replica.url(database: "employees"), "SELECT count(*) FROM pet"))?.first == "9"
+                    }
+                }
+                return (primary, replica)
+            } catch {
+                replica.remove()
+                throw error
+            }
+        } catch {
+            primary.remove()
+            throw error
+        }
     }
 
     static let endpoints = """
