@@ -5,21 +5,37 @@ import SpoutHTTP
 /// HTTP layer knows no database).
 extension Router {
     /// `GET /ready`: 200 `{"status":"ready"}` when every database in `databases` answers
-    /// `SELECT 1` (``SpoutCore/Database/answers()``), else 503. The body lists each read
-    /// replica, whether it answers, and what is known of it; replicas do not decide readiness
-    /// (reads fall back to the primary). A route of the same path already in the router wins.
+    /// `SELECT 1` within ``readinessLimit`` (``SpoutCore/Database/answers(within:)``), else 503.
+    /// The body lists each read replica, whether it answers, and what is known of it; replicas
+    /// do not decide readiness (reads fall back to the primary). Every database is asked at
+    /// once, so the answer comes within the limit however many there are, and a server that
+    /// hangs (frozen, cut off) costs the probe the limit, never its own wait. A route of the
+    /// same path already in the router wins.
     public mutating func addReadiness(of databases: [Database]) {
         guard case .notFound = self.match(.get, path: "/ready") else { return }
         self.add(
             .get, "/ready",
-            summary: "Readiness: 200 when every database answers SELECT 1, else 503; the body lists each read replica and whether it answers."
+            summary: "Readiness: 200 when every database answers SELECT 1 within 2 s, else 503; the body lists each read replica and whether it answers."
         ) { _ in
+            let replicaSets = databases.compactMap(\.replicas)
+            let everyReplica = replicaSets.flatMap(\.replicas)
+            let answers = await withTaskGroup(of: (Int, Bool).self) { group in
+                for (index, database) in (databases + everyReplica.map(\.database)).enumerated() {
+                    group.addTask { (index, await database.answers(within: Self.readinessLimit)) }
+                }
+                var answers: [Int: Bool] = [:]
+                for await (index, answered) in group { answers[index] = answered }
+                return answers
+            }
+            guard databases.indices.allSatisfy({ answers[$0] == true }) else {
+                throw HTTPError(status: .serviceUnavailable, message: "not ready")
+            }
             var replicas: [JSONObjectWriter] = []
-            for database in databases {
-                guard await database.answers() else { throw HTTPError(status: .serviceUnavailable, message: "not ready") }
-                guard let set = database.replicas else { continue }
+            var index = databases.count
+            for set in replicaSets {
                 for replica in set.replicas {
-                    let up = await replica.database.answers()
+                    let up = answers[index] == true
+                    index += 1
                     let status = set.status(of: replica)
                     var entry = JSONObjectWriter()
                     entry.add("name", replica.name)
@@ -36,6 +52,9 @@ extension Router {
             return Response.bytes(body.finished, contentType: "application/json")
         }
     }
+
+    /// How long `/ready` waits for each database's `SELECT 1`.
+    static let readinessLimit: Duration = .seconds(2)
 
     /// `GET /metrics`: `metrics` in the Prometheus text format (version 0.0.4), with the pool
     /// gauges of `databases` read at that moment into `databaseMetrics` (which lives in

@@ -85,20 +85,24 @@ struct ReplicaTests {
         var proxied = target
         proxied.port = proxy.port
         try await Self.serving(
-            primary: primary, statementTimeoutMs: 2_000,
+            primary: primary, statementTimeoutMs: 10_000,
             environment: ["SPOUT_DATABASE_REPLICA_URLS": proxied.string!, "SPOUT_DATABASE_ANSWER_GRACE_MS": "1000"]
         ) { service in
             #expect(try await Self.whereRuns("/place", service: service) == "replica")
             proxy.freeze()
+            // Readiness asks each server for 2 s at most: the instance stays ready (the primary
+            // answers), the replica is down; waiting for it (11 s) would time the client out.
+            let ready = try await service.get("/ready", timeout: 6)
+            #expect(ready.status == 200 && ready.text.contains(#""name":"replica 1","status":"down""#), "\(ready.text)")
             // The read waiting on the frozen replica gives up after its timeout and the grace
-            // (2 s + 1 s), and is run again on the primary; the client's timeout (30 s) would fail
-            // the test if it hung.
+            // (10 s + 1 s), and is run again on the primary; the client's timeout (30 s) would
+            // fail the test if it hung.
             #expect(try await Self.whereRuns("/place", service: service) == "primary")
             // Set aside: the next reads go to the primary at once.
             let started = ContinuousClock.now
-            for _ in 0..<5 { #expect(try await Self.whereRuns("/place", service: service) == "primary") }
-            // Waiting for the replica each time would take 15 s.
-            #expect(ContinuousClock.now - started < .seconds(10), "reads still waited for the frozen replica")
+            for _ in 0..<3 { #expect(try await Self.whereRuns("/place", service: service) == "primary") }
+            // Waiting for the replica each time would take 33 s.
+            #expect(ContinuousClock.now - started < .seconds(15), "reads still waited for the frozen replica")
             let metrics = try await service.get("/metrics").text
             #expect(metrics.contains(#"spout_database_not_answering_total{database="replica 1"}"#), "\(metrics)")
 

@@ -55,8 +55,10 @@ struct UnansweringDatabaseTests {
             #expect(response.status == 504, "\(response.status) \(response.text)")
             #expect(response.text == #"{"error":"database not answering"}"#, "\(response.text)")
         }
-        // The service is up; a request that needs a new connection gets a 503 or a 504 in time.
+        // The service is up but not ready (the probe waits 2 s at most); a request that needs a
+        // new connection gets a 503 or a 504 in time.
         #expect(try await service.get("/health").status == 200)
+        #expect(try await service.get("/ready", timeout: 6).status == 503)
         let meanwhile = try await service.get("/one")
         #expect(meanwhile.status == 503 || meanwhile.status == 504, "\(meanwhile.status) \(meanwhile.text)")
         let metrics = try await service.get("/metrics").text
