@@ -52,6 +52,7 @@ extension SpoutConfiguration {
             Setting(path: "server.port", kind: .integer(\.server.port, 0...65_535)),
             Setting(path: "server.limits.maxHeaderBytes", kind: .integer(\.server.limits.maxHeaderBytes, 1_024...Int(Int32.max))),
             Setting(path: "server.limits.maxBodyBytes", kind: .integer(\.server.limits.maxBodyBytes, 0...Int(Int32.max))),
+            Setting(path: "server.limits.maxBufferedBodyBytes", kind: .integer(\.server.limits.maxBufferedBodyBytes, 0...Int(Int64.max))),
             Setting(path: "server.limits.idleTimeoutSeconds", kind: .integer(\.server.limits.idleTimeoutSeconds, 1...86_400)),
             Setting(path: "server.limits.maxConnections", kind: .integer(\.server.limits.maxConnections, 0...1_000_000)),
             Setting(

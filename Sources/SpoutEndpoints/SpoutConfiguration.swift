@@ -17,6 +17,9 @@ public struct SpoutConfiguration: Sendable, Hashable {
         public var maxHeaderBytes = 16 * 1024
         /// Largest request body, in bytes.
         public var maxBodyBytes = 1024 * 1024
+        /// Most bytes of request bodies held in memory at once, all clients together; 0 for no
+        /// limit (``SpoutHTTP/ServerConfiguration/maximumBufferedBodyBytes``).
+        public var maxBufferedBodyBytes = 256 * 1024 * 1024
         /// A connection with no request in progress is closed after this many seconds.
         public var idleTimeoutSeconds = 60
         /// Connections beyond this many are refused with 503; 0 sizes it from the open-file limit.
@@ -487,6 +490,7 @@ public struct SpoutConfiguration: Sendable, Hashable {
         )
         configuration.timingHeader = self.server.timingHeader
         configuration.maximumStreamsPerAddress = limits.maxStreamsPerAddress
+        configuration.maximumBufferedBodyBytes = limits.maxBufferedBodyBytes
         let spool = self.server.spool
         configuration.spool = SpoolConfiguration(
             isEnabled: spool.enabled, directory: spool.directory.isEmpty ? nil : Self.resolve(spool.directory, against: self.baseDirectory),

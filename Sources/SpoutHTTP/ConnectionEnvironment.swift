@@ -16,6 +16,8 @@ struct ConnectionEnvironment: Sendable {
     var tracer: (any Tracer)? = nil
     /// The server's running request tasks, which its shutdown waits for.
     var requestTasks = RequestTasks()
+    /// The request bodies held in memory, all connections together.
+    var bodyBudget = RequestBodyBudget(limit: 0)
     /// How work from other threads reaches a connection's event loop (tests replace it).
     var makeHop: @Sendable (any EventLoop) -> LoopHop = { LoopHop.eventLoop($0) }
 }

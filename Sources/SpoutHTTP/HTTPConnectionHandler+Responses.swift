@@ -256,6 +256,8 @@ extension HTTPConnectionHandler {
     func log(_ exchange: InFlightRequest, failure: String?) {
         exchange.streamTicket?.end()
         exchange.streamTicket = nil
+        exchange.bodyReservation?.end()
+        exchange.bodyReservation = nil
         let elapsed = NIODeadline.now() - exchange.start
         self.environment.metrics?.requestCompleted(
             route: exchange.route, method: exchange.method.rawValue, status: exchange.status,

@@ -96,8 +96,15 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             let exchange = InFlightRequest(
                 number: self.exchangeCount, head: head, cors: self.environment.configuration.cors, tracer: self.environment.tracer)
             exchange.maximumBodySize = self.maximumBodySize(for: head, exchange: exchange)
-            if let length = exchange.requestFields[values: .contentLength].first.flatMap(Int.init), length > exchange.maximumBodySize {
+            let length = exchange.requestFields[values: .contentLength].first.flatMap(Int.init)
+            if let length, length > exchange.maximumBodySize {
                 self.rejectBody(exchange, context: context)
+                return
+            }
+            // Refused at once when the announced body cannot fit now; reserved as it arrives
+            // (a client that announces much and trickles holds only what it sent).
+            if let length, length > 0, !self.environment.bodyBudget.hasRoom(for: length) {
+                self.refuseBody(length, of: exchange, context: context)
                 return
             }
             self.state = .receiving(head, context.channel.allocator.buffer(capacity: 0), exchange)
@@ -108,6 +115,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 self.rejectBody(exchange, context: context)
                 return
             }
+            guard self.holdBody(chunk.readableBytes, of: exchange, context: context) else { return }
             self.state = .idle  // drop the reference so appending does not copy
             body.writeBuffer(&chunk)
             self.state = .receiving(head, body, exchange)
@@ -254,6 +262,33 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     // MARK: Requests
+
+    /// Reserves `bytes` more of `exchange`'s body, as they arrive, in the server's
+    /// ``RequestBodyBudget``; when the budget has no room, answers 503 (``refuseBody(_:of:context:)``)
+    /// and returns false.
+    private func holdBody(_ bytes: Int, of exchange: InFlightRequest, context: ChannelHandlerContext) -> Bool {
+        let budget = self.environment.bodyBudget
+        let reservation = exchange.bodyReservation ?? RequestBodyBudget.Reservation(budget: budget)
+        exchange.bodyReservation = reservation
+        guard !budget.reserve(bytes, for: reservation) else { return true }
+        self.refuseBody(reservation.bytes + bytes, of: exchange, context: context)
+        return false
+    }
+
+    /// Answers 503 with `Retry-After` to a request whose body (`bytes` of it so far, or
+    /// announced) the server's ``RequestBodyBudget`` has no room for, and closes.
+    private func refuseBody(_ bytes: Int, of exchange: InFlightRequest, context: ChannelHandlerContext) {
+        let budget = self.environment.bodyBudget
+        self.environment.logger.warning(
+            "request bodies in memory at their limit",
+            metadata: [
+                "request.id": .string(exchange.id), "limits.buffered_body_bytes": .stringConvertible(budget.limit),
+                "http.request.body.size": .stringConvertible(bytes),
+            ])
+        self.answerBeforeTheBody(
+            ErrorResponse(status: .serviceUnavailable, message: "too many request bodies at once; retry", headers: [.retryAfter: "1"]),
+            exchange: exchange, context: context)
+    }
 
     private func rejectBody(_ exchange: InFlightRequest, context: ChannelHandlerContext) {
         // The limit is no secret, and an app uploading a photo needs it to shrink the file.

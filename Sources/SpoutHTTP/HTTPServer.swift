@@ -34,6 +34,8 @@ public final class HTTPServer: Service {
     private let state = Mutex(ServerState())
     private let stopped = AsyncOneShotEvent()
     private let requestTasks = RequestTasks()
+    /// The request bodies all connections hold (``ServerConfiguration/maximumBufferedBodyBytes``).
+    let bodyBudget: RequestBodyBudget
     /// Collects the accepted connections and quiesces them on shutdown; dropped there, before
     /// an owned event loop group shuts down (its deinit completes a promise on that group).
     private let quiescing: NIOLockedValueBox<ServerQuiescingHelper?>
@@ -76,6 +78,7 @@ public final class HTTPServer: Service {
         self.logger = logger
         self.metrics = metrics
         self.connectionFailures = ConnectionFailureLog(logger: logger)
+        self.bodyBudget = RequestBodyBudget(limit: configuration.maximumBufferedBodyBytes)
         let streamMetrics = metrics.map { StreamMetrics(registry: $0.registry) }
         self.streams = StreamServices(
             spool: configuration.spool.isEnabled ? SpoolService(configuration: configuration.spool, logger: logger, metrics: streamMetrics) : nil,
@@ -123,7 +126,7 @@ public final class HTTPServer: Service {
         let environment = ConnectionEnvironment(
             router: self.router, configuration: self.configuration,
             logger: self.logger, statistics: self.statistics, metrics: self.metrics, streams: self.streams,
-            tracer: self.tracer, requestTasks: self.requestTasks
+            tracer: self.tracer, requestTasks: self.requestTasks, bodyBudget: self.bodyBudget
         )
         let configuration = self.configuration
         let failures = self.connectionFailures

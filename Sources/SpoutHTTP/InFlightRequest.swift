@@ -44,6 +44,8 @@ final class InFlightRequest {
     var task: Task<Void, Never>?
     /// The stream counted against the per-address cap, released when the exchange ends.
     var streamTicket: StreamAdmission.Ticket?
+    /// The bytes of the body held (``RequestBodyBudget``), given back when the exchange ends.
+    var bodyReservation: RequestBodyBudget.Reservation?
 
     var isHead: Bool { self.method == .HEAD }
 

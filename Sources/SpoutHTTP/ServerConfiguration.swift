@@ -10,6 +10,10 @@ public struct ServerConfiguration: Sendable, Hashable {
     public var maximumHeadSize: Int
     /// Largest request body; larger is 413 and the connection closes.
     public var maximumBodySize: Int
+    /// Most bytes of request bodies held in memory at once, all connections together; a
+    /// request that would pass it is 503 with `Retry-After` before its body is read (see
+    /// ``RequestBodyBudget``). 0: no limit.
+    public var maximumBufferedBodyBytes: Int = 256 * 1024 * 1024
     /// A connection with no request in progress is closed after this long.
     public var idleTimeout: Duration
     /// Connections beyond this many are answered 503 and closed right after accept. 0: automatic

@@ -129,7 +129,8 @@ struct ConfigurationTests {
         #expect(table["database.traceContext"] == "SPOUT_DATABASE_TRACE_CONTEXT")
         #expect(table["tracing.samplePercent"] == "SPOUT_TRACING_SAMPLE_PERCENT")
         #expect(table["database.answerGraceMs"] == "SPOUT_DATABASE_ANSWER_GRACE_MS")
-        #expect(table.count == 64)
+        #expect(table["server.limits.maxBufferedBodyBytes"] == "SPOUT_LIMITS_MAX_BUFFERED_BODY_BYTES")
+        #expect(table.count == 65)
         #expect(Set(table.values).count == table.count)
     }
 
