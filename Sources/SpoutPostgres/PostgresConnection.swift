@@ -331,12 +331,17 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
 
     /// Sends `text` (without waiting for its result): as the prepared statement `name`, or
     /// unnamed with its text when `name` is nil. Returns libpq's 1 on success.
+    /// On a blocking connection libpq writes the whole statement before returning, and waits
+    /// while the server reads no more (a large upload to a server that stopped): that wait is
+    /// under the answer deadline too.
     func send(_ text: String, prepared name: String?, _ parameters: PostgresTextParameters, handle: OpaquePointer) -> Int32 {
-        parameters.withUnsafeCValues { count, values, types in
-            if let name {
-                PQsendQueryPrepared(handle, name, count, values, nil, nil, 0)
-            } else {
-                PQsendQueryParams(handle, text, count, types, values, nil, nil, 0)
+        self.awaitingAnswer {
+            parameters.withUnsafeCValues { count, values, types in
+                if let name {
+                    PQsendQueryPrepared(handle, name, count, values, nil, nil, 0)
+                } else {
+                    PQsendQueryParams(handle, text, count, types, values, nil, nil, 0)
+                }
             }
         }
     }
