@@ -75,10 +75,6 @@ final class PostgresAnswerDeadline: Sendable {
         self.state.withLock { $0.retired = true }
     }
 
-    var isRetired: Bool {
-        self.state.withLock { $0.retired }
-    }
-
     /// The watchdog's check: shuts the socket when a wait is past its deadline at `now`.
     /// Returns true when it did.
     func expireIfOverdue(now: UInt64) -> Bool {
