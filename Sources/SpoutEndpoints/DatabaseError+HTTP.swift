@@ -5,13 +5,13 @@ import SpoutHTTP
 /// The responses the database's errors become. Bodies name only the error's code, never
 /// ``SpoutCore/DatabaseError/message`` (which may hold SQL, database messages or credentials).
 ///
-/// `poolExhausted` 503 with `Retry-After: 1`, `connectionFailed` and `connectionLost` 503,
+/// `poolExhausted` and `busy` 503 with `Retry-After: 1`, `connectionFailed` and `connectionLost` 503,
 /// `statementTimeout` and `notAnswering` 504, `uniqueViolation` 409, `constraintViolation` 422, `invalidValue`
 /// 400, anything else a generic 500.
 extension DatabaseError: HTTPResponseError {
     public var status: HTTPResponse.Status {
         switch self.code {
-        case .poolExhausted, .connectionFailed, .connectionLost: return .serviceUnavailable
+        case .poolExhausted, .busy, .connectionFailed, .connectionLost: return .serviceUnavailable
         case .statementTimeout, .notAnswering: return .gatewayTimeout
         case .uniqueViolation: return .conflict
         case .constraintViolation: return .unprocessableContent
@@ -21,7 +21,7 @@ extension DatabaseError: HTTPResponseError {
     }
 
     public var headers: HTTPFields {
-        self.code == .poolExhausted ? [.retryAfter: "1"] : HTTPFields()
+        self.code == .poolExhausted || self.code == .busy ? [.retryAfter: "1"] : HTTPFields()
     }
 
     public var responseBody: [UInt8] {

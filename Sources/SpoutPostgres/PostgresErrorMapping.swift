@@ -12,6 +12,8 @@ enum PostgresErrorMapping {
         case "23505": return .uniqueViolation
         case "57014": return cancelRequested ? .cancelled : .statementTimeout
         case "25006": return .readOnly
+        // lock_not_available: `lock_timeout` (or NOWAIT) ran out waiting for a lock.
+        case "55P03": return .busy
         case "57P01", "57P02", "57P03": return .connectionLost
         default: break
         }

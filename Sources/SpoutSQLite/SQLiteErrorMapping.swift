@@ -9,6 +9,8 @@ import SpoutCore
 /// - `SQLITE_INTERRUPT`: ``DatabaseError/Code/statementTimeout`` when the statement's deadline
 ///   stopped it, ``DatabaseError/Code/cancelled`` otherwise (``SQLiteConnection/cancel()``).
 /// - `SQLITE_READONLY` (also raised by `PRAGMA query_only`): ``DatabaseError/Code/readOnly``.
+/// - `SQLITE_BUSY`, `SQLITE_LOCKED` (another connection or process holds the lock past the
+///   busy timeout): ``DatabaseError/Code/busy``.
 /// - `SQLITE_ERROR` while preparing: ``DatabaseError/Code/invalidSQL``.
 /// - `SQLITE_MISMATCH`, `SQLITE_RANGE`: ``DatabaseError/Code/invalidValue``.
 /// - `SQLITE_CORRUPT`, `SQLITE_NOTADB`, `SQLITE_IOERR`, `SQLITE_CANTOPEN`:
@@ -56,6 +58,8 @@ enum SQLiteErrorMapping {
             return deadlineExpired ? .statementTimeout : .cancelled
         case SQLITE_READONLY:
             return .readOnly
+        case SQLITE_BUSY, SQLITE_LOCKED:
+            return .busy
         case SQLITE_ERROR:
             return phase == .prepare ? .invalidSQL : .other
         case SQLITE_MISMATCH, SQLITE_RANGE:
