@@ -19,7 +19,9 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible, CustomDeb
         /// The statement ran longer than its timeout (HTTP 504).
         public static let statementTimeout = Code("statement timeout")
         /// The data is locked by another transaction or process past the wait allowed for it
-        /// (SQLite's busy timeout, PostgreSQL's `lock_timeout`); worth retrying (HTTP 503).
+        /// (SQLite's busy timeout, PostgreSQL's `lock_timeout`), or the transaction was rolled
+        /// back for another's sake (PostgreSQL's serialization failure, a deadlock's victim);
+        /// worth retrying (HTTP 503).
         public static let busy = Code("database busy")
         /// The server did not answer within the statement timeout and a grace period (stopped,
         /// frozen or cut off by the network); the connection was shut (HTTP 504).

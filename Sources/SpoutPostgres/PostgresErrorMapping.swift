@@ -12,8 +12,10 @@ enum PostgresErrorMapping {
         case "23505": return .uniqueViolation
         case "57014": return cancelRequested ? .cancelled : .statementTimeout
         case "25006": return .readOnly
-        // lock_not_available: `lock_timeout` (or NOWAIT) ran out waiting for a lock.
-        case "55P03": return .busy
+        // lock_not_available (`lock_timeout` or NOWAIT ran out waiting for a lock), and a
+        // transaction rolled back for another's sake (serialization_failure, deadlock_detected):
+        // contention, which a retry resolves.
+        case "55P03", "40001", "40P01": return .busy
         case "57P01", "57P02", "57P03": return .connectionLost
         default: break
         }
