@@ -75,6 +75,9 @@ public final class DatabaseMetrics: DatabaseObserver {
         self.registry.makeGauge(descriptor: Family.poolInUse.descriptor, labels: labels).set(to: Double(pool.inUse))
         self.registry.makeGauge(descriptor: Family.poolIdle.descriptor, labels: labels).set(to: Double(pool.idle))
         self.registry.makeGauge(descriptor: Family.poolWaiters.descriptor, labels: labels).set(to: Double(pool.waiters))
+        // Each pool's series exists from the first scrape (at 0), so a rate or an alert on it
+        // has a series before the first server stops answering.
+        _ = self.registry.makeCounter(descriptor: Family.notAnswering.descriptor, labels: labels)
     }
 }
 

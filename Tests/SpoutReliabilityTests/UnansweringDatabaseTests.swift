@@ -46,6 +46,9 @@ struct UnansweringDatabaseTests {
         // A statement past its timeout is the server's own 504 (it answers within the grace).
         let slow = try await service.get("/hold?seconds=5")
         #expect(slow.status == 504 && slow.text.contains("statement timeout"), "\(slow.status) \(slow.text)")
+        // The not-answering series is there before anything failed, at 0 (for rates and alerts).
+        let before = try await service.get("/metrics").text
+        #expect(before.contains(#"spout_database_not_answering_total{database="primary"} 0"#), "\(before)")
 
         proxy.freeze()
         // The client's own timeout (30 s) would fail the test if a request hung with the server.
@@ -103,7 +106,9 @@ struct UnansweringDatabaseTests {
         try socket.receiveUntilClosed()
         let response = try RawHTTP.parse(socket.received)
         #expect(response.status == 200 && response.isComplete, "\(response.status), complete: \(response.isComplete)")
-        #expect(!(try await service.get("/metrics").text.contains("spout_database_not_answering_total{")))
+        let metrics = try await service.get("/metrics").text
+        let line = metrics.split(separator: "\n").first { $0.hasPrefix(#"spout_database_not_answering_total{database="primary"}"#) }
+        #expect(line?.split(separator: " ").last == "0", "\(line ?? "no series")")
         await service.stop()
     }
 }
