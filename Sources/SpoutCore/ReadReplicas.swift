@@ -152,8 +152,9 @@ public final class ReadReplicas: Sendable {
     }
 
     /// Whether `error` says the server (or a pooler's connection to it) is gone: the
-    /// connection broke or could not be opened, or the server stopped answering. The drivers map their own codes to these
-    /// (PostgreSQL: SQLSTATE class 08, and 57P01-57P03, shutting down or not accepting).
+    /// connection broke or could not be opened, or the server stopped answering. The drivers
+    /// map their own codes to these (PostgreSQL: SQLSTATE class 08, and 57P01-57P03, shutting
+    /// down or not accepting; a connection its answer deadline shut).
     public static func meansServerGone(_ error: any Error) -> Bool {
         guard let error = error as? DatabaseError else { return false }
         return error.code == .connectionLost || error.code == .connectionFailed || error.code == .notAnswering

@@ -5,9 +5,9 @@ import SpoutHTTP
 /// The responses the database's errors become. Bodies name only the error's code, never
 /// ``SpoutCore/DatabaseError/message`` (which may hold SQL, database messages or credentials).
 ///
-/// `poolExhausted` and `busy` 503 with `Retry-After: 1`, `connectionFailed` and `connectionLost` 503,
-/// `statementTimeout` and `notAnswering` 504, `uniqueViolation` 409, `constraintViolation` 422, `invalidValue`
-/// 400, anything else a generic 500.
+/// `poolExhausted` and `busy` 503 with `Retry-After: 1`, `connectionFailed` and
+/// `connectionLost` 503, `statementTimeout` and `notAnswering` 504, `uniqueViolation` 409,
+/// `constraintViolation` 422, `invalidValue` 400, anything else a generic 500.
 extension DatabaseError: HTTPResponseError {
     public var status: HTTPResponse.Status {
         switch self.code {

@@ -3,8 +3,7 @@ import SpoutCore
 import SpoutHTTP
 
 /// The databases' metrics: pools, waits for a connection, cancelled and timed-out statements,
-/// servers that stopped answering,
-/// and how long streams lease connections. The observer of every database the server opens
+/// servers that stopped answering, and how long streams lease connections. The observer of every database the server opens
 /// (``SpoutCore/Database/observer``), so what ``SpoutCore/Database/withSession(_:observer:retryOnPrimary:_:)``
 /// does is counted where it happens, not by the HTTP layer; its families live in the server's
 /// registry (``SpoutHTTP/ServerMetrics/registry``) and are served with the rest.

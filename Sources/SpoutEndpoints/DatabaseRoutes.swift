@@ -15,40 +15,36 @@ extension Router {
         guard case .notFound = self.match(.get, path: "/ready") else { return }
         self.add(
             .get, "/ready",
-            summary: "Readiness: 200 when every database answers SELECT 1 within 2 s, else 503; the body lists each read replica and whether it answers."
+            summary: "Readiness: 200 when every database answers SELECT 1 within \(Self.readinessLimit.components.seconds) s, else 503; the body lists each read replica and whether it answers."
         ) { _ in
-            let replicaSets = databases.compactMap(\.replicas)
-            let everyReplica = replicaSets.flatMap(\.replicas)
+            // Each replica with the set that knows its status, after the primaries: all asked at once.
+            let replicas = databases.compactMap(\.replicas).flatMap { set in set.replicas.map { (set, $0) } }
+            let asked = databases + replicas.map(\.1.database)
             let answers = await withTaskGroup(of: (Int, Bool).self) { group in
-                for (index, database) in (databases + everyReplica.map(\.database)).enumerated() {
+                for (index, database) in asked.enumerated() {
                     group.addTask { (index, await database.answers(within: Self.readinessLimit)) }
                 }
-                var answers: [Int: Bool] = [:]
+                var answers = [Bool](repeating: false, count: asked.count)
                 for await (index, answered) in group { answers[index] = answered }
                 return answers
             }
-            guard databases.indices.allSatisfy({ answers[$0] == true }) else {
+            guard !answers.prefix(databases.count).contains(false) else {
                 throw HTTPError(status: .serviceUnavailable, message: "not ready")
             }
-            var replicas: [JSONObjectWriter] = []
-            var index = databases.count
-            for set in replicaSets {
-                for replica in set.replicas {
-                    let up = answers[index] == true
-                    index += 1
-                    let status = set.status(of: replica)
-                    var entry = JSONObjectWriter()
-                    entry.add("name", replica.name)
-                    entry.add("status", up ? "up" : "down")
-                    entry.add("inUse", up && status.isAvailable)
-                    if let lag = status.lagMilliseconds { entry.add("lagMs", lag) }
-                    if let problem = status.problem { entry.add("problem", problem) }
-                    replicas.append(entry)
-                }
+            let entries = zip(replicas, answers.dropFirst(databases.count)).map { pair, up in
+                let (set, replica) = pair
+                let status = set.status(of: replica)
+                var entry = JSONObjectWriter()
+                entry.add("name", replica.name)
+                entry.add("status", up ? "up" : "down")
+                entry.add("inUse", up && status.isAvailable)
+                if let lag = status.lagMilliseconds { entry.add("lagMs", lag) }
+                if let problem = status.problem { entry.add("problem", problem) }
+                return entry
             }
             var body = JSONObjectWriter()
             body.add("status", "ready")
-            if !replicas.isEmpty { body.add("replicas", objects: replicas) }
+            if !entries.isEmpty { body.add("replicas", objects: entries) }
             return Response.bytes(body.finished, contentType: "application/json")
         }
     }

@@ -25,6 +25,8 @@ import Darwin
 ///   or without a grace period: such a wait is as long as libpq's.
 /// - The socket is shut at most once, and never after ``retire()`` (called before the
 ///   connection is closed, so a descriptor number reused by another socket is never touched).
+/// - A deadline with a grace period is watched by ``PostgresAnswerWatchdog`` from its creation
+///   until ``retire()``.
 final class PostgresAnswerDeadline: Sendable {
     /// The connection's socket, fixed for its life.
     let socket: Int32
@@ -40,6 +42,9 @@ final class PostgresAnswerDeadline: Sendable {
     init(socket: Int32, graceMilliseconds: Int) {
         self.socket = socket
         self.grace = UInt64(max(0, graceMilliseconds)) &* 1_000_000
+        if self.grace != 0 {
+            PostgresAnswerWatchdog.shared.watch(self)
+        }
     }
 
     /// Records the statement timeout the connection's statements run under (0: none).
@@ -65,14 +70,27 @@ final class PostgresAnswerDeadline: Sendable {
         self.deadline.store(0, ordering: .releasing)
     }
 
+    /// Runs `body`, a wait for the answers of `statements` statements, between
+    /// ``begin(statements:)`` and ``end()``. A wait inside another is bounded by the outer one.
+    @inline(__always)
+    func bounding<Result>(statements: Int = 1, _ body: () throws -> Result) rethrows -> Result {
+        let waits = self.begin(statements: statements)
+        defer { if waits { self.end() } }
+        return try body()
+    }
+
     /// Whether the socket was shut because the server did not answer in time.
     var hasExpired: Bool {
         self.state.withLock { $0.expired }
     }
 
-    /// Stops the watchdog from touching the socket; call before the connection closes it.
+    /// Stops the watchdog from touching the socket, and from watching; call before the
+    /// connection closes it.
     func retire() {
         self.state.withLock { $0.retired = true }
+        if self.grace != 0 {
+            PostgresAnswerWatchdog.shared.forget(self)
+        }
     }
 
     /// The watchdog's check: shuts the socket when a wait is past its deadline at `now`.
@@ -107,8 +125,8 @@ final class PostgresAnswerDeadline: Sendable {
 
 /// One thread that checks, four times a second, the deadlines of the PostgreSQL connections
 /// waiting for their servers (``PostgresAnswerDeadline``), and shuts the socket of each one
-/// past its deadline. It holds the deadlines of open connections only (``watch(_:)`` when a
-/// connection opens, ``forget(_:)`` when it closes), starts with the first, and lives as long
+/// past its deadline. It holds the deadlines of open connections only (each deadline watches
+/// itself from its creation until it is retired), starts with the first, and lives as long
 /// as the process, like ``PostgresReactor``. (Linux only, like the reactor: elsewhere no
 /// deadline is enforced.)
 final class PostgresAnswerWatchdog: Sendable {

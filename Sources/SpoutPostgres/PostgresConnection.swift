@@ -133,13 +133,8 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         // would print them on stderr.
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
         let deadline = PostgresAnswerDeadline(socket: PQsocket(connection), graceMilliseconds: answerGraceMilliseconds)
-        if answerGraceMilliseconds > 0 {
-            PostgresAnswerWatchdog.shared.watch(deadline)
-        }
         deadline.setStatementTimeout(milliseconds: answerGraceMilliseconds)
-        let waits = deadline.begin()
-        let result = PQexec(connection, keepsSessionState ? Self.sessionSetup : Self.pooledSessionSetup)
-        if waits { deadline.end() }
+        let result = deadline.bounding { PQexec(connection, keepsSessionState ? Self.sessionSetup : Self.pooledSessionSetup) }
         deadline.setStatementTimeout(milliseconds: 0)
         let succeeded = result.map { PQresultStatus($0) == PGRES_COMMAND_OK } ?? false
         var message = PostgresErrorMapping.message(result.map { PQresultErrorMessage($0) } ?? PQerrorMessage(connection))
@@ -147,7 +142,6 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         guard succeeded, let cancel = PQgetCancel(connection) else {
             if deadline.hasExpired { message = "the server did not answer within \(2 * answerGraceMilliseconds) ms" }
             deadline.retire()
-            PostgresAnswerWatchdog.shared.forget(deadline)
             PQfinish(connection)
             throw DatabaseError(.connectionFailed, message: "session setup failed: \(message)")
         }
@@ -246,9 +240,7 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     /// inside another is bounded by the outer one.
     @inline(__always)
     func awaitingAnswer<Result>(statements: Int = 1, _ body: () throws -> Result) rethrows -> Result {
-        let waits = self.answerDeadline.begin(statements: statements)
-        defer { if waits { self.answerDeadline.end() } }
-        return try body()
+        try self.answerDeadline.bounding(statements: statements, body)
     }
 
     /// Marks the start of a statement that `cancel()` may target: one exchange with the
@@ -425,34 +417,34 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     /// Reads and discards every pending result until libpq has none, ending a COPY on the way.
     /// - Parameter pending: the status of a result already read, when it was a COPY state.
     func drainResults(_ handle: OpaquePointer, pending: ExecStatusType? = nil) {
-        let waits = self.answerDeadline.begin()
-        defer { if waits { self.answerDeadline.end() } }
-        var status = pending
-        while true {
-            switch status {
-            case PGRES_COPY_IN:
-                guard PQputCopyEnd(handle, "spout: COPY abandoned") == 1 else {
+        self.awaitingAnswer {
+            var status = pending
+            while true {
+                switch status {
+                case PGRES_COPY_IN:
+                    guard PQputCopyEnd(handle, "spout: COPY abandoned") == 1 else {
+                        self.markBroken()
+                        return
+                    }
+                case PGRES_COPY_OUT:
+                    var buffer: UnsafeMutablePointer<CChar>?
+                    while PQgetCopyData(handle, &buffer, 0) > 0 {
+                        PQfreemem(buffer)
+                        buffer = nil
+                    }
+                case PGRES_COPY_BOTH:
                     self.markBroken()
                     return
+                default:
+                    break
                 }
-            case PGRES_COPY_OUT:
-                var buffer: UnsafeMutablePointer<CChar>?
-                while PQgetCopyData(handle, &buffer, 0) > 0 {
-                    PQfreemem(buffer)
-                    buffer = nil
-                }
-            case PGRES_COPY_BOTH:
-                self.markBroken()
-                return
-            default:
-                break
+                guard let result = PQgetResult(handle) else { break }
+                status = PQresultStatus(result)
+                PQclear(result)
             }
-            guard let result = PQgetResult(handle) else { break }
-            status = PQresultStatus(result)
-            PQclear(result)
-        }
-        if PQstatus(handle) == CONNECTION_BAD {
-            self.markBroken()
+            if PQstatus(handle) == CONNECTION_BAD {
+                self.markBroken()
+            }
         }
     }
 
@@ -625,7 +617,6 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         self.stateMachine.closed()
         // Before PQfinish closes the socket, whose number may then be reused.
         self.answerDeadline.retire()
-        PostgresAnswerWatchdog.shared.forget(self.answerDeadline)
         // The cancel handle is freed when its last user (a cancel being sent) lets it go.
         self.cancelState.withLock { $0.handle = nil }
         PQfinish(handle)

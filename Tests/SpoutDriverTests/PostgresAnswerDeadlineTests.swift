@@ -32,16 +32,20 @@ import Glibc
     func overdueWaitsAreShut() throws {
         let (socket, peer) = try Self.socketPair()
         defer { close(socket); close(peer) }
-        let deadline = PostgresAnswerDeadline(socket: socket, graceMilliseconds: 100)
-        deadline.setStatementTimeout(milliseconds: 200)
+        // Minutes, so that the process's watchdog (which watches every deadline with a grace
+        // period) never reaches this one while the test runs.
+        let deadline = PostgresAnswerDeadline(socket: socket, graceMilliseconds: 10_000)
+        defer { deadline.retire() }
+        deadline.setStatementTimeout(milliseconds: 60_000)
         let now = PostgresAnswerDeadline.now()
+        let second: UInt64 = 1_000_000_000
         #expect(deadline.begin(statements: 2))
-        // 2 × 200 ms + 100 ms: not yet at 400 ms, overdue at 600 ms.
-        #expect(!deadline.expireIfOverdue(now: now + 400_000_000))
+        // 2 × 60 s + 10 s: not yet at 120 s, overdue at 140 s.
+        #expect(!deadline.expireIfOverdue(now: now + 120 * second))
         #expect(!Self.isShut(socket) && !deadline.hasExpired)
-        #expect(deadline.expireIfOverdue(now: now + 600_000_000))
+        #expect(deadline.expireIfOverdue(now: now + 140 * second))
         #expect(Self.isShut(socket) && deadline.hasExpired)
-        #expect(!deadline.expireIfOverdue(now: now + 700_000_000), "shut twice")
+        #expect(!deadline.expireIfOverdue(now: now + 150 * second), "shut twice")
     }
 
     @Test("no deadline while nobody waits, without a statement timeout or grace, inside an outer wait, or once retired")
@@ -50,9 +54,9 @@ import Glibc
         defer { close(socket); close(peer) }
         let late = PostgresAnswerDeadline.now() + 3_600_000_000_000
 
-        let deadline = PostgresAnswerDeadline(socket: socket, graceMilliseconds: 100)
+        let deadline = PostgresAnswerDeadline(socket: socket, graceMilliseconds: 10_000)
         #expect(!deadline.begin(), "no statement timeout yet")
-        deadline.setStatementTimeout(milliseconds: 100)
+        deadline.setStatementTimeout(milliseconds: 60_000)
         #expect(!deadline.expireIfOverdue(now: late), "nobody waits")
         #expect(deadline.begin())
         #expect(!deadline.begin(), "an inner wait is bounded by the outer one")
