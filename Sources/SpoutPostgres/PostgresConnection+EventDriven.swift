@@ -139,9 +139,20 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
         if self.isFlushing && events.contains(.writable) {
             guard self.flush() else { return nil }
         }
+        // Over TLS, bytes OpenSSL decrypted and libpq has not read yet never make the socket
+        // readable: read them before waiting again.
+        repeat {
+            guard self.readAvailable() else { return nil }
+        } while PostgresTLSBuffer.hasUnreadBytes(self.handle)
+        return self.interest
+    }
+
+    /// Reads what the socket has and handles every result libpq can deliver without waiting
+    /// (sending the next batch when one ends). False when the run is over.
+    private func readAvailable() -> Bool {
         guard PQconsumeInput(self.handle) == 1 else {
             self.connectionFailed()
-            return nil
+            return false
         }
         while PQisBusy(self.handle) == 0 {
             let result = PQgetResult(self.handle)
@@ -162,21 +173,21 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
                 self.connection.markBroken()
                 self.failure = self.failure ?? DatabaseError(.connectionLost, message: "unexpected result after a pipeline")
                 self.finish()
-                return nil
+                return false
             }
             self.current += 1
             if self.current < self.commands.count {
                 self.startCommand()
             } else {
-                guard self.endBatch() else { return nil }
+                guard self.endBatch() else { return false }
             }
         }
         if PQstatus(self.handle) == CONNECTION_BAD {
             // Lost while reading (libpq has closed the socket): nothing more will arrive.
             self.connectionFailed()
-            return nil
+            return false
         }
-        return self.interest
+        return true
     }
 
     /// Runs to the end on the calling thread, waiting for the socket with `poll(2)` where the

@@ -48,13 +48,21 @@ final class ThrowawayPostgres: Sendable {
     static var command: String { TestFixtures.repositoryRoot.appendingPathComponent("scripts/throwaway-postgres").path }
 
     /// Creates and starts a cluster. With `passwordAuthentication`, TCP connections need a
-    /// password (scram-sha-256) and local socket connections stay trusted.
-    static func create(passwordAuthentication: Bool = false) throws -> ThrowawayPostgres {
+    /// password (scram-sha-256) and local socket connections stay trusted. With `tls`, the
+    /// server offers TLS with a self-signed certificate (``certificate``, ``certificateKey``).
+    static func create(passwordAuthentication: Bool = false, tls: Bool = false) throws -> ThrowawayPostgres {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spout-pg-\(UUID().uuidString)").path
-        return try Self.started(directory, ["start", directory] + (passwordAuthentication ? ["--password-auth"] : []))
+        let options = (passwordAuthentication ? ["--password-auth"] : []) + (tls ? ["--tls"] : [])
+        return try Self.started(directory, ["start", directory] + options)
     }
 
     var dataDirectory: String { self.directory + "/data" }
+
+    /// The server's certificate (PEM) of a cluster made with `tls`: self-signed for `127.0.0.1`
+    /// and `localhost`, so it is also the root a client verifies it with.
+    var certificate: String { self.dataDirectory + "/server.crt" }
+    /// The certificate's private key (PEM).
+    var certificateKey: String { self.dataDirectory + "/server.key" }
 
     /// A streaming replica of this cluster (`pg_basebackup -R`) in a directory of its own,
     /// started on another free port. Call ``remove()`` on it as on any cluster.
