@@ -110,6 +110,28 @@ struct PostgresTLSTests {
         }
     }
 
+    @Test("verify-full with a root that did not sign the server's certificate: 503, and the log says why",
+          .enabled(if: ThrowawayPostgres.isAvailable, "PostgreSQL server binaries (initdb) are not installed"))
+    func untrustedCertificate() async throws {
+        let other = FileManager.default.temporaryDirectory.appendingPathComponent("spout-other-ca-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: other) }
+        let made = try await ChildProcess.run(
+            executable: "/usr/bin/env",
+            arguments: ["openssl", "req", "-new", "-x509", "-days", "2", "-nodes", "-newkey", "rsa:2048", "-subj", "/CN=127.0.0.1",
+                        "-keyout", other + "/ca.key", "-out", other + "/ca.pem"])
+        try #require(made.status == 0, "\(made.standardError)")
+        try await self.withService(throughProxy: false, { cluster, _ in
+            "postgresql://spout@127.0.0.1:\(cluster.port)/postgres?sslmode=verify-full&sslrootcert=\(other)/ca.pem"
+        }) { service in
+            let refused = try await service.get("/tls")
+            #expect(refused.status == 503 && refused.text == #"{"error":"connection failed"}"#, "\(refused.status) \(refused.text)")
+            #expect(try await service.get("/ready").status == 503)
+            let log = try String(contentsOfFile: service.logPath, encoding: .utf8)
+            #expect(log.contains("certificate verify failed"), "\(log.suffix(1_000))")
+        }
+    }
+
     @Test("records of 16 KiB, as PostgreSQL 17 frames large messages: answers ending inside a record arrive whole, at once",
           .enabled(if: ThrowawayPostgres.isAvailable, "PostgreSQL server binaries (initdb) are not installed"))
     func largeRecords() async throws {
