@@ -26,6 +26,10 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible, CustomDeb
         /// The server did not answer within the statement timeout and a grace period (stopped,
         /// frozen or cut off by the network); the connection was shut (HTTP 504).
         public static let notAnswering = Code("database not answering")
+        /// The database could not write: its disk is full (PostgreSQL's `disk_full`, SQLite's
+        /// `SQLITE_FULL`, which a full file system gives too). The statement's transaction is
+        /// rolled back; reads go on, and writes succeed once space is freed (HTTP 507).
+        public static let storageFull = Code("database storage full")
         /// The statement was cancelled through ``DatabaseConnection/cancel()``.
         public static let cancelled = Code("cancelled")
         /// A UNIQUE or PRIMARY KEY constraint was violated (HTTP 409).

@@ -6,13 +6,15 @@ import SpoutHTTP
 /// ``SpoutCore/DatabaseError/message`` (which may hold SQL, database messages or credentials).
 ///
 /// `poolExhausted` and `busy` 503 with `Retry-After: 1`, `connectionFailed` and
-/// `connectionLost` 503, `statementTimeout` and `notAnswering` 504, `uniqueViolation` 409,
-/// `constraintViolation` 422, `invalidValue` 400, anything else a generic 500.
+/// `connectionLost` 503, `statementTimeout` and `notAnswering` 504, `storageFull` 507,
+/// `uniqueViolation` 409, `constraintViolation` 422, `invalidValue` 400, anything else a
+/// generic 500.
 extension DatabaseError: HTTPResponseError {
     public var status: HTTPResponse.Status {
         switch self.code {
         case .poolExhausted, .busy, .connectionFailed, .connectionLost: return .serviceUnavailable
         case .statementTimeout, .notAnswering: return .gatewayTimeout
+        case .storageFull: return .insufficientStorage
         case .uniqueViolation: return .conflict
         case .constraintViolation: return .unprocessableContent
         case .invalidValue: return .badRequest
@@ -45,4 +47,10 @@ extension RowStreamError: HTTPResponseError {
         case .attachmentsNotAllowedInCSV: return ErrorResponse(status: .notAcceptable, message: self.description).body
         }
     }
+}
+
+extension HTTPResponse.Status {
+    /// 507 Insufficient Storage (RFC 4918): the server cannot store what the request needs.
+    /// swift-http-types has no name for it.
+    static var insufficientStorage: Self { .init(code: 507, reasonPhrase: "Insufficient Storage") }
 }

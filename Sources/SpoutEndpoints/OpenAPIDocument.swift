@@ -327,6 +327,8 @@ struct OpenAPIDocument {
         responses.set("500", ["$ref": "#/components/responses/InternalServerError"])
         responses.set("503", ["$ref": "#/components/responses/ServiceUnavailable"])
         responses.set("504", ["$ref": "#/components/responses/GatewayTimeout"])
+        // A write that needs new space, or a read whose sort spills to temporary files.
+        responses.set("507", ["$ref": "#/components/responses/InsufficientStorage"])
         return responses
     }
 
@@ -401,8 +403,9 @@ struct OpenAPIDocument {
             "UnsupportedMediaType": response("The body is not JSON, a form or multipart form data"),
             "UnprocessableContent": response("A constraint of the database rejected the values"),
             "InternalServerError": response("An unexpected error"),
-            "ServiceUnavailable": response("No database connection is available; retry later"),
-            "GatewayTimeout": response("The statement ran longer than its timeout"),
+            "ServiceUnavailable": response("No database connection is available, or the data is locked; retry later"),
+            "GatewayTimeout": response("The statement ran longer than its timeout, or the database did not answer"),
+            "InsufficientStorage": response("The database's disk is full; nothing was stored"),
         ]
         let protected = self.endpoints.endpoints.contains(where: \.requiresAPIKey)
         if protected {

@@ -16,6 +16,7 @@ enum PostgresErrorMapping {
         // transaction rolled back for another's sake (serialization_failure, deadlock_detected):
         // contention, which a retry resolves.
         case "55P03", "40001", "40P01": return .busy
+        case "53100": return .storageFull
         case "57P01", "57P02", "57P03": return .connectionLost
         default: break
         }

@@ -60,6 +60,8 @@ enum SQLiteErrorMapping {
             return .readOnly
         case SQLITE_BUSY, SQLITE_LOCKED:
             return .busy
+        case SQLITE_FULL:
+            return .storageFull
         case SQLITE_ERROR:
             return phase == .prepare ? .invalidSQL : .other
         case SQLITE_MISMATCH, SQLITE_RANGE:

@@ -50,13 +50,25 @@ final class ThrowawayPostgres: Sendable {
     /// Creates and starts a cluster. With `passwordAuthentication`, TCP connections need a
     /// password (scram-sha-256) and local socket connections stay trusted. With `tls`, the
     /// server offers TLS with a self-signed certificate (``certificate``, ``certificateKey``).
-    static func create(passwordAuthentication: Bool = false, tls: Bool = false) throws -> ThrowawayPostgres {
+    /// A `launcher` (a program and its arguments that end by running the rest, such as
+    /// `unshare … sh -c '… exec "$@"' sh`) runs `scripts/throwaway-postgres`, so the server runs
+    /// where the launcher puts it.
+    static func create(passwordAuthentication: Bool = false, tls: Bool = false, launcher: [String] = []) throws -> ThrowawayPostgres {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spout-pg-\(UUID().uuidString)").path
         let options = (passwordAuthentication ? ["--password-auth"] : []) + (tls ? ["--tls"] : [])
-        return try Self.started(directory, ["start", directory] + options)
+        return try Self.started(directory, ["start", directory] + options, launcher: launcher)
     }
 
     var dataDirectory: String { self.directory + "/data" }
+
+    /// The server's process id (the first line of `postmaster.pid`).
+    func postmasterPID() throws -> Int32 {
+        let text = try String(contentsOfFile: self.dataDirectory + "/postmaster.pid", encoding: .utf8)
+        guard let pid = text.split(separator: "\n").first.flatMap({ Int32($0) }) else {
+            throw RawSocket.Failure(description: "no process id in postmaster.pid")
+        }
+        return pid
+    }
 
     /// The server's certificate (PEM) of a cluster made with `tls`: self-signed for `127.0.0.1`
     /// and `localhost`, so it is also the root a client verifies it with.
@@ -73,11 +85,12 @@ final class ThrowawayPostgres: Sendable {
 
     /// Runs `scripts/throwaway-postgres` with `arguments`, which start a cluster in `directory`,
     /// and reads the port from the URL it prints.
-    private static func started(_ directory: String, _ arguments: [String]) throws -> ThrowawayPostgres {
+    private static func started(_ directory: String, _ arguments: [String], launcher: [String] = []) throws -> ThrowawayPostgres {
         guard let bin = self.binDirectory else {
             throw RawSocket.Failure(description: "PostgreSQL server binaries (initdb) not found under /usr/lib/postgresql")
         }
-        let result = try Self.run(Self.command, arguments)
+        let command = launcher + [Self.command] + arguments
+        let result = try Self.run(command[0], Array(command.dropFirst()))
         let url = result.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
         guard let port = url.split(separator: ":").last.flatMap({ Int($0) }) else {
             try? FileManager.default.removeItem(atPath: directory)
