@@ -38,6 +38,9 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible, CustomDeb
         public static let constraintViolation = Code("constraint violation")
         /// A value could not be converted by the database (HTTP 400 when it came from the caller).
         public static let invalidValue = Code("invalid value")
+        /// Text sent to the database has a character its encoding cannot hold (a `LATIN1`
+        /// database and a `€`, PostgreSQL's 22P05): the caller's text (HTTP 400).
+        public static let unrepresentableText = Code("text not representable in the database's encoding")
         /// A write was attempted on a read-only transaction or connection.
         public static let readOnly = Code("read only")
         /// The SQL text is malformed or refers to unknown objects.

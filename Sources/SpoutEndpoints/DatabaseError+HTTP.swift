@@ -7,8 +7,8 @@ import SpoutHTTP
 ///
 /// `poolExhausted` and `busy` 503 with `Retry-After: 1`, `connectionFailed` and
 /// `connectionLost` 503, `statementTimeout` and `notAnswering` 504, `storageFull` 507,
-/// `uniqueViolation` 409, `constraintViolation` 422, `invalidValue` 400, anything else a
-/// generic 500.
+/// `uniqueViolation` 409, `constraintViolation` 422, `invalidValue` and `unrepresentableText`
+/// 400, anything else a generic 500.
 extension DatabaseError: HTTPResponseError {
     public var status: HTTPResponse.Status {
         switch self.code {
@@ -17,7 +17,7 @@ extension DatabaseError: HTTPResponseError {
         case .storageFull: return .insufficientStorage
         case .uniqueViolation: return .conflict
         case .constraintViolation: return .unprocessableContent
-        case .invalidValue: return .badRequest
+        case .invalidValue, .unrepresentableText: return .badRequest
         default: return .internalServerError
         }
     }

@@ -17,6 +17,13 @@ enum PostgresErrorMapping {
         // contention, which a retry resolves.
         case "55P03", "40001", "40P01": return .busy
         case "53100": return .storageFull
+        // Spout's text is UTF-8 (client_encoding): a character with no equivalent in the
+        // database's encoding came from the statement, which is to say from its arguments.
+        case "22P05": return .unrepresentableText
+        // Spout only sends valid UTF-8, so an invalid byte sequence is the database's own text
+        // that cannot be converted to UTF-8 (a SQL_ASCII database holding other bytes): not the
+        // caller's mistake.
+        case "22021": return .other
         case "57P01", "57P02", "57P03": return .connectionLost
         default: break
         }

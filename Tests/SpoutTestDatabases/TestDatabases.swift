@@ -36,13 +36,14 @@ public enum TestDatabases {
         return url
     }
 
-    /// Creates an empty PostgreSQL database for one test and returns its URL.
-    public static func makePostgresDatabase(prefix: String = "spout_t") throws -> TemporaryDatabase {
+    /// Creates an empty PostgreSQL database for one test and returns its URL. `options` follow
+    /// `CREATE DATABASE name` (`ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0`).
+    public static func makePostgresDatabase(prefix: String = "spout_t", options: String = "") throws -> TemporaryDatabase {
         let adminURL = try self.requirePostgresURL()
         let name = "\(prefix)_\(UInt32.random(in: .min ... .max))_\(ProcessInfo.processInfo.processIdentifier)"
         let admin = try Drivers.driver(for: adminURL).connect(readOnly: false, statistics: QueryStatistics())
         defer { admin.close() }
-        try admin.executeScript("CREATE DATABASE \"\(name)\"")
+        try admin.executeScript("CREATE DATABASE \"\(name)\" \(options)")
         let url = replacingDatabaseName(in: adminURL, with: name)
         return TemporaryDatabase(url: url) {
             // DROP DATABASE waits until every backend of the server has absorbed a signal
