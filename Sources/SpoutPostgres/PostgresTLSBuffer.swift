@@ -12,7 +12,8 @@ import CLibPQ
 /// the rest of a record decrypted inside OpenSSL, and the socket has nothing more to show for
 /// it: code that waits for the socket to turn readable (the reactor's epoll, a `poll`) would
 /// wait for bytes it already has. libpq's own blocking waits check for them first; every wait
-/// of Spout's on a libpq socket must too (``hasUnreadBytes(_:)``). PostgreSQL 15 and 16 write
+/// of Spout's for an answer on a libpq socket must too (``hasUnreadBytes(_:)``: the pipelined
+/// runs of ``PostgresEventDrivenRun``, by the reactor or by `poll`). PostgreSQL 15 and 16 write
 /// records of at most 8 KiB, which always fit; PostgreSQL 17 sends a message larger than its
 /// buffer in records of 16 KiB, and proxies that end TLS in front of a server frame records as
 /// they like.
