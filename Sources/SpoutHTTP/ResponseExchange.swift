@@ -77,8 +77,59 @@ public final class ResponseExchange: Sendable {
 
     /// Sends a whole response with `Content-Length`; `rows` is what a row stream wrote, for the
     /// access log.
+    ///
+    /// A body larger than a stream's memory spool (``SpoolConfiguration/memoryBytesPerStream``)
+    /// that goes out as it is (a stored file; not compressed) is written through a sink with the
+    /// spool (``sendThroughSpool(status:headers:body:rows:spool:)``): a client that reads it slowly
+    /// holds that much of it in memory, the rest in the spool file, where otherwise the whole
+    /// body would wait in the channel's buffer for as long as the client takes.
     public func send(status: HTTPResponse.Status, headers: HTTPFields, body: [UInt8], rows: Int? = nil) {
+        if let spool = self.streams?.spool, self.spoolsWhole(status: status, headers: headers, count: body.count, spool: spool) {
+            self.sendThroughSpool(status: status, headers: headers, body: body, rows: rows, spool: spool)
+            return
+        }
         self.onLoop { [number] in $0.sendResponse(number, status: status, headers: headers, body: body, contentType: nil, rows: rows) }
+    }
+
+    /// Whether a whole body of `count` bytes goes through the spool: larger than a stream's
+    /// memory spool, with a body to send (not HEAD, 204 or 304), and sent as it is (its type is
+    /// not one Spout compresses, or the request negotiates no coding).
+    private func spoolsWhole(status: HTTPResponse.Status, headers: HTTPFields, count: Int, spool: SpoolService) -> Bool {
+        guard count > spool.configuration.memoryBytesPerStream, self.request.method != .head,
+            status != .noContent, status != .notModified, status.kind != .informational, !headers.contains(.contentEncoding)
+        else { return false }
+        return self.coding(headers) == nil || !ContentCoding.compresses(contentType: headers[.contentType] ?? "")
+    }
+
+    /// Writes `body` into a sink with the spool on a feeder thread, with `Content-Length` (so the
+    /// sink's chunks are the body's bytes, unframed), then ends the response as a stream ends.
+    private func sendThroughSpool(status: HTTPResponse.Status, headers: HTTPFields, body: [UInt8], rows: Int?, spool: SpoolService) {
+        var headers = headers
+        if self.compresses && ContentCoding.compresses(contentType: headers[.contentType] ?? "") {
+            // Sent as it is because the request accepts no coding: another request may get a coded one.
+            ContentCoding.varyByAcceptEncoding(&headers)
+        }
+        headers.replaceOrAdd(.contentLength, String(body.count))
+        let sink = self.makeSink(status: status, headers: headers, encoder: nil)
+        spool.feeders.submit { state in
+            let result: Result<Int, any Error>
+            do {
+                guard case .active = state else { throw StreamingResponseSink.ChannelClosed() }
+                try body.withUnsafeBytes { bytes in
+                    var start = 0
+                    while start < bytes.count {
+                        let end = min(start + ChunkedOutput.chunkSize, bytes.count)
+                        try sink.write(UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
+                        start = end
+                    }
+                }
+                try sink.finish(UnsafeRawBufferPointer(start: nil, count: 0))
+                result = .success(rows ?? 0)
+            } catch {
+                result = .failure(error)
+            }
+            self.onLoop { [number = self.number] in $0.streamDone(number, sink: sink, result: result) }
+        }
     }
 
     /// Answers 304 Not Modified, keeping of `headers` only what a 304 repeats of the 200 it
@@ -118,8 +169,6 @@ public final class ResponseExchange: Sendable {
     /// `Content-Encoding`, `Vary` names `Accept-Encoding`, and an `ETag` is marked with the
     /// coding, so each representation has its own tag.
     public func startStream(status: HTTPResponse.Status, headers: HTTPFields) -> StreamingResponseSink {
-        let handler = self.handler
-        let number = self.number
         var headers = headers
         var encoder: (any StreamEncoder)?
         if let coding = self.coding(headers) {
@@ -133,13 +182,21 @@ public final class ResponseExchange: Sendable {
                     metadata: ["request.id": "\(self.request.id)", "reason": "\(error)"])
             }
         }
+        self.metrics?.streamsInFlight.increment()
+        return self.makeSink(status: status, headers: headers, encoder: encoder)
+    }
+
+    /// A sink for this exchange's body, with the spool when the server has one, attached to the
+    /// connection with the head it sends before the first chunk.
+    private func makeSink(status: HTTPResponse.Status, headers: HTTPFields, encoder: (any StreamEncoder)?) -> StreamingResponseSink {
+        let handler = self.handler
+        let number = self.number
         let sink = StreamingResponseSink(
             allocator: self.allocator, hop: self.hop, maximumChunksInFlight: self.chunksInFlight, spool: self.streams?.spool,
             requestID: self.request.id, encoder: encoder
         ) { chunk, isFirst in
             handler.value.streamChunk(number, chunk, isFirst: isFirst)
         }
-        self.metrics?.streamsInFlight.increment()
         self.onLoop { [number, headers] in $0.attachSink(number, sink: sink, status: status, headers: headers) }
         return sink
     }

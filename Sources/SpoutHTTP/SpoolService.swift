@@ -3,7 +3,8 @@ import NIOPosix
 import Synchronization
 
 /// What every stream's spool shares: the configuration, the disk budget over all streams, the
-/// threads that read spool files back, and the metrics.
+/// threads that read spool files back, the threads that feed large whole bodies into it, and
+/// the metrics.
 ///
 /// Contract: ``reserveDisk(_:)`` and ``releaseDisk(_:)`` keep the bytes in spool files within
 /// ``SpoolConfiguration/maximumBytes``; each reservation is released exactly once by the sink
@@ -13,6 +14,10 @@ final class SpoolService: Sendable {
     /// Reads spool files back (short `pread`s); its own threads, so reads never wait behind
     /// database work.
     let io: NIOThreadPool
+    /// Write large bodies sent whole into their sinks (``ResponseExchange/send(status:headers:body:rows:)``):
+    /// a sink may block its writer, which must not be an event loop, a task of the cooperative
+    /// pool, or a thread that reads spool files back.
+    let feeders: NIOThreadPool
     let logger: Logger
     let metrics: StreamMetrics?
     private let usage = Mutex(Usage())
@@ -27,13 +32,16 @@ final class SpoolService: Sendable {
         self.logger = logger
         self.metrics = metrics
         self.io = NIOThreadPool(numberOfThreads: 2)
+        self.feeders = NIOThreadPool(numberOfThreads: 2)
     }
 
     func start() {
         self.io.start()
+        self.feeders.start()
     }
 
     func shutdown() async {
+        try? await self.feeders.shutdownGracefully()
         try? await self.io.shutdownGracefully()
     }
 

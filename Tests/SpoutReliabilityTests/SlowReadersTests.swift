@@ -1,5 +1,6 @@
 import Foundation
 import SpoutCore
+import SpoutDrivers
 import SpoutTestDatabases
 import SpoutTestSupport
 import Synchronization
@@ -106,6 +107,107 @@ struct SlowReadersTests {
         #expect(server.isRunning)
         server.signal(SIGTERM)
         #expect(await server.waitForExit() == 0)
+        await server.stop()
+    }
+}
+
+/// Many clients reading a large file sent whole (an app's photos on a bad network), slowly:
+/// each holds the spool's memory share of it (`memoryBytesPerStream`), the rest waits in the
+/// spool file, where before every byte of every body waited in memory for its client.
+@Suite("Slow readers of files sent whole")
+struct SlowWholeBodyReadersTests {
+    static let readers = 40
+    static let size = 4 << 20
+
+    static func endpoints(_ dialect: SQLDialect) -> String {
+        """
+        paths:
+          /photo/{name}:
+            get:
+              description: A stored file.
+              sql: SELECT image FROM photo WHERE name = :name
+              result: bytes
+              mediaType: image/jpeg
+
+        """
+    }
+
+    /// A table `photo` with one 4 MiB file, `big`, of bytes that do not repeat.
+    static func seed(_ dialect: SQLDialect) -> String {
+        switch dialect {
+        case .postgres:
+            return """
+                CREATE TABLE photo (name text PRIMARY KEY, image bytea NOT NULL);
+                INSERT INTO photo SELECT 'big', decode(string_agg(md5(i::text), '' ORDER BY i), 'hex') FROM generate_series(1, \(Self.size / 16)) AS i
+                """
+        case .sqlite:
+            return "CREATE TABLE photo (name TEXT PRIMARY KEY, image BLOB NOT NULL); INSERT INTO photo VALUES ('big', randomblob(\(Self.size)))"
+        }
+    }
+
+    @Test("40 clients that do not read a 4 MiB file: memory grows by the spool's share, not the files; then every body arrives whole",
+          arguments: SQLDialect.allCases)
+    func slowWholeBodies(_ dialect: SQLDialect) async throws {
+        guard let database = try TestDatabases.make(dialect, prefix: "spout_rel_whole") else { return }
+        defer { database.drop() }
+        try await onThread {
+            let connection = try Drivers.driver(for: database.url).connect(readOnly: false, statistics: QueryStatistics())
+            defer { connection.close() }
+            try connection.executeScript(Self.seed(dialect))
+        }
+        let directory = try ServiceDirectory(
+            databaseURL: database.url, extraEndpoints: ["photo.yaml": Self.endpoints(dialect)], shipped: false,
+            poolSize: 8, acquireTimeoutMs: 30_000)
+        defer { directory.remove() }
+        let server = try await ServerProcess.serving(
+            arguments: ["--config", directory.configFile, "--no-seed"],
+            environment: ["SPOUT_LIMITS_MAX_CONNECTIONS_PER_ADDRESS": "0"])
+        let port = server.port
+
+        let reference = try await RawHTTP.get(port: port, "/photo/big")
+        #expect(reference.status == 200 && reference.body.count == Self.size)
+        // Every pooled connection reads the file once first: libpq keeps a buffer as large as
+        // the largest message it read, per connection, which is the pool's memory, not the
+        // readers'.
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<8 { group.addTask { try await RawHTTP.get(port: port, "/photo/big").status } }
+            for try await status in group { #expect(status == 200) }
+        }
+        let baseline = try #require(server.residentBytes)
+
+        // The clients ask and do not read; once every response has been read from the database
+        // and handed over (spooled), the server's memory; then they read it all.
+        // (Taken apart before any expectation: a failed one describes the values it names, and
+        // the bodies are 160 MiB.)
+        let (spooled, held, bodies) = try await onThread { () throws -> (Bool, Int, [HTTPTestResponse]) in
+            let sockets = try (0..<Self.readers).map { _ in
+                let socket = try RawSocket(port: port, timeout: 30, receiveBuffer: 4 * 1024)
+                try socket.send(RawHTTP.request("GET", "/photo/big"))
+                return socket
+            }
+            var spooled = false
+            let deadline = ContinuousClock.now + .seconds(20)
+            while !spooled && ContinuousClock.now < deadline {
+                let metrics = try RawHTTP.exchange(port: port, RawHTTP.request("GET", "/metrics"))?.text ?? ""
+                let line = metrics.split(separator: "\n").first { $0.hasPrefix("spout_streams_spooled_total ") }
+                spooled = (line?.split(separator: " ").last).flatMap { Double($0) }.map { $0 >= Double(Self.readers) } == true
+                if !spooled { Thread.sleep(forTimeInterval: 0.2) }
+            }
+            let held = (server.residentBytes ?? 0) - baseline
+            let bodies = try sockets.map { socket in
+                try socket.receiveUntilClosed()
+                return try RawHTTP.parse(socket.received)
+            }
+            return (spooled, held, bodies)
+        }
+        #expect(spooled, "the responses did not all spool")
+        // Before, each client held its whole body: readers × 4 MiB (160 MiB).
+        #expect(held < Self.readers * Self.size / 2, "RSS grew by \(held / 1024) KiB for \(Self.readers) slow readers")
+        print("slow readers of whole bodies (\(dialect)): RSS grew by \(held / 1024) KiB")
+        for response in bodies {
+            let whole = response.status == 200 && response.isComplete && response.body == reference.body
+            #expect(whole, "\(response.status), \(response.body.count) bytes")
+        }
         await server.stop()
     }
 }
