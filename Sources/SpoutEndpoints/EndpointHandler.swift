@@ -328,7 +328,7 @@ struct EndpointHandler: Sendable {
             if let constraints = self.constraints, constraints.mayTrace(error) {
                 throw await constraints.trace(error, arguments: request.arguments, on: self.database)
             }
-            throw error
+            throw UnrepresentableText.naming(error, arguments: request.arguments)
         }
         switch (self.endpoint.result, outcome) {
         case (.none, .changed(let count)):

@@ -9,7 +9,11 @@ extension RowResult {
     public func produce(status: HTTPResponse.Status, headers: HTTPFields, through exchange: ResponseExchange) async throws {
         // A stream counts against its client's stream cap (429) before it waits for anything.
         if !self.isSentWhole { try exchange.admitStream() }
-        try await RowResponder(exchange: exchange).respond(self, status: status, headers: headers)
+        do {
+            try await RowResponder(exchange: exchange).respond(self, status: status, headers: headers)
+        } catch {
+            throw UnrepresentableText.naming(error, arguments: self.stream.arguments)
+        }
     }
 }
 
@@ -281,7 +285,10 @@ struct RowResponder: Sendable {
             if rows.stream.rowLimit != nil, case .success(let outcome) = result {
                 trailers = [.spoutTruncated: String(outcome.truncated)]
             }
-            self.exchange.finishStream(sink, result: result.map(\.rows), timing: timing, trailers: trailers)
+            // An error before the first chunk is still answered with a status, naming the
+            // argument it can be traced to.
+            let ended = result.map(\.rows).mapError { UnrepresentableText.naming($0, arguments: rows.stream.arguments) }
+            self.exchange.finishStream(sink, result: ended, timing: timing, trailers: trailers)
         }
     }
 

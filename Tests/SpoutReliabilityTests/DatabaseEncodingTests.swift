@@ -70,9 +70,11 @@ struct DatabaseEncodingTests {
 
             let euro = try await service.get("/names/find?name=%E2%82%AC")
             #expect(euro.status == 400, "\(euro.status) \(euro.text)")
-            #expect(euro.text == #"{"error":"text not representable in the database's encoding"}"#, "\(euro.text)")
+            #expect(
+                euro.text == #"{"error":"text not representable in the database's encoding","parameter":"name","value":"€"}"#, "\(euro.text)")
             let refused = try await RawHTTP.postForm(port: service.port, "/names", [("name", "5 €")])
             #expect(refused.status == 400, "\(refused.status) \(refused.text)")
+            #expect(refused.text.contains(#""parameter":"name","value":"5 €""#), "\(refused.text)")
             #expect(try await service.get("/names").text == #"[{"name":"Müller"},{"name":"café"},{"name":"Ångström"}]"#)
         }
     }
