@@ -40,6 +40,16 @@ struct StorageFullTests {
         ["/usr/bin/unshare"] + (getuid() == 0 ? ["--mount", "--propagation", "private"] : ["--user", "--map-root-user", "--mount"])
     }
 
+    /// Whether this machine lets the tests mount a tmpfs in a mount namespace of their own (a
+    /// container without the capability does not): tried once, on a directory of its own.
+    static let canMountTmpfs: Bool = {
+        guard let directory = try? Self.makeDirectory() else { return false }
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let tried = try? ChildProcess.run(
+            executable: Self.unshare[0], arguments: Array(Self.unshare.dropFirst()) + ["/bin/sh", "-c", "mount -t tmpfs -o size=1m tmpfs '\(directory)/fs'"])
+        return tried?.status == 0
+    }()
+
     /// A temporary directory with an empty `fs` in it, the mount point.
     private static func makeDirectory() throws -> String {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spout-full-\(UUID().uuidString)").path
@@ -47,7 +57,8 @@ struct StorageFullTests {
         return directory
     }
 
-    @Test("SQLite on a full file system: a write is 507, nothing is stored, reads go on, and it succeeds once space is freed")
+    @Test("SQLite on a full file system: a write is 507, nothing is stored, reads go on, and it succeeds once space is freed",
+          .enabled(if: Self.canMountTmpfs, "this machine lets no test mount a tmpfs in a mount namespace (unshare)"))
     func sqliteFull() async throws {
         let directory = try Self.makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -69,8 +80,8 @@ struct StorageFullTests {
     }
 
     @Test("PostgreSQL with its table's tablespace on a full disk: a write is 507, nothing is stored, reads go on, and it succeeds once space is freed",
-          .enabled(if: ThrowawayPostgres.isAvailable && getuid() == 0,
-                   "needs root: the cluster runs in a mount namespace, and PostgreSQL refuses to run as a user namespace's root"))
+          .enabled(if: ThrowawayPostgres.isAvailable && getuid() == 0 && Self.canMountTmpfs,
+                   "needs root and a mount namespace: the cluster runs in one, and PostgreSQL refuses to run as a user namespace's root"))
     func postgresFull() async throws {
         let directory = try Self.makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
