@@ -29,6 +29,20 @@ public enum ContentCoding: String, Sendable, CaseIterable {
     /// as it is, untagged by a coding and without `Vary`.
     public static let minimumWholeBody = 128
 
+    /// How a body of `count` bytes sent whole with the head `fields` goes to a request that
+    /// accepts `acceptEncoding` (the one owner of that rule): whether the response varies by
+    /// `Accept-Encoding` (with `compression` on, a type worth compressing, at least
+    /// ``minimumWholeBody`` bytes, and not coded by its producer already), and the coding it is
+    /// sent in (nil: as it is; never for HEAD, which gets the identity head).
+    static func forWholeBody(
+        count: Int, fields: HTTPFields, acceptEncoding: String?, compression: Bool, isHead: Bool
+    ) -> (varies: Bool, coding: ContentCoding?) {
+        guard compression, count >= Self.minimumWholeBody, !fields.contains(.contentEncoding),
+            Self.compresses(contentType: fields[.contentType] ?? "")
+        else { return (false, nil) }
+        return (true, isHead ? nil : Self.negotiate(acceptEncoding))
+    }
+
     /// Whether a body of `contentType` is worth compressing: text (`text/*`), JSON, JSON Lines,
     /// XML and JavaScript (also `…+json`, `…+xml`). Anything else (images, PDFs, archives, a
     /// stored file of unknown type) is usually compressed already, and goes as it is.

@@ -146,7 +146,7 @@ extension HTTPConnectionHandler {
     ) {
         exchange.status = status.code
         var fields = self.headFields(exchange, headers: headers)
-        let hasBody = status != .noContent && status != .notModified && status.kind != .informational
+        let hasBody = status.carriesBody
         // The body's own bytes, before any coding (what `spout_http_response_bytes_total` counts).
         exchange.bytes = hasBody ? body.count : 0
         var body = body
@@ -170,11 +170,11 @@ extension HTTPConnectionHandler {
     /// A body it would compress gets `Vary: Accept-Encoding` whatever the request accepts;
     /// HEAD gets the identity head. A coding that fails leaves the body as it is (logged).
     private func compressWhole(_ body: inout [UInt8], fields: inout HTTPFields, exchange: InFlightRequest) {
-        guard self.environment.configuration.compression, body.count >= ContentCoding.minimumWholeBody,
-            !fields.contains(.contentEncoding), ContentCoding.compresses(contentType: fields[.contentType] ?? "")
-        else { return }
-        ContentCoding.varyByAcceptEncoding(&fields)
-        guard !exchange.isHead, let coding = ContentCoding.negotiate(exchange.requestFields[values: .acceptEncoding].first) else { return }
+        let whole = ContentCoding.forWholeBody(
+            count: body.count, fields: fields, acceptEncoding: exchange.requestFields[values: .acceptEncoding].first,
+            compression: self.environment.configuration.compression, isHead: exchange.isHead)
+        if whole.varies { ContentCoding.varyByAcceptEncoding(&fields) }
+        guard let coding = whole.coding else { return }
         do {
             body = try coding.encodeWhole(body)
             fields.replaceOrAdd(.contentEncoding, coding.rawValue)

@@ -80,35 +80,34 @@ public final class ResponseExchange: Sendable {
     ///
     /// A body larger than a stream's memory spool (``SpoolConfiguration/memoryBytesPerStream``)
     /// that goes out as it is (a stored file; not compressed) is written through a sink with the
-    /// spool (``sendThroughSpool(status:headers:body:rows:spool:)``): a client that reads it slowly
+    /// spool (``sendThroughSpool(status:headers:body:rows:spool:varies:)``): a client that reads it slowly
     /// holds that much of it in memory, the rest in the spool file, where otherwise the whole
     /// body would wait in the channel's buffer for as long as the client takes.
     public func send(status: HTTPResponse.Status, headers: HTTPFields, body: [UInt8], rows: Int? = nil) {
-        if let spool = self.streams?.spool, self.spoolsWhole(status: status, headers: headers, count: body.count, spool: spool) {
-            self.sendThroughSpool(status: status, headers: headers, body: body, rows: rows, spool: spool)
-            return
+        // Larger than a stream's memory spool, with a body to send (not HEAD, 204 or 304), not
+        // coded by its producer, and sent as it is (the rule for whole bodies gives no coding).
+        if let spool = self.streams?.spool, body.count > spool.configuration.memoryBytesPerStream, self.request.method != .head,
+            status.carriesBody, !headers.contains(.contentEncoding)
+        {
+            let whole = ContentCoding.forWholeBody(
+                count: body.count, fields: headers, acceptEncoding: self.request.headers[values: .acceptEncoding].first,
+                compression: self.compresses, isHead: false)
+            if whole.coding == nil {
+                self.sendThroughSpool(status: status, headers: headers, body: body, rows: rows, spool: spool, varies: whole.varies)
+                return
+            }
         }
         self.onLoop { [number] in $0.sendResponse(number, status: status, headers: headers, body: body, contentType: nil, rows: rows) }
     }
 
-    /// Whether a whole body of `count` bytes goes through the spool: larger than a stream's
-    /// memory spool, with a body to send (not HEAD, 204 or 304), and sent as it is (its type is
-    /// not one Spout compresses, or the request negotiates no coding).
-    private func spoolsWhole(status: HTTPResponse.Status, headers: HTTPFields, count: Int, spool: SpoolService) -> Bool {
-        guard count > spool.configuration.memoryBytesPerStream, self.request.method != .head,
-            status != .noContent, status != .notModified, status.kind != .informational, !headers.contains(.contentEncoding)
-        else { return false }
-        return self.coding(headers) == nil || !ContentCoding.compresses(contentType: headers[.contentType] ?? "")
-    }
-
     /// Writes `body` into a sink with the spool on a feeder thread, with `Content-Length` (so the
     /// sink's chunks are the body's bytes, unframed), then ends the response as a stream ends.
-    private func sendThroughSpool(status: HTTPResponse.Status, headers: HTTPFields, body: [UInt8], rows: Int?, spool: SpoolService) {
+    /// `varies`: another request could get the body coded (`Vary: Accept-Encoding`).
+    private func sendThroughSpool(
+        status: HTTPResponse.Status, headers: HTTPFields, body: [UInt8], rows: Int?, spool: SpoolService, varies: Bool
+    ) {
         var headers = headers
-        if self.compresses && ContentCoding.compresses(contentType: headers[.contentType] ?? "") {
-            // Sent as it is because the request accepts no coding: another request may get a coded one.
-            ContentCoding.varyByAcceptEncoding(&headers)
-        }
+        if varies { ContentCoding.varyByAcceptEncoding(&headers) }
         headers.replaceOrAdd(.contentLength, String(body.count))
         let sink = self.makeSink(status: status, headers: headers, encoder: nil)
         spool.feeders.submit { state in
