@@ -192,9 +192,16 @@ public protocol DatabaseConnection: AnyObject, Sendable {
     /// milliseconds (0 when it has replayed all it received); nil when the database cannot
     /// tell (the default, and SQLite's). One round trip.
     func replicationLag() throws -> Int?
+
+    /// The roles among `roles` (nil: the role this connection logged in as) that row-level
+    /// security does not apply to (PostgreSQL: a superuser, or `BYPASSRLS`), by name; roles
+    /// the database does not know are left out. Empty for a database without row-level
+    /// security (the default, and SQLite's). One round trip.
+    func rolesBypassingRowSecurity(_ roles: [String?]) throws -> [String]
 }
 
 extension DatabaseConnection {
+    public func rolesBypassingRowSecurity(_ roles: [String?]) throws -> [String] { [] }
     public var interleavedQueriesNeedTransaction: Bool { false }
     public var appliesRequestSessions: Bool { false }
     public func begin(readOnly: Bool, session: RequestSession) throws {

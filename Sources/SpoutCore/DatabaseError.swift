@@ -45,6 +45,9 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible, CustomDeb
         public static let readOnly = Code("read only")
         /// The SQL text is malformed or refers to unknown objects.
         public static let invalidSQL = Code("invalid SQL")
+        /// The database refused the statement for the role or identity it ran as: a
+        /// row-level security policy, or a privilege the role lacks (PostgreSQL's 42501).
+        public static let permissionDenied = Code("permission denied")
         /// The request is not supported by this driver or format.
         public static let unsupported = Code("unsupported")
         /// The database URL is malformed.

@@ -8,12 +8,16 @@ import SpoutHTTP
 struct APIDocumentation: Sendable {
     let endpoints: EndpointSet
 
+    /// What the page may do: its own inline style and links, nothing loaded or run (no script,
+    /// no frame, no form), and no other site may frame it.
+    static let contentSecurityPolicy = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
     /// The page for `path` (200), or a page saying nothing is there (404).
     func response(for path: String) -> Response {
         let matching = self.endpoints(under: path)
         return .text(
             self.page(for: path, matching: matching), contentType: "text/html; charset=utf-8",
-            status: matching.isEmpty ? .notFound : .ok)
+            status: matching.isEmpty ? .notFound : .ok, headers: [.contentSecurityPolicy: Self.contentSecurityPolicy])
     }
 
     func page(for path: String) -> String {

@@ -98,6 +98,7 @@ extension SpoutConfiguration {
             Setting(path: "identity.apiKeys", kind: .apiKeys),
             Setting(path: "identity.algorithms", kind: .strings(\.identity.algorithms, check: Self.algorithmProblem)),
             Setting(path: "identity.leewaySeconds", kind: .integer(\.identity.leewaySeconds, 0...3_600)),
+            Setting(path: "identity.maxLifetimeSeconds", kind: .integer(\.identity.maxLifetimeSeconds, 0...31_536_000)),
             Setting(path: "identity.issuer", kind: .optionalString(\.identity.issuer)),
             Setting(path: "identity.audience", kind: .optionalString(\.identity.audience)),
             Setting(path: "identity.roleClaim", kind: .string(\.identity.roleClaim)),

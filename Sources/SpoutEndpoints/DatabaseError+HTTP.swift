@@ -8,7 +8,8 @@ import SpoutHTTP
 /// `poolExhausted` and `busy` 503 with `Retry-After: 1`, `connectionFailed` and
 /// `connectionLost` 503, `statementTimeout` and `notAnswering` 504, `storageFull` 507,
 /// `uniqueViolation` 409, `constraintViolation` 422, `invalidValue` and `unrepresentableText`
-/// 400, anything else a generic 500.
+/// 400, `permissionDenied` 403 (its database message goes to the access log: a missing grant
+/// is the operator's to fix), anything else a generic 500.
 extension DatabaseError: HTTPResponseError {
     public var status: HTTPResponse.Status {
         switch self.code {
@@ -18,9 +19,12 @@ extension DatabaseError: HTTPResponseError {
         case .uniqueViolation: return .conflict
         case .constraintViolation: return .unprocessableContent
         case .invalidValue, .unrepresentableText: return .badRequest
+        case .permissionDenied: return .forbidden
         default: return .internalServerError
         }
     }
+
+    public var logsCause: Bool { self.code == .permissionDenied }
 
     public var headers: HTTPFields {
         self.code == .poolExhausted || self.code == .busy ? [.retryAfter: "1"] : HTTPFields()

@@ -34,6 +34,13 @@ struct EndpointHandler: Sendable {
     /// `Cache-Control` (when the endpoint sets `cache`) and `Vary` for a read's response: the
     /// format follows `Accept`, the coding `Accept-Encoding`.
     let cachingHeaders: HTTPFields
+    /// What every error answer carries (``SpoutHTTP/Route/errorFields``): for an endpoint with a
+    /// token policy, `Cache-Control: private` and the `Vary` of its credentials, since its
+    /// 404s and 403s depend on who asks as much as its 200s; nothing otherwise.
+    var errorFields: HTTPFields {
+        guard self.endpoint.tokenPolicy != nil else { return HTTPFields() }
+        return [.cacheControl: "private", .vary: "Accept, Accept-Encoding, Authorization, X-API-Key"]
+    }
     /// The `identity` settings and the token verifier, for an endpoint with a ``TokenPolicy``.
     let identity: (settings: SpoutConfiguration.Identity, verifier: TokenVerifier?)
     /// The claim parameters the endpoint's statements use (`claims.sub`).

@@ -74,3 +74,37 @@ extension EndpointSet {
         return IdentityKeys(identity.apiKeys, keys: keys, roleClaim: identity.roleClaim)
     }
 }
+
+extension EndpointSet {
+    /// Whether some endpoint's SQL reads the caller's claims (`:claims.sub`) or its token
+    /// decides a role: such endpoints rely on the database to keep callers apart.
+    var reliesOnIdentity: Bool {
+        self.endpoints.contains { endpoint in
+            endpoint.tokenPolicy != nil
+                && (endpoint.sql.portable + endpoint.sql.overrides.values.joined()).contains(":\(RequestIdentity.claimsPrefix)")
+        }
+    }
+
+    /// What `spout serve` logs at start when requests may run as a role that row-level
+    /// security does not apply to, while endpoints rely on the caller's identity: any token
+    /// holder then passes every policy, and only the endpoints' own SQL keeps callers apart.
+    /// Requests run as the login role unless `identity.roles` is set and every request gets a
+    /// role (`defaultRole` and `anonymousRole`), and as each role of `identity.roles`. Empty
+    /// when nothing is wrong, when no endpoint relies on identity, or when the database cannot
+    /// tell (SQLite has no row-level security; the check is a best effort).
+    public func rowSecurityBypassWarnings(on database: Database) async -> [String] {
+        guard self.reliesOnIdentity else { return [] }
+        var roles: [String?] = self.identity.roles.map { $0 }
+        if self.identity.roles.isEmpty || self.identity.defaultRole.isEmpty || self.identity.anonymousRole.isEmpty { roles.append(nil) }
+        let asked = roles
+        guard
+            let bypassing = try? await database.withSession(
+                DatabaseWork(readOnly: true), { session in try await session.run { try $0.rolesBypassingRowSecurity(asked) } })
+        else { return [] }
+        return bypassing.map { role in
+            "SECURITY: requests may run as the role \(role), which row-level security does not apply to (a superuser or BYPASSRLS): "
+                + "every policy passes for every caller; log in as a role without those attributes, or set identity.roles to roles "
+                + "the policies apply to (docs/configuration.md, Identity)"
+        }
+    }
+}

@@ -133,7 +133,7 @@ public struct EndpointSet: Sendable {
                     apiKeys: endpoint.apiKeys, body: endpoint.body.map {
                         RouteBody(parameter: $0, mediaType: endpoint.mediaType, mediaTypeParameter: endpoint.mediaTypeParameter)
                     },
-                    maximumBodySize: endpoint.maxBodyBytes,
+                    maximumBodySize: endpoint.maxBodyBytes, errorFields: handler.errorFields,
                     handler: handler.handle))
         }
         let openAPI = OpenAPIDocument(endpoints: self).bytes

@@ -14,24 +14,17 @@ import Synchronization
 /// - A fetch that succeeds replaces the URL's keys whole: a key the provider removed no longer
 ///   verifies. Each replacement increases ``generation``, so verified tokens remembered under
 ///   an older generation are verified again.
-/// - Keys a JWKS holds that jwt-kit cannot use (an encryption key, an unknown `kty`) are
-///   skipped, not fatal; a key without `kid` is skipped too (a token chooses its key by `kid`).
+/// - Keys a JWKS holds that cannot verify tokens (an RSA key under 2,048 bits, an unknown
+///   `kty` or curve) are skipped with a warning naming their `kid`, not fatal, and a token
+///   naming one is told why; a key without `kid` is skipped too (a token chooses its key by
+///   `kid`). Each key is fixed to its algorithms as it is loaded (``JWKSKeys``).
 public final class JWKSKeySource: Sendable {
     /// Fetches the JWKS document's bytes (``JWKSFetcher``; a closure in tests).
     public typealias Fetch = @Sendable () async throws -> Data
 
-    /// The keys held at one time.
-    public struct Keys: Sendable {
-        public let collection: JWTKeyCollection
-        /// The `kid`s the collection holds.
-        public let identifiers: Set<String>
-        /// Increases with every successful fetch.
-        public let generation: Int
-    }
-
     private struct State: Sendable {
         /// The keys of the last successful fetch (with the file's); nil before it.
-        var fetched: Keys?
+        var fetched: JWKSKeys?
         var lastSuccess: ContinuousClock.Instant?
         var lastAttempt: ContinuousClock.Instant?
         var fetching: Task<Void, Never>?
@@ -41,7 +34,7 @@ public final class JWKSKeySource: Sendable {
     private let fetch: Fetch?
     private let fileKeys: [JWK]
     /// The file's keys alone: what is held until a fetch succeeds.
-    private let initial: Task<Keys, Never>
+    private let initial: Task<JWKSKeys, Never>
     private let initialIdentifiers: Set<String>
     private let state = Mutex(State())
     private let logger: Logger
@@ -56,10 +49,7 @@ public final class JWKSKeySource: Sendable {
         self.policy = policy
         self.logger = logger
         self.initialIdentifiers = Set(keys.compactMap { $0.keyIdentifier?.string })
-        self.initial = Task {
-            let (collection, identifiers) = await Self.collection(keys)
-            return Keys(collection: collection, identifiers: identifiers, generation: 0)
-        }
+        self.initial = Task { await JWKSKeys.load(keys, generation: 0, logger: logger) }
     }
 
     /// The `kid`s held now.
@@ -70,7 +60,7 @@ public final class JWKSKeySource: Sendable {
 
     /// The keys to verify a token naming `kid` (nil: none named) with, fetched first when the
     /// policy says so.
-    public func keys(for kid: String?) async -> Keys {
+    public func keys(for kid: String?) async -> JWKSKeys {
         let now = ContinuousClock.now
         let wait: Task<Void, Never>? = self.state.withLock { state in
             guard self.fetch != nil else { return nil }
@@ -106,7 +96,7 @@ public final class JWKSKeySource: Sendable {
     }
 
     private func refresh() async {
-        var replacement: (JWTKeyCollection, Set<String>)?
+        var replacement: JWKSKeys?
         do {
             guard let fetch = self.fetch else { return }
             let data = try await fetch()
@@ -116,12 +106,13 @@ public final class JWKSKeySource: Sendable {
             } catch {
                 throw JWKSFetchError.notJWKS
             }
-            let (collection, identifiers) = await Self.collection(self.fileKeys + fetched.keys)
-            let usable = fetched.keys.filter { key in key.keyIdentifier.map { identifiers.contains($0.string) } ?? false }.count
+            let generation = self.generation + 1
+            let loaded = await JWKSKeys.load(self.fileKeys + fetched.keys, generation: generation, logger: self.logger)
+            let usable = fetched.keys.filter { key in key.keyIdentifier.map { loaded.identifiers.contains($0.string) } ?? false }.count
             // An empty set is the provider's word (every key withdrawn); a set of which
             // nothing is usable is a mistake, and the keys held before are safer.
             guard usable > 0 || fetched.keys.isEmpty else { throw JWKSFetchError.noUsableKey }
-            replacement = (collection, identifiers)
+            replacement = loaded
             self.logger.debug(
                 "identity.jwksUrl: keys fetched", metadata: ["keys": "\(usable)", "skipped": "\(fetched.keys.count - usable)"])
         } catch {
@@ -131,21 +122,10 @@ public final class JWKSKeySource: Sendable {
         }
         self.state.withLock { state in
             state.fetching = nil
-            guard let (collection, identifiers) = replacement else { return }
-            state.fetched = Keys(collection: collection, identifiers: identifiers, generation: (state.fetched?.generation ?? 0) + 1)
+            guard let replacement else { return }
+            state.fetched = replacement
             state.lastSuccess = .now
         }
-    }
-
-    /// A collection of the usable keys among `keys`, and their `kid`s.
-    private static func collection(_ keys: [JWK]) async -> (JWTKeyCollection, Set<String>) {
-        let collection = JWTKeyCollection()
-        var identifiers: Set<String> = []
-        for key in keys {
-            guard let kid = key.keyIdentifier, (try? await collection.add(jwk: key)) != nil else { continue }
-            identifiers.insert(kid.string)
-        }
-        return (collection, identifiers)
     }
 }
 

@@ -165,6 +165,9 @@ public struct SpoutConfiguration: Sendable, Hashable {
         public var algorithms = TokenVerifier.supportedAlgorithms
         /// Seconds of clock skew allowed around `exp` and `nbf`.
         public var leewaySeconds = 30
+        /// Seconds a token without `exp` is accepted after its `iat` (one with neither is
+        /// refused); 0: such tokens never expire. A token's own `exp` always wins.
+        public var maxLifetimeSeconds = 86_400
         /// When set, a token's `iss` must equal it.
         public var issuer = ""
         /// When set, a token's `aud` must be it or contain it.

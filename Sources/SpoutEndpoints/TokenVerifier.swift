@@ -10,12 +10,17 @@ import SpoutCore
 ///   never serve as an HMAC secret (HS/RS confusion), whatever the token's header says.
 /// - The header's `alg` must be in the allowed list and be the algorithm of the key that
 ///   verifies; `alg: none` is always refused.
-/// - `exp` and `nbf`, when present, are checked with ``leeway``; `iss` and `aud` when the
-///   configuration names an issuer or audience.
+/// - `exp` and `nbf`, when present, are checked with ``leeway``; a token without `exp` lives
+///   ``maximumLifetime`` after its `iat` (one with neither is refused), unless that is 0;
+///   `iss` and `aud` are checked when the configuration names an issuer or audience.
+/// - A token has one spelling: its parts are canonical base64url, its header and payload
+///   name no member twice, and a header with `crit` or `b64` is refused (no extension is
+///   understood). Nothing in a token changes a key: each key's algorithms are fixed when it
+///   is loaded (``JWKSKeys``).
 /// - A refusal (``TokenRejection``) says why in words that never contain the token or a key.
-/// - A token whose signature verified is remembered (at most ``rememberedTokens``; when that
-///   many are, all are forgotten at once): using it again checks its times, issuer and
-///   audience but not its signature, until the keys of the JWKS URL change.
+/// - A token whose signature verified is remembered (``VerifiedTokens``: at most
+///   ``rememberedTokens`` and ``rememberedBytes``): using it again checks its times, issuer
+///   and audience but not its signature, until the keys of the JWKS URL change.
 public final class TokenVerifier: Sendable {
     /// Every algorithm this verifier knows.
     public static let supportedAlgorithms = ["HS256", "HS384", "HS512", "RS256", "PS256", "ES256", "ES384", "EdDSA"]
@@ -44,18 +49,20 @@ public final class TokenVerifier: Sendable {
     /// Tokens whose signature verified, with the generation of ``publicKeys`` they verified
     /// under: a remembered token skips the signature check (its times, issuer and audience
     /// are checked on every use).
-    private let verified = BoundedCache<String, VerifiedToken>(capacity: TokenVerifier.rememberedTokens)
+    private let verified = VerifiedTokens(
+        capacity: TokenVerifier.rememberedTokens, byteBudget: TokenVerifier.rememberedBytes, largestRemembered: 16_384)
+    /// Seconds a token without `exp` lives after its `iat` (`identity.maxLifetimeSeconds`); 0:
+    /// no limit.
+    public let maximumLifetime: Double
 
     /// How many verified tokens are remembered at most.
     public static let rememberedTokens = 4_096
+    /// How many bytes of verified tokens are remembered at most (each counted twice: its text
+    /// and its claims).
+    public static let rememberedBytes = 8 << 20
 
-    private struct VerifiedToken: Sendable {
-        var claims: TokenClaims
-        /// The `kid` its header named.
-        var kid: String?
-        /// ``JWKSKeySource/generation`` at verification; nil for an HMAC token.
-        var generation: Int?
-    }
+    /// How many verified tokens are remembered now, and their bytes.
+    var rememberedUsage: (count: Int, bytes: Int) { self.verified.usage }
 
     /// Why a token was refused (401 `invalid_token`).
     public struct TokenRejection: Error, Sendable, Hashable {
@@ -74,6 +81,7 @@ public final class TokenVerifier: Sendable {
     ) throws {
         self.algorithms = Set(identity.algorithms)
         self.leeway = Double(identity.leewaySeconds)
+        self.maximumLifetime = Double(identity.maxLifetimeSeconds)
         self.issuer = identity.issuer.isEmpty ? nil : identity.issuer
         self.audience = identity.audience.isEmpty ? nil : identity.audience
         self.hasSecret = secret != nil
@@ -105,7 +113,7 @@ public final class TokenVerifier: Sendable {
         // A remembered token skips its header and signature (both were checked, against the
         // same settings); asking for its keys is what fetches the JWKS URL when due, and keys
         // of another generation send it through the whole check again.
-        if let remembered = self.verified[token] {
+        if let remembered = self.verified.entry(for: token) {
             let current = remembered.generation == nil ? true : await self.publicKeys.keys(for: remembered.kid).generation == remembered.generation
             if current { return self.check(remembered.claims, now: now) }
         }
@@ -114,14 +122,25 @@ public final class TokenVerifier: Sendable {
         guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty else {
             return reject("malformed token: a JWT is three base64url parts separated by dots")
         }
-        guard let headerBytes = Self.base64URLDecoded(parts[0]),
-            let header = try? JSONDecoder().decode([String: ClaimValue].self, from: headerBytes)
-        else { return reject("malformed token: its header is not base64url-encoded JSON") }
+        guard let headerBytes = TokenText.decoded(parts[0]), let payloadBytes = TokenText.decoded(parts[1]),
+            TokenText.decoded(parts[2]) != nil
+        else { return reject("malformed token: its parts are not canonical base64url (no padding, no bits set past the data)") }
+        if let name = RepeatedMemberName.find(in: headerBytes) ?? RepeatedMemberName.find(in: payloadBytes) {
+            return reject("malformed token: the member \(Self.quoted(name)) appears twice")
+        }
+        guard let header = try? JSONDecoder().decode([String: ClaimValue].self, from: Data(headerBytes)) else {
+            return reject("malformed token: its header is not base64url-encoded JSON")
+        }
         guard case .string(let algorithm)? = header["alg"] else { return reject("malformed token: its header names no algorithm") }
         if algorithm.lowercased() == "none" { return reject("unsigned tokens (alg none) are not accepted") }
         guard self.algorithms.contains(algorithm) else {
             return reject("algorithm \(algorithm) is not accepted (accepted: \(self.algorithms.sorted().joined(separator: ", ")))")
         }
+        // RFC 7515 §4.1.11: extensions named critical must be understood, and Spout
+        // understands none; `b64` changes what is signed (RFC 7797) and is refused even
+        // where it is not named critical.
+        if header["crit"] != nil { return reject("the token's header names critical extensions (crit), which are not supported") }
+        if header["b64"] != nil { return reject("unencoded payloads (b64) are not supported") }
         guard !parts[2].isEmpty else { return reject("malformed token: it has no signature") }
         let kidText: String? = if case .string(let text)? = header["kid"] { text } else { nil }
         let collection: JWTKeyCollection
@@ -133,10 +152,16 @@ public final class TokenVerifier: Sendable {
             collection = hmac
         } else {
             let keys = await self.publicKeys.keys(for: kidText)
+            if let kidText, let reason = keys.unusable[kidText] {
+                return reject("the key \(Self.quoted(kidText)) cannot be used: \(reason)")
+            }
             if let kidText, !keys.identifiers.contains(kidText) {
                 return reject(self.hasKeyURL ? "unknown key id (kid) \(Self.quoted(kidText))" : "no key to verify \(algorithm) tokens is configured")
             }
-            collection = keys.collection
+            guard let served = keys.byAlgorithm[algorithm], kidText.map({ served.identifiers.contains($0) }) ?? true else {
+                return reject(kidText == nil ? "no key to verify \(algorithm) tokens is configured" : "the token's algorithm \(algorithm) is not its key's")
+            }
+            collection = served.collection
             generation = keys.generation
         }
         guard let key = try? await collection.getKey(for: kidText.map { JWKIdentifier(string: $0) }, alg: algorithm) else {
@@ -151,7 +176,7 @@ public final class TokenVerifier: Sendable {
         } catch {
             return reject("the token does not verify or its payload is not a JSON object")
         }
-        self.verified.store(VerifiedToken(claims: claims, kid: kidText, generation: generation), for: token)
+        self.verified.remember(.init(claims: claims, algorithm: algorithm, kid: kidText, generation: generation), for: token)
         return self.check(claims, now: now)
     }
 
@@ -159,10 +184,6 @@ public final class TokenVerifier: Sendable {
     private func check(_ claims: TokenClaims, now: Date) -> Result<TokenClaims, TokenRejection> {
         func reject(_ reason: String) -> Result<TokenClaims, TokenRejection> { .failure(TokenRejection(reason: reason)) }
         let seconds = now.timeIntervalSince1970
-        if let expiry = claims.claims["exp"] {
-            guard let value = expiry.seconds else { return reject("malformed token: exp is not a number") }
-            if seconds > value + self.leeway { return reject("expired token") }
-        }
         if let notBefore = claims.claims["nbf"] {
             guard let value = notBefore.seconds else { return reject("malformed token: nbf is not a number") }
             if seconds + self.leeway < value { return reject("token not valid yet (nbf)") }
@@ -176,6 +197,18 @@ public final class TokenVerifier: Sendable {
             case .array(let items)? where items.contains(.string(audience)): break
             default: return reject("wrong audience (aud)")
             }
+        }
+        // Expiry last: a token that is wrong in other ways says so first.
+        if let expiry = claims.claims["exp"] {
+            guard let value = expiry.seconds else { return reject("malformed token: exp is not a number") }
+            if seconds > value + self.leeway { return reject("expired token") }
+        } else if self.maximumLifetime > 0 {
+            // Without exp a token would never end: it lives maximumLifetime from its iat.
+            guard let issued = claims.claims["iat"] else {
+                return reject("a token without exp must carry iat (identity.maxLifetimeSeconds)")
+            }
+            guard let value = issued.seconds else { return reject("malformed token: iat is not a number") }
+            if seconds > value + self.maximumLifetime + self.leeway { return reject("expired token (no exp; older than identity.maxLifetimeSeconds)") }
         }
         return .success(claims)
     }
@@ -191,12 +224,5 @@ public final class TokenVerifier: Sendable {
     static func quoted(_ kid: String) -> String {
         let visible = String(String.UnicodeScalarView(kid.unicodeScalars.filter { (0x21...0x7E).contains($0.value) && $0 != "'" }.prefix(64)))
         return "'\(visible)'"
-    }
-
-    /// base64url without padding, as JWT writes it.
-    static func base64URLDecoded(_ text: Substring) -> Data? {
-        var base64 = text.replacing("-", with: "+").replacing("_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        return Data(base64Encoded: String(base64))
     }
 }

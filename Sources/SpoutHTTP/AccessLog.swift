@@ -46,7 +46,12 @@ struct AccessLogEntry {
     /// What failed, for a request that failed.
     var failure: String?
 
-    var level: Logger.Level { self.failure == nil ? .info : .error }
+    /// `info` for a request that did not fail; `warning` for a refusal whose cause is logged
+    /// (a 4xx: the caller's, or a grant an operator must add); `error` for any other failure.
+    var level: Logger.Level {
+        guard self.failure != nil else { return .info }
+        return (400..<500).contains(self.status) ? .warning : .error
+    }
     var message: Logger.Message { self.failure == nil ? "request" : "request failed" }
 
     /// The fields as swift-log metadata.

@@ -45,6 +45,7 @@ extension ErrorResponse {
         fields[.contentType] = "application/json"
         fields[.contentLength] = String(self.body.count)
         fields[.connection] = "close"
+        fields[.xContentTypeOptions] = "nosniff"
         let head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(self.status), headers: HTTPHeaders(fields))
         return (head, allocator.buffer(bytes: self.body))
     }

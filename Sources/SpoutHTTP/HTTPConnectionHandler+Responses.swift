@@ -133,10 +133,15 @@ extension HTTPConnectionHandler {
 
     // MARK: Writing
 
+    /// Sends an error answer, with the route's ``Route/errorFields`` under the error's own; the
+    /// cause goes to the access log for a 5xx, and for any error that asks for it
+    /// (``HTTPResponseError/logsCause``).
     func sendError(_ response: ErrorResponse, exchange: InFlightRequest, context: ChannelHandlerContext, cause: (any Error)? = nil) {
         var headers = response.headers
         headers.replaceOrAdd(.contentType, "application/json")
-        let failure = response.status.code >= 500 ? cause.map { String(reflecting: $0) } : nil
+        for field in exchange.errorFields where !headers.contains(field.name) { headers.append(field) }
+        let logsCause = response.status.code >= 500 || (cause as? any HTTPResponseError)?.logsCause == true
+        let failure = logsCause ? cause.map { String(reflecting: $0) } : nil
         self.sendWhole(exchange, status: response.status, headers: headers, body: response.body, context: context, failure: failure)
     }
 
@@ -225,11 +230,12 @@ extension HTTPConnectionHandler {
     }
 
     /// The fields of a response head: `headers`, then the exchange's CORS fields, `X-Request-Id`,
-    /// `traceresponse` and `Connection` where the version or closing needs it.
+    /// `traceresponse`, `X-Content-Type-Options: nosniff`, and `Connection` where the version
+    /// or closing needs it.
     private func headFields(_ exchange: InFlightRequest, headers: HTTPFields) -> HTTPFields {
         var fields = headers
         // Room for what follows at once, rather than the array growing field by field.
-        fields.reserveCapacity(headers.count + exchange.corsHeaders.count + 3)
+        fields.reserveCapacity(headers.count + exchange.corsHeaders.count + 4)
         for field in exchange.corsHeaders {
             if field.name == .vary {
                 // Keep the handler's Vary values; a head built twice (streamDone) adds it once.
@@ -243,6 +249,7 @@ extension HTTPConnectionHandler {
         }
         fields.replaceOrAdd(.requestID, exchange.id)
         fields.replaceOrAdd(.traceResponse, exchange.trace.headerValue)
+        fields.replaceOrAdd(.xContentTypeOptions, "nosniff")
         if !exchange.keepAlive {
             fields.replaceOrAdd(.connection, "close")
         } else if exchange.version.minor == 0 {

@@ -95,6 +95,15 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             self.exchangeCount += 1
             let exchange = InFlightRequest(
                 number: self.exchangeCount, head: head, cors: self.environment.configuration.cors, tracer: self.environment.tracer)
+            switch RequestHeadRule(head) {
+            case .refuse(let message):
+                self.answerBeforeTheBody(ErrorResponse(status: .badRequest, message: message), exchange: exchange, context: context)
+                return
+            case .answerThenClose:
+                exchange.keepAlive = false
+            case .proceed:
+                break
+            }
             exchange.maximumBodySize = self.maximumBodySize(for: head, exchange: exchange)
             let length = exchange.requestFields[values: .contentLength].first.flatMap(Int.init)
             if let length, length > exchange.maximumBodySize {
@@ -328,6 +337,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             )
         case .found(let route, let pathKeys):
             exchange.route = route.template
+            exchange.errorFields = route.errorFields
             exchange.trace.span?.routed(method: method.rawValue, template: route.template)
             if let keys = route.apiKeys {
                 let outcome = keys.check(exchange.requestFields)

@@ -13,10 +13,14 @@ public protocol HTTPResponseError: Error {
     var headers: HTTPFields { get }
     /// The JSON body.
     var responseBody: [UInt8] { get }
+    /// Whether the access log line carries the error's reflection (`String(reflecting:)`) though
+    /// it is not a 5xx: a refusal an operator must be able to trace. False by default.
+    var logsCause: Bool { get }
 }
 
 extension HTTPResponseError {
     public var headers: HTTPFields { HTTPFields() }
+    public var logsCause: Bool { false }
 }
 
 extension HTTPError: HTTPResponseError {

@@ -31,6 +31,8 @@ final class InFlightRequest {
     /// has a body limit of its own: the limit depends on the route), so dispatching it does not
     /// look the route up again.
     var routeMatch: Router.Match?
+    /// The fields every error answer of the route carries (``Route/errorFields``), once routed.
+    var errorFields = HTTPFields()
     /// The status code sent (0 until a response starts), for the log and metrics.
     var status = 0
     var bytes = 0

@@ -26,13 +26,18 @@ public struct Route: Sendable {
     /// The largest request body this route takes, instead of the server's
     /// (``ServerConfiguration/maximumBodySize``), larger or smaller; nil: the server's.
     public let maximumBodySize: Int?
+    /// Fields every error answer of this route carries, whoever fails (the handler, argument
+    /// conversion, a stream): `Cache-Control: private` and `Vary` for a route whose answers
+    /// depend on who asks, so a shared cache never keeps one caller's 404 for another.
+    public let errorFields: HTTPFields
     public let handler: RouteHandler
     /// The names of the template's `{keys}`, in order.
     public let keys: [String]
 
     public init(
         _ method: HTTPRequest.Method, _ template: String, parameters: [Parameter] = [], summary: String? = nil,
-        apiKeys: APIKeySet? = nil, body: RouteBody? = nil, maximumBodySize: Int? = nil, handler: @escaping RouteHandler
+        apiKeys: APIKeySet? = nil, body: RouteBody? = nil, maximumBodySize: Int? = nil, errorFields: HTTPFields = HTTPFields(),
+        handler: @escaping RouteHandler
     ) {
         self.method = method
         self.template = template
@@ -41,6 +46,7 @@ public struct Route: Sendable {
         self.apiKeys = apiKeys
         self.body = body
         self.maximumBodySize = maximumBodySize
+        self.errorFields = errorFields
         self.handler = handler
         self.keys = PathTemplate.segments(of: template).compactMap {
             if case .key(let name) = $0 { return name }

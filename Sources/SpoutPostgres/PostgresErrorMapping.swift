@@ -17,6 +17,9 @@ enum PostgresErrorMapping {
         // contention, which a retry resolves.
         case "55P03", "40001", "40P01": return .busy
         case "53100": return .storageFull
+        // insufficient_privilege: a row-level security policy refused the row (a token
+        // without the claim a policy checks, another owner's row), or the role lacks a grant.
+        case "42501": return .permissionDenied
         // Spout's text is UTF-8 (client_encoding): a character with no equivalent in the
         // database's encoding came from the statement, which is to say from its arguments.
         case "22P05": return .unrepresentableText

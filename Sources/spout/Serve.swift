@@ -123,6 +123,9 @@ struct Serve: AsyncParsableCommand {
         // them, where the database can say so: a few catalog reads and PREPAREs on one
         // connection, off the startup path (a database still starting delays nothing).
         Task.detached {
+            for message in await endpoints.rowSecurityBypassWarnings(on: database) {
+                logger.error("\(message)")
+            }
             for message in endpoints.unindexedFilters(on: database) + endpoints.parameterTypeConflicts(on: database) {
                 logger.warning("\(message)")
             }

@@ -46,7 +46,7 @@ struct PipeliningTests {
     }
 
     static func get(_ uri: String, on channel: EmbeddedChannel) throws {
-        try channel.writeInbound(HTTPServerRequestPart.head(HTTPRequestHead(version: .http1_1, method: .GET, uri: uri)))
+        try channel.writeInbound(HTTPServerRequestPart.head(HTTPRequestHead(version: .http1_1, method: .GET, uri: uri, headers: ["Host": "x"])))
         try channel.writeInbound(HTTPServerRequestPart.end(nil))
     }
 

@@ -38,7 +38,7 @@ struct RequestSpanTests {
     }
 
     static func head(_ method: HTTPMethod, _ uri: String, contentLength: Int? = nil) -> HTTPServerRequestPart {
-        var headers = HTTPHeaders()
+        var headers: HTTPHeaders = ["Host": "x"]
         if let contentLength { headers.add(name: "Content-Length", value: String(contentLength)) }
         return .head(HTTPRequestHead(version: .http1_1, method: method, uri: uri, headers: headers))
     }

@@ -1,3 +1,3 @@
 -- DELETE /pets/{name}: only the owner's (the token's subject); another caller's pet is 404.
--- PostgreSQL leaves this to row-level security (sql/postgres/pets/delete.sql).
+-- On PostgreSQL row-level security checks the owner as well (sql/schema/postgres/pets-security.sql).
 DELETE FROM pet WHERE name = :name AND owner = :claims.sub

@@ -1,8 +1,8 @@
 -- POST /pets/{name}: a partial update. A parameter that was not sent is NULL, and
 -- COALESCE keeps the column's value; so only the fields sent change (and none can be cleared).
 -- Only the owner (the token's subject) changes a pet; another caller's pet is 404. Sending
--- owner gives the pet away. PostgreSQL leaves the owner check to row-level security
--- (sql/postgres/pets/update.sql).
+-- owner gives the pet away. On PostgreSQL row-level security checks the owner as well
+-- (sql/schema/postgres/pets-security.sql): either alone keeps other callers out.
 UPDATE pet
 SET owner   = COALESCE(:owner, owner),
     species = COALESCE(:species, species),

@@ -84,7 +84,7 @@ struct StreamingHandlerTests {
         }
 
         func send(_ uri: String) throws {
-            try self.channel.writeInbound(HTTPServerRequestPart.head(HTTPRequestHead(version: .http1_1, method: .GET, uri: uri)))
+            try self.channel.writeInbound(HTTPServerRequestPart.head(HTTPRequestHead(version: .http1_1, method: .GET, uri: uri, headers: ["Host": "x"])))
             try self.channel.writeInbound(HTTPServerRequestPart.end(nil))
         }
 
