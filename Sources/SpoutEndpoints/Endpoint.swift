@@ -169,6 +169,9 @@ public struct Endpoint: Sendable {
     /// Keyset pagination (`page:`): a request with `pageSize` or `after` gets one page and a
     /// `Link` to the next; nil when the endpoint is not paged.
     public var page: EndpointPage? = nil
+    /// Sync reads (`sync:`): a request with `since` gets what changed since its cursor; nil
+    /// when the endpoint does not sync.
+    public var sync: EndpointSync? = nil
     /// `Cache-Control` for the endpoint's successful GET responses (`cache:`).
     public var cache: EndpointCache? = nil
     /// A statement returning one value that changes whenever the result does (`versionSql`):

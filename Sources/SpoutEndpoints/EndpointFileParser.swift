@@ -29,9 +29,10 @@ struct EndpointFileParser {
     static let authKeys = ["keysFromEnvironment", "token", "methods", "anonymous", "roles", "requiredClaims"]
     static let endpointKeys = [
         "description", "sql", "sqlFile", "parameters", "result", "details", "detailsParameter", "timeoutMs",
-        "rowLimit", "readOnly", "location", "mediaType", "mediaTypeColumn", "body", "mediaTypeParameter", "maxBodyBytes", "consistency", "page", "cache", "versionSql", "versionSqlFile",
+        "rowLimit", "readOnly", "location", "mediaType", "mediaTypeColumn", "body", "mediaTypeParameter", "maxBodyBytes", "consistency", "page", "sync", "cache", "versionSql", "versionSqlFile",
     ]
     static let pageKeys = ["key", "size", "maxSize"]
+    static let syncKeys = ["key", "tables"]
     static let cacheKeys = ["maxAge", "public"]
     static let parameterKeys = [
         "name", "type", "required", "default", "allowedValues", "minimum", "maximum", "minLength", "maxLength", "description",
@@ -234,12 +235,17 @@ struct EndpointFileParser {
         }
         let mediaType = try self.mediaType(in: fields, endpoint: value, result: result, body: body, typeColumn: mediaTypeColumn)
         let page = try self.page(in: fields, method: method, result: result, sql: sql, labels: labels, parameters: &parameters)
+        let sync = try self.sync(in: fields, method: method, result: result, labels: labels, parameters: &parameters)
+        if sync != nil, rowLimit != nil, let syncValue = fields.value("sync") {
+            throw syncValue.error("'sync' and 'rowLimit' do not go together: a result cut short cannot be kept in step")
+        }
         let cache = try self.cache(in: fields, method: method)
         let versionSQL = try self.versionSQL(in: fields, owner: value, method: method, result: result, title: title)
 
         // SQL parameters
-        let pageParameters: Set<String> = page == nil ? [] : [EndpointPage.sizeParameter, EndpointPage.afterParameter]
-        let declared = Set(parameters.map(\.name)).subtracting(pageParameters)
+        var ownParameters: Set<String> = page == nil ? [] : [EndpointPage.sizeParameter, EndpointPage.afterParameter]
+        if sync != nil { ownParameters.insert(EndpointSync.sinceParameter) }
+        let declared = Set(parameters.map(\.name)).subtracting(ownParameters)
         try self.checkParameters(of: sql, allowed: { _ in declared }, owner: title, detail: nil, claimsAllowed: claimsAllowed)
         try self.checkOptionalClauses(of: sql)
         if let versionSQL {
@@ -256,6 +262,7 @@ struct EndpointFileParser {
             labels: labels.labels, labelsComplete: labels.complete)
         endpoint.consistency = consistency
         endpoint.page = page
+        endpoint.sync = sync
         endpoint.cache = cache
         endpoint.versionSQL = versionSQL
         endpoint.mediaType = mediaType
@@ -281,17 +288,7 @@ struct EndpointFileParser {
         guard let keyValue = pageFields.value("key") else {
             throw pageValue.error("'page' needs 'key', the result columns that order the pages (like [employeeNumber])")
         }
-        var key: [String] = []
-        for item in try keyValue.scalarOrSequence("'key'") {
-            let column = try item.nonEmptyString("a key column")
-            if key.contains(column) { throw item.error("key column '\(column)' is listed twice") }
-            if labels.complete && !labels.labels.contains(column) {
-                throw item.error(
-                    "key column '\(column)' is not a column of the result (its columns: \(labels.labels.joined(separator: ", ")))")
-            }
-            key.append(column)
-        }
-        guard !key.isEmpty else { throw keyValue.error("'key' must name at least one result column") }
+        let key = try self.keyColumns(keyValue, labels: labels)
         let maxSize = try pageFields.value("maxSize")?.integer("'maxSize'", in: 1...100_000) ?? 1_000
         let size = try pageFields.value("size")?.integer("'size'", in: 1...maxSize) ?? min(100, maxSize)
         for dialect in SQLDialect.allCases {
@@ -319,6 +316,77 @@ struct EndpointFileParser {
                 EndpointPage.afterParameter, .string,
                 summary: "Where the page starts: the cursor in the previous page's Link header (opaque)"))
         return EndpointPage(key: key, size: size, maxSize: maxSize)
+    }
+
+    /// `sync`: sync reads of a GET endpoint's rows. The key names result columns (when the
+    /// select list can be read); each table names as many of its columns as the key has, all
+    /// plain identifiers (whether they exist is checked against the database at start); `since`
+    /// becomes a parameter of the endpoint.
+    private func sync(
+        in fields: YAMLMapping, method: HTTPRequest.Method, result: EndpointResult, labels: SQLLabels.Result,
+        parameters: inout [Parameter]
+    ) throws(ConfigurationError) -> EndpointSync? {
+        guard let syncValue = fields.value("sync") else { return nil }
+        guard method == .get, result == .rows else {
+            throw syncValue.error("'sync' follows the rows of a GET endpoint with result 'rows'")
+        }
+        let syncFields = try syncValue.mapping("'sync'", allowed: Self.syncKeys)
+        guard let keyValue = syncFields.value("key") else {
+            throw syncValue.error("'sync' needs 'key', the result columns that identify a row (like [name])")
+        }
+        let key = try self.keyColumns(keyValue, labels: labels)
+        guard let tablesValue = syncFields.value("tables") else {
+            throw syncValue.error(
+                "'sync' needs 'tables', each table the rows and details come from with its columns holding the key (like {pet: [name]})")
+        }
+        var tables: [TrackedTable] = []
+        var positions: [String: EndpointSync.Position] = [:]
+        for entry in try tablesValue.mapping("'tables'").entries {
+            let (name, nameValue, columnsValue) = (entry.name, entry.key, entry.value)
+            guard TrackedTable.isPlainIdentifier(name) else {
+                throw nameValue.error("table '\(name)' must be letters, digits and underscores (a table of the database's schema)")
+            }
+            var columns: [String] = []
+            for item in try columnsValue.scalarOrSequence("the columns of '\(name)'") {
+                let column = try item.nonEmptyString("a column of '\(name)'")
+                guard TrackedTable.isPlainIdentifier(column) else {
+                    throw item.error("column '\(column)' of '\(name)' must be letters, digits and underscores")
+                }
+                columns.append(column)
+            }
+            guard columns.count == key.count else {
+                throw columnsValue.error(
+                    "'\(name)' names \(columns.count) column(s) for a key of \(key.count) (\(key.joined(separator: ", "))): one column of the table per key column, in order")
+            }
+            tables.append(TrackedTable(name: name, keyColumns: columns))
+            positions[name] = EndpointSync.Position(file: nameValue.file, line: nameValue.line, column: nameValue.column)
+        }
+        guard !tables.isEmpty else { throw tablesValue.error("'tables' must name at least one table") }
+        if parameters.contains(where: { $0.name == EndpointSync.sinceParameter }) {
+            throw syncValue.error("parameter 'since' carries a sync read's cursor; rename the declared one")
+        }
+        parameters.append(
+            Parameter(
+                EndpointSync.sinceParameter, .string,
+                summary: "Answer what changed since this cursor (from the last sync read; 0: the whole result), keys to forget included"))
+        return EndpointSync(key: key, tables: tables, positions: positions)
+    }
+
+    /// The result columns a `key` (of `page` or `sync`) names: at least one, none twice, each
+    /// a column of the result when the select list can be read.
+    private func keyColumns(_ keyValue: YAMLValue, labels: SQLLabels.Result) throws(ConfigurationError) -> [String] {
+        var key: [String] = []
+        for item in try keyValue.scalarOrSequence("'key'") {
+            let column = try item.nonEmptyString("a key column")
+            if key.contains(column) { throw item.error("key column '\(column)' is listed twice") }
+            if labels.complete && !labels.labels.contains(column) {
+                throw item.error(
+                    "key column '\(column)' is not a column of the result (its columns: \(labels.labels.joined(separator: ", ")))")
+            }
+            key.append(column)
+        }
+        guard !key.isEmpty else { throw keyValue.error("'key' must name at least one result column") }
+        return key
     }
 
     /// `cache`: the `Cache-Control` of a GET endpoint.

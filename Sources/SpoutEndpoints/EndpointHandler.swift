@@ -49,12 +49,15 @@ struct EndpointHandler: Sendable {
     let tracesIntoDatabase: Bool
     /// Names the parameter behind a write's unique or NOT NULL violation; nil for reads.
     let constraints: ConstraintTracer?
+    /// Whether sync reads may run (``EndpointSet/prepareSync(on:)`` has succeeded).
+    let syncState: SyncState
 
     init(
         endpoint: Endpoint, database: Database, timeout: Duration?, documentation: APIDocumentation, logger: Logger,
         cursorKey: PageCursorKey, tracesIntoDatabase: Bool = false,
-        identity: (settings: SpoutConfiguration.Identity, verifier: TokenVerifier?) = (.init(), nil)
+        identity: (settings: SpoutConfiguration.Identity, verifier: TokenVerifier?) = (.init(), nil), syncState: SyncState = SyncState()
     ) {
+        self.syncState = syncState
         self.identity = identity
         self.tracesIntoDatabase = tracesIntoDatabase
         self.endpoint = endpoint
@@ -126,6 +129,9 @@ struct EndpointHandler: Sendable {
         try self.checkRequired(request.arguments)
         let selected = try self.selectedDetails(request)
         let session = self.session(for: identity, request)
+        if let sync = self.endpoint.sync, case .text(let since)? = request.arguments[EndpointSync.sinceParameter] {
+            return try self.syncRead(sync, since: since, request: request, details: selected, identity: identity, session: session)
+        }
         if let page = try self.pageRequest(request) {
             return try self.page(page, request: request, details: selected, session: session)
         }
@@ -162,6 +168,52 @@ struct EndpointHandler: Sendable {
         return response
     }
 
+
+    // MARK: Sync reads
+
+    /// A sync read (``SyncResult``) from the cursor `since` (`0`: the whole result); a cursor
+    /// that does not open here is a 400 naming `since`.
+    private func syncRead(
+        _ sync: EndpointSync, since text: String, request: Request, details: Set<String>, identity: RequestIdentity?,
+        session: RequestSession?
+    ) throws -> Response {
+        guard self.syncState.isReady else {
+            throw HTTPError(
+                status: .serviceUnavailable, message: "sync reads are not ready: the database's change log has not been checked since the start",
+                headers: [.retryAfter: "5"])
+        }
+        let context = self.syncContext(request.arguments, identity: identity)
+        var position: Int64?
+        if text != EndpointSync.fromTheBeginning {
+            let opened = try? PageCursor.open(text, with: self.cursorKey, context: context, keyCount: 1)
+            guard case .integer(let value)? = opened?.values.first else {
+                throw ArgumentError(
+                    .rejected("sync cursor not valid here (changed, made for another query or caller, or sealed with another key)"),
+                    parameter: EndpointSync.sinceParameter, value: text)
+            }
+            position = value
+        }
+        let key = self.cursorKey
+        let result = SyncResult(
+            stream: try self.stream(arguments: request.arguments, details: details), database: self.database, sync: sync, since: position,
+            statementTimeout: self.timeout, session: session,
+            seal: { PageCursor(values: [.integer($0)]).sealed(with: key, context: context) })
+        return Response(headers: self.cachingHeaders, body: .produced(result))
+    }
+
+    /// What a sync cursor is bound to: this endpoint, the request's arguments except the
+    /// cursor, the pages' and the details selected, and who asks (the claims its statements
+    /// use, the subject, the role): a cursor made for one caller is refused to another.
+    private func syncContext(_ arguments: [String: SQLValue], identity: RequestIdentity?) -> [UInt8] {
+        let skipped: Set<String> = [
+            EndpointSync.sinceParameter, EndpointPage.sizeParameter, EndpointPage.afterParameter, self.endpoint.detailsParameter ?? "",
+        ]
+        var bound = self.endpoint.parameters.filter { !skipped.contains($0.name) }.map { ($0.name, arguments[$0.name] ?? .null) }
+        for name in self.claimNames.sorted() { bound.append((name, arguments[name] ?? .null)) }
+        bound.append(("spout.role", identity?.role.map(SQLValue.text) ?? .null))
+        bound.append(("spout.sub", identity?.claims?.value(at: "sub")?.sqlValue ?? .null))
+        return PageCursor.context(endpoint: "sync " + self.endpoint.title, arguments: bound)
+    }
 
     // MARK: Pages
 

@@ -44,6 +44,8 @@ public struct EndpointSet: Sendable {
     /// refused: endpoints that need one answer 401).
     public var identity = SpoutConfiguration.Identity()
     public var tokenVerifier: TokenVerifier? = nil
+    /// Whether the database is ready for the syncable endpoints' reads, shared by every copy.
+    public let syncState = SyncState()
     /// Whether each request's transaction shows its trace context to the database
     /// (`database.traceContext`, ``SpoutCore/RequestSession/traceContext``).
     public var tracesIntoDatabase = false
@@ -126,7 +128,7 @@ public struct EndpointSet: Sendable {
             let handler = EndpointHandler(
                 endpoint: endpoint, database: database, timeout: endpoint.timeout ?? self.defaultStatementTimeout,
                 documentation: documentation, logger: logger, cursorKey: self.cursorKey, tracesIntoDatabase: self.tracesIntoDatabase,
-                identity: (self.identity, self.tokenVerifier))
+                identity: (self.identity, self.tokenVerifier), syncState: self.syncState)
             routes.append(
                 Route(
                     endpoint.method, endpoint.path, parameters: handler.routeParameters, summary: endpoint.summary,

@@ -131,6 +131,9 @@ public struct SpoutConfiguration: Sendable, Hashable {
         public var streamReserve = 2
         /// How long a stream waits for a connection before a 503, in milliseconds.
         public var streamAcquireTimeoutMs = 30_000
+        /// How long the change log keeps a change for sync reads, in hours: a sync cursor older
+        /// than that is answered 410 and its client syncs again from the beginning.
+        public var changeRetentionHours = 168
         /// The PostgreSQL connections' `application_name`; empty for `spout@HOST/PID` (see
         /// ``DatabaseConfiguration/applicationName``).
         public var applicationName = ""

@@ -91,6 +91,12 @@ struct Serve: AsyncParsableCommand {
             url, replicaURLs: settings.database.replicaUrls,
             maximumLag: settings.database.replicaMaxLagMs > 0 ? .milliseconds(settings.database.replicaMaxLagMs) : nil,
             configuration: settings.databaseConfiguration, observer: databaseMetrics)
+        // Syncable endpoints need their tables and the change log: a table that is not there
+        // stops the start at its line. A database that does not answer within a few seconds
+        // delays nothing: sync reads wait (503) until ChangeLogService has prepared it.
+        if !endpoints.trackedTables.isEmpty {
+            try await Self.prepareSync(endpoints, on: database, within: .seconds(3), logger: logger)
+        }
         let metricsPort = settings.server.metrics.port
         var router = endpoints.makeRouter(database: database, logger: logger)
         if let metrics, let databaseMetrics, metricsPort == 0 {
@@ -143,8 +149,16 @@ struct Serve: AsyncParsableCommand {
         // after it has returned: the server drains its in-flight responses
         // (`server.drainTimeoutSeconds`), then the metrics port closes, then the database, then
         // the span exporter, which sends the spans still batched.
+        let pruner: [any Service] =
+            endpoints.trackedTables.isEmpty
+            ? []
+            : [
+                ChangeLogService(
+                    endpoints: endpoints, database: database, retention: .seconds(settings.database.changeRetentionHours * 3_600),
+                    interval: .seconds(600), retry: .seconds(30), logger: logger)
+            ]
         let services: [any Service] =
-            (tracing.map { [$0.service] } ?? []) + [DatabaseService(database: database, logger: logger)] + (admin.map { [$0] } ?? [])
+            (tracing.map { [$0.service] } ?? []) + [DatabaseService(database: database, logger: logger)] + pruner + (admin.map { [$0] } ?? [])
             + [server]
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
@@ -152,6 +166,34 @@ struct Serve: AsyncParsableCommand {
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         logger.notice("stopped")
+    }
+
+    /// Prepares `database` for the sync reads of `endpoints` if it answers within `limit`:
+    /// throws the ``SpoutEndpoints/ConfigurationError`` of a table or column the database
+    /// lacks (the start stops); any other failure, or no answer in time, is logged and left to
+    /// ``ChangeLogService``.
+    static func prepareSync(_ endpoints: EndpointSet, on database: Database, within limit: Duration, logger: Logger) async throws {
+        let preparation = Task { try await endpoints.prepareSync(on: database) }
+        let outcome = await withTaskGroup(of: Result<Void, any Error>?.self) { group in
+            group.addTask { await preparation.result }
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        switch outcome {
+        case .success?: return
+        case .failure(let error as ConfigurationError)?: throw error
+        case .failure(let error as ChangeTrackingNotSetUp)?:
+            logger.error("\(error)")
+        case .failure(let error)?:
+            logger.warning("sync reads wait: the database cannot be prepared for them yet", metadata: ["error": "\(error)"])
+        case nil:
+            logger.warning("sync reads wait: the database did not answer within \(limit.components.seconds) s of the start")
+        }
     }
 
     /// The URL to open for `url`: itself, unless it is the embedded default

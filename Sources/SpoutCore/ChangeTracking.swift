@@ -1,0 +1,191 @@
+/// A table whose changes sync reads follow: its name, and its columns whose values make a
+/// synced row's key, in the order of the endpoint's key (a pet's events name the pet).
+public struct TrackedTable: Sendable, Hashable {
+    public var name: String
+    public var keyColumns: [String]
+
+    public init(name: String, keyColumns: [String]) {
+        self.name = name
+        self.keyColumns = keyColumns
+    }
+}
+
+/// Where the change log stands when a sync read starts.
+public struct ChangeLogPosition: Sendable, Hashable {
+    /// The position the read's new cursor holds: every change a later read must see is at or
+    /// after it, including those of transactions still open now.
+    public var position: Int64
+    /// Changes at or before this position have been pruned (0: none): a cursor at or before it
+    /// cannot be continued.
+    public var horizon: Int64
+
+    public init(position: Int64, horizon: Int64) {
+        self.position = position
+        self.horizon = horizon
+    }
+}
+
+/// A database's change log: the keys of the rows that tracked tables' writes touched, in an
+/// order a sync read can resume from. Each driver supplies its SQL
+/// (``changeTrackingScript(_:)``, ``changeLogStatements``: PostgreSQL a trigger function and
+/// transaction ids, SQLite triggers and an autoincrement); the operations are written once,
+/// here, over it.
+///
+/// Contract:
+/// - Every committed insert, update and delete of a tracked table writes the key of the row
+///   before and after it (both, when an update changes the key) in the writing transaction:
+///   a change is in the log exactly when its write committed.
+/// - ``changeLogPosition()`` is the first statement of a sync read. A change not at or after
+///   its position was committed before it ran and is seen by every later statement of the
+///   read; a change at or after it is returned by ``changedKeys(since:tables:)`` for any
+///   cursor at or before it. So a cursor never moves past a change that commits later, even
+///   where transactions commit in another order than they write (PostgreSQL), at the price
+///   of sending some rows twice.
+public protocol ChangeTracking: DatabaseConnection {
+    /// The statements that create the change log and each table's triggers where missing, or
+    /// replace them; run in one transaction (with a lock of the driver's choosing, so several
+    /// processes may run it at once).
+    func changeTrackingScript(_ tables: [TrackedTable]) throws -> String
+    /// The names of the triggers ``changeTrackingScript(_:)`` makes for `tables`.
+    func changeTrackingTriggers(_ tables: [TrackedTable]) -> [String]
+    /// The driver's statements for the operations below.
+    var changeLogStatements: ChangeLogStatements { get throws }
+}
+
+/// A driver's statements for ``ChangeTracking``, each named by what it binds and returns.
+public struct ChangeLogStatements: Sendable {
+    /// `:table` → one row, one value: true or non-zero when the table exists.
+    public var tableExists: ParsedSQL
+    /// `:table` → its column names, one per row, in order.
+    public var tableColumns: ParsedSQL
+    /// → one row: the position, the horizon (``ChangeLogPosition``).
+    public var position: ParsedSQL
+    /// `:position`, `:tables` (``tablesArgument``) → distinct keys as JSON array text.
+    public var changedKeys: ParsedSQL
+    /// `:seconds` → the newest position older than that many seconds, or NULL.
+    public var newestPrunable: ParsedSQL
+    /// `:horizon` → deletes the changes at or before it.
+    public var prune: ParsedSQL
+    /// `:horizon` → moves the horizon to it (never back).
+    public var advanceHorizon: ParsedSQL
+    /// `:names` (bound as ``tablesArgument`` binds) → one row, one integer: how many of those
+    /// triggers exist, 0 when the change log does not.
+    public var installedTriggers: ParsedSQL
+    /// How a list of table names is bound as `:tables`.
+    public var tablesArgument: @Sendable ([String]) -> SQLValue
+
+    public init(
+        tableExists: ParsedSQL, tableColumns: ParsedSQL, position: ParsedSQL, changedKeys: ParsedSQL, newestPrunable: ParsedSQL,
+        prune: ParsedSQL, advanceHorizon: ParsedSQL, installedTriggers: ParsedSQL,
+        tablesArgument: @escaping @Sendable ([String]) -> SQLValue
+    ) {
+        self.installedTriggers = installedTriggers
+        self.tableExists = tableExists
+        self.tableColumns = tableColumns
+        self.position = position
+        self.changedKeys = changedKeys
+        self.newestPrunable = newestPrunable
+        self.prune = prune
+        self.advanceHorizon = advanceHorizon
+        self.tablesArgument = tablesArgument
+    }
+}
+
+extension ChangeTracking {
+    /// Creates the change log and each table's triggers unless they are all there, in a
+    /// transaction of its own; several processes may do so at once. Throws when the role may
+    /// not (the database's message says why): creating triggers takes the tables' owner, so a
+    /// service that runs as another role needs them made once by the owner. Returns whether it
+    /// created anything.
+    @discardableResult
+    public func installChangeTracking(_ tables: [TrackedTable]) throws -> Bool {
+        let names = self.changeTrackingTriggers(tables)
+        let statements = try self.changeLogStatements
+        let check = statements.installedTriggers
+        let found = try self.queryAll([BoundStatement(check, try check.bind(["names": statements.tablesArgument(names)]))])
+        if case .integer(let count)? = found.first?.rows.first?.first, count == Int64(names.count) { return false }
+        let script = try self.changeTrackingScript(tables)
+        try self.runRequest(statementTimeout: nil, transaction: .always(readOnly: false)) { try self.executeScript(script) }
+        return true
+    }
+
+    /// The column names of `table`; nil when the database has no such table.
+    public func columns(ofTable table: String) throws -> [String]? {
+        let statements = try self.changeLogStatements
+        let results = try self.queryAll([
+            BoundStatement(statements.tableExists, try statements.tableExists.bind(["table": .text(table)])),
+            BoundStatement(statements.tableColumns, try statements.tableColumns.bind(["table": .text(table)])),
+        ])
+        switch results.first?.rows.first?.first {
+        case .bool(true)?: break
+        case .integer(let count)? where count > 0: break
+        default: return nil
+        }
+        return results[1].rows.compactMap { row in
+            if case .text(let name)? = row.first { return name }
+            return nil
+        }
+    }
+
+    /// See the protocol's contract; one round trip.
+    public func changeLogPosition() throws -> ChangeLogPosition {
+        let statement = try self.changeLogStatements.position
+        let row = try self.queryAll([BoundStatement(statement, [])]).first?.rows.first ?? []
+        guard row.count == 2, case .integer(let position) = row[0] else {
+            throw DatabaseError(.other, message: "the change log's position could not be read")
+        }
+        if case .integer(let horizon) = row[1] { return ChangeLogPosition(position: position, horizon: horizon) }
+        return ChangeLogPosition(position: position, horizon: 0)
+    }
+
+    /// The distinct keys that writes to `tables` (by ``TrackedTable/logName``) touched at or
+    /// after `position`.
+    public func changedKeys(since position: Int64, tables: [String]) throws -> [[SQLValue]] {
+        let statements = try self.changeLogStatements
+        let arguments: [String: SQLValue] = ["position": .integer(position), "tables": statements.tablesArgument(tables)]
+        let rows = try self.queryAll([BoundStatement(statements.changedKeys, try statements.changedKeys.bind(arguments))]).first?.rows ?? []
+        return rows.compactMap { row in
+            guard case .text(let text)? = row.first else { return nil }
+            return ChangeKeyText.values(text)
+        }
+    }
+
+    /// Deletes the changes older than `seconds` and moves the horizon past them, in a
+    /// transaction of its own; returns how many were deleted.
+    public func pruneChanges(olderThan seconds: Int) throws -> Int {
+        let statements = try self.changeLogStatements
+        return try self.runRequest(statementTimeout: nil, transaction: .always(readOnly: false)) {
+            let newest = statements.newestPrunable
+            let found = try self.queryAll([BoundStatement(newest, try newest.bind(["seconds": .integer(Int64(seconds))]))])
+            guard case .integer(let last)? = found.first?.rows.first?.first else { return 0 }
+            let deleted = try self.execute(statements.prune, try statements.prune.bind(["horizon": .integer(last)]))
+            _ = try self.execute(statements.advanceHorizon, try statements.advanceHorizon.bind(["horizon": .integer(last)]))
+            return deleted
+        }
+    }
+}
+
+extension TrackedTable {
+    /// The name its changes carry in the log: the table and its key columns (`pet(name)`), so
+    /// that two endpoints keyed by other columns of one table never read each other's keys.
+    public var logName: String { "\(self.name)(\(self.keyColumns.joined(separator: ",")))" }
+
+    /// A short name for its triggers, the same for the same ``logName`` in every process (eight
+    /// hex digits of FNV-1a).
+    public var triggerSuffix: String {
+        var hash: UInt32 = 2_166_136_261
+        for byte in self.logName.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+        let digits = String(hash, radix: 16)
+        return String(repeating: "0", count: 8 - digits.count) + digits
+    }
+
+    /// Whether `name` is usable as a tracked table or column without quoting surprises: ASCII
+    /// letters, digits and underscores, not starting with a digit.
+    public static func isPlainIdentifier(_ name: String) -> Bool {
+        guard let first = name.utf8.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else { return false }
+        return name.utf8.allSatisfy { byte in
+            byte == UInt8(ascii: "_") || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+        }
+    }
+}

@@ -1,0 +1,76 @@
+/// The statements of a sync read, made from an endpoint's statement: its rows whose key is one
+/// of a batch of keys, and those keys alone. The statement is wrapped, not rewritten
+/// (`SELECT * FROM (<statement>) AS spout_sync WHERE <key matches>`), so its filters, joins,
+/// claims and labels stay as they are; both databases push the key condition down into it,
+/// so an index on the key serves it and the cost follows the batch, not the table.
+///
+/// Keys are bound as parameters (``keyParameter(_:_:)``) whose types the database infers from
+/// the key columns. Batches are padded to a power of two by repeating their last key, so an
+/// endpoint's sync reads prepare a handful of statement texts, not one per batch size.
+public enum SyncQuery {
+    /// The parameter of column `column` of the batch's key number `row`.
+    public static func keyParameter(_ row: Int, _ column: Int) -> String {
+        "spout_sync_\(row)_\(column)"
+    }
+
+    /// The rows of `sql` whose `key` (result labels) is one of `count` keys.
+    public static func rows(of sql: String, key: [String], count: Int) -> String {
+        "SELECT * FROM (\n\(self.trimmed(sql))\n) AS spout_sync WHERE \(self.condition(key: key, count: count))"
+    }
+
+    /// The `key` columns of the rows of `sql` whose key is one of `count` keys.
+    public static func keys(of sql: String, key: [String], count: Int) -> String {
+        let columns = key.map(self.quoted).joined(separator: ", ")
+        return "SELECT \(columns) FROM (\n\(self.trimmed(sql))\n) AS spout_sync WHERE \(self.condition(key: key, count: count))"
+    }
+
+    /// `keys` in batches of at most `size`, each padded to a power of two with its last key.
+    public static func batches(of keys: [[SQLValue]], size: Int) -> [[[SQLValue]]] {
+        stride(from: 0, to: keys.count, by: size).map { start in
+            var batch = Array(keys[start..<min(start + size, keys.count)])
+            var padded = 1
+            while padded < batch.count { padded *= 2 }
+            while batch.count < padded, let last = batch.last { batch.append(last) }
+            return batch
+        }
+    }
+
+    /// A key read back from the change log (``ChangeKeyText``) with each value in the type of
+    /// its column in `columns` (the key's columns, in order, as the statement answers them):
+    /// a date's or a timestamp's text as that value, an integer of a decimal column as a
+    /// decimal; so it compares equal with the key of the row, and encodes as the row's does.
+    /// Columns it does not know leave values as they are.
+    public static func typed(_ key: [SQLValue], as columns: [Column]) -> [SQLValue] {
+        key.enumerated().map { index, value in
+            guard index < columns.count else { return value }
+            switch (columns[index].type, value) {
+            case (.date, .text(let text)): return CivilTime.parseDate(text).map { .date(days: $0) } ?? value
+            case (.timestamp, .text(let text)): return CivilTime.parseTimestamp(text).map { .timestamp(microseconds: $0) } ?? value
+            case (.decimal, .integer(let number)): return .decimal(String(number))
+            default: return value
+            }
+        }
+    }
+
+    private static func condition(key: [String], count: Int) -> String {
+        if key.count == 1 {
+            let list = (0..<count).map { ":" + self.keyParameter($0, 0) }.joined(separator: ", ")
+            return "\(self.quoted(key[0])) IN (\(list))"
+        }
+        return (0..<count).map { row in
+            "(" + key.enumerated().map { column, label in "\(self.quoted(label)) = :\(self.keyParameter(row, column))" }
+                .joined(separator: " AND ") + ")"
+        }.joined(separator: " OR ")
+    }
+
+    private static func quoted(_ label: String) -> String {
+        "spout_sync.\"" + label.replacing("\"", with: "\"\"") + "\""
+    }
+
+    /// `sql` without trailing blanks and semicolons, which cannot stand inside parentheses.
+    private static func trimmed(_ sql: String) -> String {
+        var text = Substring(sql)
+        while let last = text.last, last.isWhitespace || last == ";" { text.removeLast() }
+        return String(text)
+    }
+}

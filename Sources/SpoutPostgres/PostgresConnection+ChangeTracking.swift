@@ -1,0 +1,138 @@
+import SpoutCore
+
+/// PostgreSQL's change log: a table `spout_changes` written by one trigger function, fired
+/// after every row change of a tracked table, with the writing transaction's id.
+///
+/// Positions are transaction ids (`pg_current_xact_id()`). A sync read's position is the
+/// `xmin` of its statement's snapshot: every transaction below it has ended, so a change not
+/// at or after it committed before the read began; one of a transaction still open has an id
+/// at or after it, and the next read, from that position, finds it. Transactions that commit
+/// out of the order of their ids therefore cost a row sent twice, never a change missed.
+///
+/// The trigger function runs as the role that installed it (`SECURITY DEFINER`), so the roles
+/// requests switch to need no rights on the change log. Needs PostgreSQL 14 (`CREATE OR
+/// REPLACE TRIGGER`).
+extension PostgresConnection: ChangeTracking {
+    /// An advisory lock key that serializes installations by several instances at once
+    /// (`CREATE OR REPLACE FUNCTION` run concurrently fails with "tuple concurrently updated").
+    static let installLock = 0x5370_6F75_7453_796E
+
+    public func changeTrackingScript(_ tables: [TrackedTable]) throws -> String {
+        var script = """
+            SELECT pg_advisory_xact_lock(\(Self.installLock));
+            CREATE TABLE IF NOT EXISTS spout_changes (
+                position bigserial PRIMARY KEY,
+                xid bigint NOT NULL DEFAULT (pg_current_xact_id()::text::bigint),
+                table_name text NOT NULL,
+                row_key jsonb NOT NULL,
+                changed_at timestamptz NOT NULL DEFAULT clock_timestamp()
+            );
+            CREATE INDEX IF NOT EXISTS spout_changes_xid ON spout_changes (xid);
+            CREATE TABLE IF NOT EXISTS spout_change_horizon (
+                single boolean PRIMARY KEY DEFAULT true CHECK (single),
+                horizon bigint NOT NULL
+            );
+            INSERT INTO spout_change_horizon (horizon) VALUES (0) ON CONFLICT DO NOTHING;
+            CREATE OR REPLACE FUNCTION spout_record_change() RETURNS trigger
+            LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $spout$
+            DECLARE
+                old_key jsonb;
+                new_key jsonb;
+                column_index int;
+            BEGIN
+                -- TG_ARGV: the log name, the change log's schema, then the key's columns.
+                IF TG_OP <> 'INSERT' THEN
+                    old_key := '[]'::jsonb;
+                    FOR column_index IN 2 .. TG_NARGS - 1 LOOP
+                        old_key := old_key || jsonb_build_array(to_jsonb(OLD) -> TG_ARGV[column_index]);
+                    END LOOP;
+                    EXECUTE format('INSERT INTO %I.spout_changes (table_name, row_key) VALUES ($1, $2)', TG_ARGV[1])
+                        USING TG_ARGV[0], old_key;
+                END IF;
+                IF TG_OP <> 'DELETE' THEN
+                    new_key := '[]'::jsonb;
+                    FOR column_index IN 2 .. TG_NARGS - 1 LOOP
+                        new_key := new_key || jsonb_build_array(to_jsonb(NEW) -> TG_ARGV[column_index]);
+                    END LOOP;
+                    IF new_key IS DISTINCT FROM old_key THEN
+                        EXECUTE format('INSERT INTO %I.spout_changes (table_name, row_key) VALUES ($1, $2)', TG_ARGV[1])
+                            USING TG_ARGV[0], new_key;
+                    END IF;
+                END IF;
+                RETURN NULL;
+            END
+            $spout$;
+
+            """
+        let schema = try self.currentSchema()
+        for table in tables {
+            let arguments = ([table.logName, schema] + table.keyColumns).map(Self.literal).joined(separator: ", ")
+            script += """
+                CREATE OR REPLACE TRIGGER \(Self.identifier("spout_sync_" + table.triggerSuffix))
+                AFTER INSERT OR UPDATE OR DELETE ON \(Self.identifier(table.name))
+                FOR EACH ROW EXECUTE FUNCTION spout_record_change(\(arguments));
+
+                """
+        }
+        return script
+    }
+
+    public func changeTrackingTriggers(_ tables: [TrackedTable]) -> [String] {
+        tables.map { "spout_sync_" + $0.triggerSuffix }
+    }
+
+    public var changeLogStatements: ChangeLogStatements {
+        get throws { try Self.statements.get() }
+    }
+
+    private static let statements = Result {
+        ChangeLogStatements(
+            tableExists: try ParsedSQL("SELECT to_regclass(CAST(:table AS text)) IS NOT NULL", dialect: .postgres),
+            tableColumns: try ParsedSQL(
+                """
+                SELECT attname::text FROM pg_attribute
+                WHERE attrelid = to_regclass(CAST(:table AS text)) AND attnum > 0 AND NOT attisdropped ORDER BY attnum
+                """, dialect: .postgres),
+            position: try ParsedSQL(
+                "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, (SELECT horizon FROM spout_change_horizon)",
+                dialect: .postgres),
+            changedKeys: try ParsedSQL(
+                """
+                SELECT DISTINCT row_key::text FROM spout_changes
+                WHERE xid >= CAST(:position AS bigint) AND table_name = ANY(CAST(:tables AS text[]))
+                """, dialect: .postgres),
+            newestPrunable: try ParsedSQL(
+                """
+                SELECT max(xid) FROM spout_changes
+                WHERE changed_at < clock_timestamp() - CAST(:seconds AS integer) * interval '1 second'
+                """, dialect: .postgres),
+            prune: try ParsedSQL("DELETE FROM spout_changes WHERE xid <= CAST(:horizon AS bigint)", dialect: .postgres),
+            advanceHorizon: try ParsedSQL(
+                "UPDATE spout_change_horizon SET horizon = greatest(horizon, CAST(:horizon AS bigint))", dialect: .postgres),
+            installedTriggers: try ParsedSQL(
+                """
+                SELECT count(*) FROM pg_trigger
+                WHERE NOT tgisinternal AND tgname = ANY(CAST(:names AS text[])) AND to_regclass('spout_change_horizon') IS NOT NULL
+                """, dialect: .postgres),
+            tablesArgument: { .array($0.map(SQLValue.text)) })
+    }
+
+    /// The schema new tables go to (`current_schema()`), where the change log lives.
+    private func currentSchema() throws -> String {
+        let sql = try ParsedSQL.cached("SELECT current_schema()::text", dialect: .postgres)
+        guard case .text(let schema)? = try self.queryAll([BoundStatement(sql, [])]).first?.rows.first?.first else {
+            throw DatabaseError(.other, message: "no current schema to keep the change log in (search_path is empty)")
+        }
+        return schema
+    }
+
+    /// `name` as an SQL identifier: in double quotes, embedded quotes doubled.
+    private static func identifier(_ name: String) -> String {
+        "\"" + name.replacing("\"", with: "\"\"") + "\""
+    }
+
+    /// `text` as an SQL string literal.
+    private static func literal(_ text: String) -> String {
+        "'" + text.replacing("'", with: "''") + "'"
+    }
+}

@@ -1,0 +1,93 @@
+import SpoutCore
+import Testing
+
+/// The pure parts of sync reads: the body's framing, the wrapped statements, the change log's
+/// keys read back, and the triggers' names.
+@Suite("Sync read parts")
+struct SyncPartsTests {
+    /// Rows as a row encoder writes them in JSON Lines, split at awkward places.
+    static let rowLines = #"{"name":"Bowser","n":1}"# + "\n" + #"{"name":"Rex","s":"a\nb"}"# + "\n"
+
+    static func write(_ format: SyncBodyWriter.Format, splits: [Int]) throws -> String {
+        let sink = CollectingSink()
+        let writer = SyncBodyWriter(format: format, sink: sink)
+        try writer.begin(cursor: "AbC_-")
+        try writer.deleted(labels: ["name"], values: [.text("Puffball")], dateFormat: .epochMilliseconds)
+        try writer.deleted(labels: ["name", "born"], values: [.text("Fang"), .date(days: 1)], dateFormat: .epochMilliseconds)
+        let bytes = Array(Self.rowLines.utf8)
+        var start = 0
+        for split in splits + [bytes.count] {
+            try bytes[start..<split].withUnsafeBytes { try writer.rowSink.write($0) }
+            start = split
+        }
+        try [UInt8]().withUnsafeBytes { try writer.rowSink.finish($0) }
+        try writer.end()
+        #expect(sink.isFinished)
+        #expect(writer.rows == 2)
+        return sink.text
+    }
+
+    @Test("JSON: the cursor, the keys to forget, then the rows as written, wherever the encoder's chunks end", arguments: [[], [1], [23, 24], [24, 25, 40]])
+    func json(_ splits: [Int]) throws {
+        #expect(
+            try Self.write(.json, splits: splits)
+                == #"{"cursor":"AbC_-","deleted":[{"name":"Puffball"},{"name":"Fang","born":86400000}],"rows":[{"name":"Bowser","n":1},{"name":"Rex","s":"a\nb"}]}"#)
+    }
+
+    @Test("JSON Lines: a line for the cursor, each key and each row", arguments: [[], [5], [24]])
+    func jsonLines(_ splits: [Int]) throws {
+        #expect(
+            try Self.write(.jsonLines, splits: splits)
+                == #"{"cursor":"AbC_-"}"# + "\n" + #"{"deleted":{"name":"Puffball"}}"# + "\n" + #"{"deleted":{"name":"Fang","born":86400000}}"#
+                + "\n" + #"{"row":{"name":"Bowser","n":1}}"# + "\n" + #"{"row":{"name":"Rex","s":"a\nb"}}"# + "\n")
+    }
+
+    @Test("an empty delta is a cursor and two empty lists")
+    func empty() throws {
+        let sink = CollectingSink()
+        let writer = SyncBodyWriter(format: .json, sink: sink)
+        try writer.begin(cursor: "c")
+        try writer.end()
+        #expect(sink.text == #"{"cursor":"c","deleted":[],"rows":[]}"#)
+    }
+
+    @Test("the wrapped statements: trailing semicolons go, one key column is an IN list, several an OR of ANDs")
+    func statements() {
+        #expect(
+            SyncQuery.rows(of: "SELECT name FROM pet ORDER BY name;\n", key: ["name"], count: 2)
+                == "SELECT * FROM (\nSELECT name FROM pet ORDER BY name\n) AS spout_sync WHERE spout_sync.\"name\" IN (:spout_sync_0_0, :spout_sync_1_0)")
+        #expect(
+            SyncQuery.keys(of: "SELECT a, b FROM t", key: ["a", "b"], count: 2)
+                == "SELECT spout_sync.\"a\", spout_sync.\"b\" FROM (\nSELECT a, b FROM t\n) AS spout_sync WHERE (spout_sync.\"a\" = :spout_sync_0_0 AND spout_sync.\"b\" = :spout_sync_0_1) OR (spout_sync.\"a\" = :spout_sync_1_0 AND spout_sync.\"b\" = :spout_sync_1_1)")
+    }
+
+    @Test("batches hold at most their size and are padded to a power of two with their last key")
+    func batches() {
+        let keys: [[SQLValue]] = (1...11).map { [.integer(Int64($0))] }
+        let batches = SyncQuery.batches(of: keys, size: 8)
+        #expect(batches.map(\.count) == [8, 4])
+        #expect(batches[1] == [[.integer(9)], [.integer(10)], [.integer(11)], [.integer(11)]])
+        #expect(SyncQuery.batches(of: [], size: 8).isEmpty)
+    }
+
+    @Test("keys read back from the change log, typed as the key's columns are")
+    func keys() {
+        #expect(ChangeKeyText.values(#"[10004]"#) == [.integer(10004)])
+        #expect(ChangeKeyText.values(#" ["Rex", "d\u00e9j\u00e0", null, true, 1.50] "#) == [.text("Rex"), .text("déjà"), .null, .bool(true), .decimal("1.50")])
+        #expect(ChangeKeyText.values(#"[{"a":1}]"#) == nil)
+        #expect(ChangeKeyText.values(#"[1] x"#) == nil)
+        #expect(ChangeKeyText.values(#"[]"#) == [])
+        let columns = [Column(label: "day", type: .date), Column(label: "amount", type: .decimal), Column(label: "name", type: .text)]
+        #expect(SyncQuery.typed([.text("1970-01-02"), .integer(10), .text("x")], as: columns) == [.date(days: 1), .decimal("10"), .text("x")])
+    }
+
+    @Test("trigger names follow the table and its key columns, the same in every process")
+    func triggerNames() {
+        let pets = TrackedTable(name: "pet", keyColumns: ["name"])
+        #expect(pets.logName == "pet(name)")
+        #expect(pets.triggerSuffix == TrackedTable(name: "pet", keyColumns: ["name"]).triggerSuffix)
+        #expect(pets.triggerSuffix != TrackedTable(name: "pet", keyColumns: ["owner"]).triggerSuffix)
+        #expect(pets.triggerSuffix.count == 8)
+        #expect(TrackedTable.isPlainIdentifier("pet_event2") && !TrackedTable.isPlainIdentifier("2pet") && !TrackedTable.isPlainIdentifier("a;b"))
+    }
+}

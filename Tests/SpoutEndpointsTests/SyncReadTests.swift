@@ -1,0 +1,364 @@
+import Foundation
+import Synchronization
+import SpoutCore
+import SpoutData
+import SpoutDrivers
+import SpoutEndpoints
+import SpoutTestDatabases
+import SpoutTestServer
+import SpoutTestSupport
+import Testing
+
+/// Sync reads of the pets (issue #60) through real sockets on each database: the first sync,
+/// deltas with tombstones for deletions, owner changes and detail changes, bad cursors, and a
+/// client's copy that converges on the caller's result while writers race.
+@Suite("Sync reads")
+struct SyncReadTests {
+    /// The shipped endpoints on a pets database Spout reaches as an ordinary role, with change
+    /// tracking set up by the tables' owner (on PostgreSQL, the cluster's superuser; the
+    /// ordinary role may read the change log, as docs/endpoints.md says to grant).
+    static func withSyncedPets(
+        _ backend: SQLDialect, _ body: (InProcessServer, Database, _ ownerURL: String) async throws -> Void
+    ) async throws {
+        let store = try IdentityDatabase.make(backend) { connection in
+            try PetsLoader(sqlDirectory: Repository.sqlDirectory).load(into: connection)
+        }
+        defer { store.drop() }
+        let endpoints = try Repository.shippedEndpoints()
+        let owner = try Drivers.open(store.temporary.url)
+        try await endpoints.prepareSync(on: owner)
+        if backend == .postgres {
+            try await onThread {
+                let connection = try Drivers.driver(for: store.temporary.url).connect(readOnly: false, statistics: QueryStatistics())
+                defer { connection.close() }
+                try connection.executeScript("GRANT SELECT ON spout_changes, spout_change_horizon TO \(store.appRole)")
+            }
+        }
+        owner.close()
+        let database = try store.open()
+        defer { database.close() }
+        // Spout's own role finds everything in place and changes nothing.
+        try await endpoints.prepareSync(on: database)
+        try await IdentityAPITests.withService(endpoints, database: database) { service in
+            try await body(service, database, store.temporary.url)
+        }
+    }
+
+    /// A sync response, parsed: the cursor, the names to forget, and each row's JSON bytes by
+    /// name.
+    struct Delta {
+        var cursor: String
+        var deleted: [String]
+        var rows: [(name: String, json: String)]
+
+        init(_ response: HTTPTestResponse) throws {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any], "\(response.text)")
+            self.cursor = try #require(object["cursor"] as? String)
+            self.deleted = try #require(object["deleted"] as? [[String: Any]]).compactMap { $0["name"] as? String }
+            self.rows = try Self.rows(in: response.text)
+        }
+
+        /// The rows' bytes, split out of the body's `"rows":[…]` as the server wrote them.
+        static func rows(in text: String) throws -> [(name: String, json: String)] {
+            let marker = try #require(text.range(of: "\"rows\":"))
+            let array = String(text[marker.upperBound...].dropLast())
+            return try SyncReadTests.objects(inArray: array)
+        }
+    }
+
+    /// The top-level objects of a JSON array's text, each as written, with its `name`.
+    static func objects(inArray text: String) throws -> [(name: String, json: String)] {
+        let parsed = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])
+        var pieces: [String] = []
+        var depth = 0
+        var inString = false
+        var escaped = false
+        var current = ""
+        for character in text.dropFirst().dropLast() {
+            if depth > 0 || character == "{" { current.append(character) }
+            if inString {
+                if escaped { escaped = false } else if character == "\\" { escaped = true } else if character == "\"" { inString = false }
+                continue
+            }
+            switch character {
+            case "\"": inString = true
+            case "{", "[": depth += 1
+            case "}", "]":
+                depth -= 1
+                if depth == 0 {
+                    pieces.append(current)
+                    current = ""
+                }
+            default: break
+            }
+        }
+        #expect(pieces.count == parsed.count)
+        return zip(parsed, pieces).map { (($0["name"] as? String) ?? "", $1) }
+    }
+
+    /// A client's copy of a synced result: rows by name, kept current by deltas.
+    struct Copy {
+        var rows: [String: String] = [:]
+        var cursor = "0"
+
+        mutating func apply(_ delta: Delta) {
+            for name in delta.deleted { self.rows[name] = nil }
+            for row in delta.rows { self.rows[row.name] = row.json }
+            self.cursor = delta.cursor
+        }
+    }
+
+    static func sync(_ service: InProcessServer, _ query: String, since: String) async throws -> Delta {
+        let response = try await service.get("/pets?\(query)&since=\(since)")
+        #expect(response.status == 200, "\(response.status) \(response.text)")
+        #expect(response.header("content-type") == "application/json")
+        return try Delta(response)
+    }
+
+    /// The caller's result now, by the ordinary GET, as a copy would hold it.
+    static func current(_ service: InProcessServer, _ query: String) async throws -> [String: String] {
+        let response = try await service.get("/pets?\(query)")
+        #expect(response.status == 200)
+        return Dictionary(uniqueKeysWithValues: try Self.objects(inArray: response.text).map { ($0.name, $0.json) })
+    }
+
+    @Test("the first sync is the whole result and a cursor; a delta holds changed rows and tombstones for deletions, owner changes; a detail's change sends its parent", arguments: PetsAPITests.backends)
+    func deltas(_ backend: SQLDialect) async throws {
+        try await Self.withSyncedPets(backend) { service, database, ownerURL in
+            let query = "owner=Diane&details=events"
+            let first = try await Self.sync(service, query, since: "0")
+            #expect(first.deleted.isEmpty)
+            #expect(first.rows.map(\.name) == ["Bowser", "Puffball"])
+            var copy = Copy()
+            copy.apply(first)
+            #expect(copy.rows == (try await Self.current(service, query)))
+
+            // Nothing changed: nothing but a cursor.
+            let quiet = try await Self.sync(service, query, since: copy.cursor)
+            #expect(quiet.rows.isEmpty && quiet.deleted.isEmpty)
+
+            // Another client: a new pet, a change, a pet given away; an event by SQL.
+            let diane = try await IdentityAPITests.token("Diane")
+            #expect(try await IdentityAPITests.send(service, "POST", "/pets", token: diane, form: [("name", "Rex"), ("species", "dog")]).status == 201)
+            #expect(try await IdentityAPITests.send(service, "POST", "/pets/Bowser", token: diane, form: [("species", "wolf")]).status == 200)
+            #expect(try await IdentityAPITests.send(service, "POST", "/pets/Puffball", token: diane, form: [("owner", "Gwen")]).status == 200)
+            let delta = try await Self.sync(service, query, since: copy.cursor)
+            #expect(Set(delta.rows.map(\.name)) == ["Bowser", "Rex"])
+            #expect(delta.deleted == ["Puffball"])
+            copy.apply(delta)
+            #expect(copy.rows == (try await Self.current(service, query)))
+
+            try await onThread {
+                let connection = try Drivers.driver(for: ownerURL).connect(readOnly: false, statistics: QueryStatistics())
+                defer { connection.close() }
+                try connection.executeScript("INSERT INTO event (name, \"date\", type, remark) VALUES ('Bowser', '2001-02-03', 'vet', 'checkup')")
+            }
+            let detail = try await Self.sync(service, query, since: copy.cursor)
+            #expect(detail.rows.map(\.name) == ["Bowser"] && detail.rows[0].json.contains("checkup"))
+            copy.apply(detail)
+            #expect(try await IdentityAPITests.send(service, "DELETE", "/pets/Rex", token: diane).status == 204)
+            let deletion = try await Self.sync(service, query, since: copy.cursor)
+            #expect(deletion.deleted == ["Rex"] && deletion.rows.isEmpty)
+            copy.apply(deletion)
+            #expect(copy.rows == (try await Self.current(service, query)))
+            _ = database
+        }
+    }
+
+    @Test("JSON Lines: the cursor, then one line per tombstone and per row", arguments: PetsAPITests.backends)
+    func jsonLines(_ backend: SQLDialect) async throws {
+        try await Self.withSyncedPets(backend) { service, _, _ in
+            let first = try await service.get("/pets?owner=Gwen&since=0", accept: "application/x-ndjson")
+            #expect(first.status == 200 && first.header("content-type") == "application/x-ndjson")
+            let lines = first.text.split(separator: "\n").map(String.init)
+            #expect(lines.first?.hasPrefix(#"{"cursor":""#) == true)
+            #expect(lines.dropFirst().allSatisfy { $0.hasPrefix(#"{"row":{"name":"#) && $0.hasSuffix("}}") }, "\(lines)")
+            #expect(lines.count == 4)
+            let csv = try await service.get("/pets?owner=Gwen&since=0", accept: "text/csv")
+            #expect(csv.status == 406)
+        }
+    }
+
+    @Test("a tampered cursor, one made for another filter, and garbage are 400 naming since; an expired one is 410", arguments: PetsAPITests.backends)
+    func badCursors(_ backend: SQLDialect) async throws {
+        try await Self.withSyncedPets(backend) { service, _, ownerURL in
+            let first = try await Self.sync(service, "owner=Diane", since: "0")
+            var tampered = Array(first.cursor)
+            tampered[tampered.count / 2] = tampered[tampered.count / 2] == "A" ? "B" : "A"
+            for (query, cursor) in [("owner=Diane", String(tampered)), ("owner=Gwen", first.cursor), ("owner=Diane", "nonsense"), ("owner=Diane", "-1")] {
+                let answer = try await service.get("/pets?\(query)&since=\(cursor)")
+                #expect(answer.status == 400, "\(query) \(cursor): \(answer.status)")
+                #expect(answer.text.contains(#""parameter":"since""#), "\(answer.text)")
+            }
+            // A change, then everything older than now pruned: the cursor cannot continue.
+            let diane = try await IdentityAPITests.token("Diane")
+            #expect(try await IdentityAPITests.send(service, "POST", "/pets/Bowser", token: diane, form: [("sex", "f")]).status == 200)
+            try await Task.sleep(for: .milliseconds(1_100))
+            let owner = try Drivers.open(ownerURL)
+            defer { owner.close() }
+            #expect(try await Repository.shippedEndpoints().pruneChanges(on: owner, retention: .zero) >= 1)
+            let expired = try await service.get("/pets?owner=Diane&since=\(first.cursor)")
+            #expect(expired.status == 410, "\(expired.status) \(expired.text)")
+            #expect(expired.text.contains("since=0"))
+            let again = try await Self.sync(service, "owner=Diane", since: "0")
+            #expect(try await service.get("/pets?owner=Diane&since=\(again.cursor)").status == 200)
+        }
+    }
+
+    @Test("convergence: writers insert, update, delete and move pets and events between owners, some transactions held open, while clients of each owner sync; after one last sync every copy equals its result", arguments: PetsAPITests.backends)
+    func convergence(_ backend: SQLDialect) async throws {
+        try await Self.withSyncedPets(backend) { service, _, ownerURL in
+            let owners = ["Diane", "Gwen", "Harold", "Benny"]
+            let queries = owners.map { "owner=\($0)&details=events" } + ["details=events"]
+            var copies = [Copy](repeating: Copy(), count: queries.count)
+            let stop = ManagedAtomicFlag()
+            let writes = ManagedCounter()
+            // Writers on connections of their own, as other services of the database would write.
+            let writers = (0..<3).map { writer in
+                Self.writer(url: ownerURL, seed: UInt64(writer + 1), holdsOpen: backend == .postgres && writer == 0, stop: stop, writes: writes)
+            }
+            let deadline = ContinuousClock.now + .seconds(8)
+            var syncs = 0
+            while ContinuousClock.now < deadline {
+                for index in queries.indices {
+                    copies[index].apply(try await Self.sync(service, queries[index], since: copies[index].cursor))
+                    syncs += 1
+                }
+            }
+            stop.set()
+            for writer in writers { try await writer.value }
+            for index in queries.indices {
+                copies[index].apply(try await Self.sync(service, queries[index], since: copies[index].cursor))
+                let current = try await Self.current(service, queries[index])
+                #expect(copies[index].rows == current, "\(queries[index]): the copy differs from the result")
+            }
+            #expect(writes.value > 100, "only \(writes.value) writes")
+            #expect(syncs > 20)
+            print("sync convergence (\(backend)): \(writes.value) writes and \(syncs) syncs in 8 s, every copy equal")
+        }
+    }
+}
+
+/// A flag one task sets and others read.
+final class ManagedAtomicFlag: Sendable {
+    private let flag = Mutex(false)
+    func set() { self.flag.withLock { $0 = true } }
+    var isSet: Bool { self.flag.withLock { $0 } }
+}
+
+/// A count several threads add to.
+final class ManagedCounter: Sendable {
+    private let count = Mutex(0)
+    func add() { self.count.withLock { $0 += 1 } }
+    var value: Int { self.count.withLock { $0 } }
+}
+
+extension SyncReadTests {
+    /// A writer on a thread of its own until `stop` is set: random inserts, updates, owner
+    /// moves and deletes of pets, and events added, each its own transaction; with
+    /// `holdsOpen`, each of its transactions stays open a while after writing, so later
+    /// transactions of the other writers commit before it.
+    static func writer(url: String, seed: UInt64, holdsOpen: Bool, stop: ManagedAtomicFlag, writes: ManagedCounter) -> Task<Void, any Error> {
+        Task.detached {
+            try await onThread {
+                var random = SeededGenerator(seed: seed)
+                let connection = try Drivers.driver(for: url).connect(readOnly: false, statistics: QueryStatistics())
+                defer { connection.close() }
+                let owners = ["Diane", "Gwen", "Harold", "Benny", "Zed"]
+                let names = (0..<24).map { "P\(seed)_\($0)" } + ["Bowser", "Puffball", "Claws", "Fang"]
+                while !stop.isSet {
+                    let name = names[Int(random.next() % UInt64(names.count))]
+                    let owner = owners[Int(random.next() % UInt64(owners.count))]
+                    let statement: String
+                    switch random.next() % 5 {
+                    case 0: statement = "INSERT INTO pet (name, owner, species) VALUES ('\(name)', '\(owner)', 'cat')"
+                    case 1: statement = "UPDATE pet SET owner = '\(owner)' WHERE name = '\(name)'"
+                    case 2: statement = "UPDATE pet SET species = 'w\(random.next() % 100)' WHERE name = '\(name)'"
+                    case 3: statement = "DELETE FROM pet WHERE name = '\(name)'"
+                    default: statement = "INSERT INTO event (name, \"date\", type) SELECT name, '2020-01-0\(1 + random.next() % 9)', 'visit' FROM pet WHERE name = '\(name)'"
+                    }
+                    do {
+                        try connection.begin(readOnly: false)
+                        try connection.executeScript(statement)
+                        if holdsOpen { Thread.sleep(forTimeInterval: 0.15) }
+                        try connection.commit()
+                        writes.add()
+                    } catch {
+                        // A duplicate name or a lock: this write did not happen.
+                        if connection.isInTransaction { try? connection.rollback() }
+                    }
+                }
+            }
+        }
+    }
+}
+
+extension SyncReadTests {
+    /// Loads an endpoint file holding `yaml` (with the pets' SQL directory) and returns its set
+    /// or the error, whose text starts with the file's name and the line.
+    static func load(_ yaml: String, database: String = "\"sqlite::memory:\"") throws -> Result<EndpointSet, ConfigurationError> {
+        let service = try TemporaryDirectory()
+        try service.write("config/spout.yaml", "database:\n  url: \(database)\nendpoints: [api/*.yaml]\nsqlDirectory: \(Repository.sqlDirectory)\n")
+        try service.write("config/api/sync.yaml", yaml)
+        let configuration = try SpoutConfiguration.load(
+            file: (service.path as NSString).appendingPathComponent("config/spout.yaml"), environment: [:])
+        do {
+            return .success(try EndpointSet.load(configuration: configuration))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    static let syncYAML = """
+        paths:
+          /pets:
+            get:
+              sqlFile: pets/pets.sql
+              parameters:
+                - name: owner
+                  type: string
+              sync:
+                key: [KEY]
+                tables:
+                  TABLES
+        """
+
+    @Test("a syncable endpoint declared wrongly stops the start at its line", arguments: [
+        ("name", "pet: [name]\n      rowLimit: 5", "'sync' and 'rowLimit' do not go together"),
+        ("nickname", "pet: [name]", "key column 'nickname' is not a column of the result"),
+        ("name", "pet: [name, owner]", "'pet' names 2 column(s) for a key of 1"),
+        ("name", "\"pet; drop\": [name]", "must be letters, digits and underscores"),
+    ])
+    func declaredWrongly(_ key: String, _ tables: String, _ message: String) throws {
+        let yaml = Self.syncYAML.replacing("KEY", with: key).replacing("TABLES", with: tables)
+        guard case .failure(let error) = try Self.load(yaml) else {
+            Issue.record("loaded")
+            return
+        }
+        #expect(error.description.contains("sync.yaml:"), "\(error)")
+        #expect(error.line != nil)
+        #expect(error.message.contains(message), "\(error.message)")
+    }
+
+    @Test("a table or column the database lacks stops the start naming the file and line of the table", arguments: PetsAPITests.backends)
+    func unknownTable(_ backend: SQLDialect) async throws {
+        let store = try IdentityDatabase.make(backend) { connection in
+            try PetsLoader(sqlDirectory: Repository.sqlDirectory).load(into: connection)
+        }
+        defer { store.drop() }
+        let database = try Drivers.open(store.temporary.url)
+        defer { database.close() }
+        for (tables, message) in [("pets: [name]", "sync table 'pets' of GET /pets is not a table of the database"),
+                                  ("pet: [nom]", "sync table 'pet' of GET /pets has no column 'nom'")] {
+            let endpoints = try Self.load(Self.syncYAML.replacing("KEY", with: "name").replacing("TABLES", with: tables)).get()
+            do {
+                try await endpoints.prepareSync(on: database)
+                Issue.record("\(tables) prepared")
+            } catch let error as ConfigurationError {
+                #expect(error.description.contains("sync.yaml:11:"), "\(error)")
+                #expect(error.message.hasPrefix(message), "\(error.message)")
+            }
+            #expect(!endpoints.syncState.isReady)
+        }
+    }
+}
