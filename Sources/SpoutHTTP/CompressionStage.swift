@@ -71,7 +71,8 @@ final class CompressionStage: @unchecked Sendable {
     /// once (`ZSTD_BLOCKSIZE_MAX`). zstd takes a block's bytes before it compresses them; with
     /// two chunks queued the producer waited while the compressor gathered each block, and a
     /// SQLite `/salaries` download with zstd took 1.16 × the plain one; with four the producer
-    /// fills the next block while one is compressed (0.92 ×; docs/benchmarks.md).
+    /// fills the next block while one is compressed (0.92 ×; Benchmarks/results/history.md,
+    /// 2026-11-28).
     static let defaultMaximumQueued = 4
 
     init(encoder: any StreamEncoder, maximumQueued: Int = CompressionStage.defaultMaximumQueued) {

@@ -15,7 +15,8 @@ public enum ContentCoding: String, Sendable, CaseIterable {
     case deflate
 
     /// The level each coding is used at: each library's fast level, since a stream's producer
-    /// compresses while the client waits; `docs/benchmarks.md` has the speeds and sizes.
+    /// compresses while the client waits; `docs/benchmarks.md` ("Compressed streams") has the
+    /// speeds and sizes.
     var level: Int32 {
         switch self {
         case .zstd: 1

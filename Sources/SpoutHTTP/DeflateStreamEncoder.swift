@@ -2,7 +2,8 @@ import CISAL
 
 /// gzip or deflate (zlib's format) through ISA-L's igzip, Intel's deflate compressor: at its
 /// level 1 it compresses a JSON stream about four times as fast as zlib's level 1, to a smaller
-/// output (`docs/benchmarks.md`), and what it writes is plain deflate that any inflater reads.
+/// output (`docs/benchmarks.md`, "Compressed streams"), and what it writes is plain deflate
+/// that any inflater reads.
 /// Not `Sendable`: an encoder belongs to one body's producer.
 final class DeflateStreamEncoder: StreamEncoder {
     /// The frame around the deflate data.
