@@ -11,7 +11,13 @@ extension Router {
     /// once, so the answer comes within the limit however many there are, and a server that
     /// hangs (frozen, cut off) costs the probe the limit, never its own wait. A route of the
     /// same path already in the router wins.
-    public mutating func addReadiness(of databases: [Database]) {
+    ///
+    /// With `keys`, the body also says what instances behind one load balancer would disagree
+    /// on, where this one can tell: `"cursorKeys":"this process"` when page cursors are sealed
+    /// with a key of this process only (the database could not keep one), and
+    /// `"settingsDiffer":[…]` with the shared settings another instance on the database has
+    /// otherwise (``InstanceKeys/differingSettings()``). Neither decides readiness.
+    public mutating func addReadiness(of databases: [Database], keys: InstanceKeys? = nil) {
         guard case .notFound = self.match(.get, path: "/ready") else { return }
         self.add(
             .get, "/ready",
@@ -45,6 +51,11 @@ extension Router {
             var body = JSONObjectWriter()
             body.add("status", "ready")
             if !entries.isEmpty { body.add("replicas", objects: entries) }
+            if let keys {
+                if keys.source == .thisProcess { body.add("cursorKeys", keys.source.rawValue) }
+                let differing = keys.differingSettings()
+                if !differing.isEmpty { body.add("settingsDiffer", differing) }
+            }
             return Response.bytes(body.finished, contentType: "application/json")
         }
     }

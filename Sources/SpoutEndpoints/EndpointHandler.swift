@@ -29,8 +29,8 @@ struct EndpointHandler: Sendable {
     let pages: (first: FilteredSQL, next: FilteredSQL)?
     /// The endpoint's `versionSql`, parsed.
     let version: ParsedSQL?
-    /// Seals and opens page cursors.
-    let cursorKey: PageCursorKey
+    /// The keys page cursors are sealed and opened with.
+    let keys: InstanceKeys
     /// `Cache-Control` (when the endpoint sets `cache`) and `Vary` for a read's response: the
     /// format follows `Accept`, the coding `Accept-Encoding`.
     let cachingHeaders: HTTPFields
@@ -54,7 +54,7 @@ struct EndpointHandler: Sendable {
 
     init(
         endpoint: Endpoint, database: Database, timeout: Duration?, documentation: APIDocumentation, logger: Logger,
-        cursorKey: PageCursorKey, tracesIntoDatabase: Bool = false,
+        keys: InstanceKeys, tracesIntoDatabase: Bool = false,
         identity: (settings: SpoutConfiguration.Identity, verifier: TokenVerifier?) = (.init(), nil), syncState: SyncState = SyncState()
     ) {
         self.syncState = syncState
@@ -65,7 +65,7 @@ struct EndpointHandler: Sendable {
         self.timeout = timeout
         self.documentation = documentation
         self.logger = logger
-        self.cursorKey = cursorKey
+        self.keys = keys
         self.sql = endpoint.sql.text(for: database.dialect)
         self.parsed = try? FilteredSQL(self.sql, dialect: database.dialect)
         self.details = DetailTree(endpoint.details, dialect: database.dialect)
@@ -130,10 +130,10 @@ struct EndpointHandler: Sendable {
         let selected = try self.selectedDetails(request)
         let session = self.session(for: identity, request)
         if let sync = self.endpoint.sync, case .text(let since)? = request.arguments[EndpointSync.sinceParameter] {
-            return try self.syncRead(sync, since: since, request: request, details: selected, identity: identity, session: session)
+            return try await self.syncRead(sync, since: since, request: request, details: selected, identity: identity, session: session)
         }
-        if let page = try self.pageRequest(request) {
-            return try self.page(page, request: request, details: selected, session: session)
+        if let page = try await self.pageRequest(request) {
+            return try await self.page(page, request: request, details: selected, session: session)
         }
         let stream = try self.stream(arguments: request.arguments, details: selected)
         if self.endpoint.readOnly, let shape = self.endpoint.result.shape, self.endpoint.result != .created {
@@ -176,7 +176,7 @@ struct EndpointHandler: Sendable {
     private func syncRead(
         _ sync: EndpointSync, since text: String, request: Request, details: Set<String>, identity: RequestIdentity?,
         session: RequestSession?
-    ) throws -> Response {
+    ) async throws -> Response {
         guard self.syncState.isReady else {
             throw HTTPError(
                 status: .serviceUnavailable, message: "sync reads are not ready: the database's change log has not been checked since the start",
@@ -185,19 +185,31 @@ struct EndpointHandler: Sendable {
         let context = self.syncContext(request.arguments, identity: identity)
         var position: Int64?
         if text != EndpointSync.fromTheBeginning {
-            let opened = try? PageCursor.open(text, with: self.cursorKey, context: context, keyCount: 1)
-            guard case .integer(let value)? = opened?.values.first else {
-                throw ArgumentError(
-                    .rejected("sync cursor not valid here (changed, made for another query or caller, or sealed with another key)"),
-                    parameter: EndpointSync.sinceParameter, value: text)
+            let reason: String
+            do {
+                let sealed = try PageCursor.Sealed(text)
+                switch try await self.keys.openingCursorKey(id: sealed.keyID) {
+                case .key(let key):
+                    if case .integer(let value)? = try sealed.open(with: key, context: context, keyCount: 1).values.first { position = value }
+                    reason = "sync cursor not valid here (changed, made for another query or caller, or sealed with another key)"
+                case .retired:
+                    reason = "sync cursor too old: the key that sealed it was retired by a key rotation; sync again from since=0"
+                case .unknown:
+                    reason = "sync cursor sealed with a key this server does not hold; sync again from since=0"
+                }
+            } catch {
+                reason = "sync cursor not valid here (changed, made for another query or caller, or sealed with another key)"
             }
-            position = value
+            if position == nil {
+                throw ArgumentError(.rejected(reason), parameter: EndpointSync.sinceParameter, value: text)
+            }
         }
-        let key = self.cursorKey
+        // In hand before the read's own session starts (reading the keys takes a lease).
+        let cursorKey = try await self.keys.sealingCursorKey()
         let result = SyncResult(
             stream: try self.stream(arguments: request.arguments, details: details), database: self.database, sync: sync, since: position,
             statementTimeout: self.timeout, session: session,
-            seal: { PageCursor(values: [.integer($0)]).sealed(with: key, context: context) })
+            seal: { PageCursor(values: [.integer($0)]).sealed(with: cursorKey, context: context) })
         return Response(headers: self.cachingHeaders, body: .produced(result))
     }
 
@@ -225,8 +237,9 @@ struct EndpointHandler: Sendable {
 
     /// The page a request asks for (`pageSize`, `after`), nil when it asks for the whole result
     /// or the endpoint is not paged. A size out of range or a cursor that does not open here is
-    /// a 400 naming the parameter.
-    private func pageRequest(_ request: Request) throws -> PageRequest? {
+    /// a 400 naming the parameter. Looking up the key a cursor names may read the database's
+    /// keys (``InstanceKeys``); a database that does not answer then fails the request.
+    private func pageRequest(_ request: Request) async throws -> PageRequest? {
         guard let page = self.endpoint.page, self.pages != nil else { return nil }
         let sizeArgument = request.arguments[EndpointPage.sizeParameter] ?? .null
         let afterArgument = request.arguments[EndpointPage.afterParameter] ?? .null
@@ -243,10 +256,17 @@ struct EndpointHandler: Sendable {
         var after: PageCursor?
         if case .text(let text) = afterArgument {
             do {
-                after = try PageCursor.open(
-                    text, with: self.cursorKey, context: self.cursorContext(request.arguments), keyCount: page.key.count)
-            } catch {
-                throw ArgumentError(.rejected(error.reason), parameter: EndpointPage.afterParameter, value: text)
+                let sealed = try PageCursor.Sealed(text)
+                switch try await self.keys.openingCursorKey(id: sealed.keyID) {
+                case .key(let key):
+                    after = try sealed.open(with: key, context: self.cursorContext(request.arguments), keyCount: page.key.count)
+                case .retired:
+                    throw PageCursor.Refused.retiredKey
+                case .unknown:
+                    throw PageCursor.Refused.unknownKey
+                }
+            } catch let refused as PageCursor.Refused {
+                throw ArgumentError(.rejected(refused.reason), parameter: EndpointPage.afterParameter, value: text)
             }
         }
         return PageRequest(size: size, after: after)
@@ -273,7 +293,7 @@ struct EndpointHandler: Sendable {
         return session
     }
 
-    private func page(_ page: PageRequest, request: Request, details: Set<String>, session: RequestSession?) throws -> Response {
+    private func page(_ page: PageRequest, request: Request, details: Set<String>, session: RequestSession?) async throws -> Response {
         guard let pages = self.pages, let key = self.endpoint.page?.key else { preconditionFailure("not a paged endpoint") }
         var arguments = request.arguments
         // One row more than the page: it tells whether there is a next page.
@@ -293,7 +313,8 @@ struct EndpointHandler: Sendable {
         rows.validator = .body
         rows.session = session
         let context = self.cursorContext(request.arguments)
-        let cursorKey = self.cursorKey
+        // In hand before the page's own session starts (reading the keys takes a lease).
+        let cursorKey = try await self.keys.sealingCursorKey()
         let base = Self.nextPageBase(path: request.path, queryString: request.queryString, size: page.size)
         rows.nextPage = { outcome in
             guard outcome.truncated else { return nil }

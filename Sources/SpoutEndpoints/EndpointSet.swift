@@ -36,9 +36,9 @@ public struct EndpointSet: Sendable {
     public var title: String = "Spout"
     /// The version in the OpenAPI document's `info`.
     public var version: String = "1.0.0"
-    /// Seals the cursors of paged endpoints (see ``PageCursorKey``): random unless the
-    /// configuration's `cursorSecret` sets it.
-    public var cursorKey = PageCursorKey.random()
+    /// The operator's secret for the cursors of paged endpoints (`cursorSecret`); empty: the
+    /// keys of the database served (``InstanceKeys``).
+    public var cursorSecret = ""
     /// How tokens are verified and whom verified requests run as (the configuration's
     /// `identity`); ``tokenVerifier`` is nil when no key is configured (then every token is
     /// refused: endpoints that need one answer 401).
@@ -69,7 +69,7 @@ public struct EndpointSet: Sendable {
             files: try configuration.endpointFiles(), sqlDirectory: configuration.resolvedSQLDirectory,
             defaultStatementTimeout: configuration.defaultStatementTimeout, maxDetailDepth: configuration.maxDetailDepth,
             environment: environment)
-        if !configuration.cursorSecret.isEmpty { endpoints.cursorKey = PageCursorKey(secret: configuration.cursorSecret) }
+        endpoints.cursorSecret = configuration.cursorSecret
         endpoints.identity = configuration.identity
         endpoints.tracesIntoDatabase = configuration.database.traceContext
         endpoints.tokenVerifier = try Self.tokenVerifier(configuration: configuration, environment: environment)
@@ -121,13 +121,17 @@ public struct EndpointSet: Sendable {
     /// prefix of an endpoint path (and each path) that has no `GET` endpoint of its own (`/`, `/departments/{departmentNumber}`);
     /// without `?api` those answer 404. SQL is chosen for `database.dialect` (its override
     /// when there is one).
-    public func makeRoutes(database: Database, logger: Logger) -> [Route] {
+    ///
+    /// Page cursors are sealed with `keys`; by default, keys made here for `database` and
+    /// ``cursorSecret`` (pass the same ``InstanceKeys`` to share them with `/ready` and the start).
+    public func makeRoutes(database: Database, logger: Logger, keys: InstanceKeys? = nil) -> [Route] {
+        let keys = keys ?? InstanceKeys(cursorSecret: self.cursorSecret, database: database, logger: logger)
         let documentation = APIDocumentation(endpoints: self)
         var routes: [Route] = []
         for endpoint in self.endpoints {
             let handler = EndpointHandler(
                 endpoint: endpoint, database: database, timeout: endpoint.timeout ?? self.defaultStatementTimeout,
-                documentation: documentation, logger: logger, cursorKey: self.cursorKey, tracesIntoDatabase: self.tracesIntoDatabase,
+                documentation: documentation, logger: logger, keys: keys, tracesIntoDatabase: self.tracesIntoDatabase,
                 identity: (self.identity, self.tokenVerifier), syncState: self.syncState)
             routes.append(
                 Route(
@@ -188,12 +192,13 @@ public struct EndpointSet: Sendable {
         return prefixes
     }
 
-    /// A router holding ``makeRoutes(database:logger:)`` and `GET /ready` for `database`
-    /// (``SpoutHTTP/Router/addReadiness(of:)``).
-    public func makeRouter(database: Database, logger: Logger) -> Router {
+    /// A router holding ``makeRoutes(database:logger:keys:)`` and `GET /ready` for `database`
+    /// (``SpoutHTTP/Router/addReadiness(of:keys:)``), both with `keys` (by default, made here).
+    public func makeRouter(database: Database, logger: Logger, keys: InstanceKeys? = nil) -> Router {
+        let keys = keys ?? InstanceKeys(cursorSecret: self.cursorSecret, database: database, logger: logger)
         var router = Router()
-        for route in self.makeRoutes(database: database, logger: logger) { router.add(route) }
-        router.addReadiness(of: [database])
+        for route in self.makeRoutes(database: database, logger: logger, keys: keys) { router.add(route) }
+        router.addReadiness(of: [database], keys: keys)
         return router
     }
 

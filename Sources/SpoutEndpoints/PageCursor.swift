@@ -6,51 +6,96 @@ import SpoutHTTP
 /// The `after` argument of a paged endpoint: the previous page's last key, typed, sealed
 /// with an HMAC so that a changed, truncated or foreign cursor is refused (400) before any SQL.
 ///
-/// A cursor is base64url (no padding) of: a version byte, the key's values (each a type tag
-/// and its bytes, so an integer comes back an integer and a date a date), and the first
-/// 16 bytes of HMAC-SHA256 over the endpoint (`GET /employees`), the request's other
-/// arguments (filters: a cursor from `?lastName=Smith` does not continue `?lastName=Jones`)
+/// A cursor is base64url (no padding) of: a version byte (2), the id of the key that sealed it
+/// (4 bytes, big-endian: ``PageCursorKey/id``), the key's values (each a type tag and its
+/// bytes, so an integer comes back an integer and a date a date), and the first 16 bytes of
+/// HMAC-SHA256 over the endpoint (`GET /employees`), the request's other arguments (filters: a
+/// cursor from `?lastName=Smith` does not continue `?lastName=Jones`), the version, the key id
 /// and the values. Nothing in it is secret — it is the last row's key, which the client has
-/// already seen — but nothing in it can be forged without the key (``PageCursorKey``).
+/// already seen — but nothing in it can be forged without the key. The key id lets every
+/// instance serving one database pick the right one of the keys they share (``InstanceKeys``),
+/// across restarts and key rotations. Version 1 (no key id, sealed with `cursorSecret`) still
+/// opens where that secret is set.
 struct PageCursor: Sendable, Hashable {
     /// The key's values in the last row of the previous page.
     var values: [SQLValue]
 
-    static let version: UInt8 = 1
+    static let version: UInt8 = 2
+    /// Cursors made before key ids: the operator's secret sealed them.
+    static let versionWithoutKeyID: UInt8 = 1
     static let macLength = 16
 
     /// Why a cursor was refused (the text of the 400).
     struct Refused: Error, Sendable, Hashable {
         var reason: String
+
+        static let notValid = Refused(reason: "page cursor not valid here (changed, from another query, or sealed with another key)")
+        /// A key id no key here has.
+        static let unknownKey = Refused(
+            reason: "page cursor sealed with a key this server does not hold (from another database, or from an instance that keeps a key of its own: see cursorSecret); start again from the first page")
+        static let retiredKey = Refused(
+            reason: "page cursor too old: the key that sealed it was retired by a key rotation; start again from the first page")
     }
 
     /// The cursor's text for the page after `values`.
     func sealed(with key: PageCursorKey, context: [UInt8]) -> String {
         var payload: [UInt8] = [Self.version]
+        withUnsafeBytes(of: key.id.bigEndian) { payload.append(contentsOf: $0) }
         for value in self.values { Self.append(value, to: &payload) }
         let mac = key.authenticationCode(for: context + payload)
         return Self.base64URL(payload + mac)
     }
 
-    /// Opens a cursor made by ``sealed(with:context:)`` for the same endpoint and arguments.
+    /// A cursor's text decoded, not yet verified: which key sealed it.
+    struct Sealed: Sendable {
+        /// Everything the MAC covers but the context: the version, the key id, the values.
+        let payload: [UInt8]
+        let mac: [UInt8]
+        let keyID: UInt32
+        /// Where the values start in ``payload``.
+        let valuesStart: Int
+
+        init(_ text: String) throws(Refused) {
+            guard let bytes = PageCursor.bytes(base64URL: text), bytes.count > PageCursor.macLength + 1 else {
+                throw Refused(reason: "not a page cursor")
+            }
+            let payload = Array(bytes.dropLast(PageCursor.macLength))
+            switch payload[0] {
+            case PageCursor.version:
+                guard payload.count > 5 else { throw Refused(reason: "not a page cursor") }
+                self.keyID = payload[1..<5].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+                self.valuesStart = 5
+            case PageCursor.versionWithoutKeyID:
+                self.keyID = PageCursorKey.operatorSecretID
+                self.valuesStart = 1
+            default:
+                throw Refused(reason: "page cursor of an unknown version")
+            }
+            self.payload = payload
+            self.mac = Array(bytes.suffix(PageCursor.macLength))
+        }
+
+        /// The cursor, when `key` (the key of ``keyID``) sealed it for the same endpoint and
+        /// arguments (`context`) and it holds `keyCount` values.
+        func open(with key: PageCursorKey, context: [UInt8], keyCount: Int) throws(Refused) -> PageCursor {
+            guard key.isAuthentic(self.mac, for: context + self.payload) else { throw Refused.notValid }
+            var reader = Reader(bytes: self.payload, position: self.valuesStart)
+            var values: [SQLValue] = []
+            while reader.position < self.payload.count {
+                guard let value = reader.value() else { throw Refused(reason: "not a page cursor") }
+                values.append(value)
+            }
+            guard values.count == keyCount else { throw Refused(reason: "page cursor of another key") }
+            return PageCursor(values: values)
+        }
+    }
+
+    /// Opens a cursor made by ``sealed(with:context:)`` with `key` (tests; requests look the
+    /// key up by ``Sealed/keyID`` first).
     static func open(_ text: String, with key: PageCursorKey, context: [UInt8], keyCount: Int) throws(Refused) -> PageCursor {
-        guard let bytes = Self.bytes(base64URL: text), bytes.count > Self.macLength + 1 else {
-            throw Refused(reason: "not a page cursor")
-        }
-        let payload = Array(bytes.dropLast(Self.macLength))
-        let mac = Array(bytes.suffix(Self.macLength))
-        guard key.isAuthentic(mac, for: context + payload) else {
-            throw Refused(reason: "page cursor not valid here (changed, from another query, or from before a restart)")
-        }
-        guard payload[0] == Self.version else { throw Refused(reason: "page cursor of an unknown version") }
-        var reader = Reader(bytes: payload, position: 1)
-        var values: [SQLValue] = []
-        while reader.position < payload.count {
-            guard let value = reader.value() else { throw Refused(reason: "not a page cursor") }
-            values.append(value)
-        }
-        guard values.count == keyCount else { throw Refused(reason: "page cursor of another key") }
-        return PageCursor(values: values)
+        let sealed = try Sealed(text)
+        guard sealed.keyID == key.id else { throw Refused.unknownKey }
+        return try sealed.open(with: key, context: context, keyCount: keyCount)
     }
 
     /// The bytes a cursor is bound to: the endpoint and its arguments other than the page's own
@@ -164,24 +209,40 @@ struct PageCursor: Sendable, Hashable {
     }
 }
 
-/// The HMAC key page cursors are sealed with: the `cursorSecret` setting, or random bytes
-/// chosen at startup (cursors then last as long as the process and are refused by other
-/// instances: set the secret when several serve one API, or to keep cursors over restarts).
+/// An HMAC key page cursors are sealed with, and its id, which every cursor it seals carries
+/// (``InstanceKeys`` says which key seals and which opens): the `cursorSecret` setting (id 0),
+/// a key of the database's `spout_keys` (ids from 1), or random bytes of this process only
+/// (`UInt32.max`: cursors then last as long as the process and other instances refuse them).
 public struct PageCursorKey: Sendable {
+    /// The id of the key derived from `cursorSecret`.
+    public static let operatorSecretID: UInt32 = 0
+    /// The id of a key of this process only.
+    public static let processOnlyID: UInt32 = .max
+
+    public let id: UInt32
     /// The key's 32 bytes (`SymmetricKey` is not `Sendable`; one is made for each use).
     private let bytes: [UInt8]
 
     /// A key derived from a configured secret (any length; the same secret, the same key).
     public init(secret: String) {
+        self.id = Self.operatorSecretID
         self.bytes = Array(SHA256.hash(data: Array("spout page cursor\u{0}\(secret)".utf8)))
+    }
+
+    /// The page cursor key of a stored key `id` whose secret is `master` (each use of a stored
+    /// key derives its own: HMAC-SHA256 of the use's label under the secret).
+    public init(id: UInt32, master: [UInt8]) {
+        self.id = id
+        self.bytes = Array(HMAC<SHA256>.authenticationCode(for: Array("spout page cursor".utf8), using: SymmetricKey(data: master)))
     }
 
     /// A random key, for this process only.
     public static func random() -> PageCursorKey {
-        PageCursorKey(bytes: SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) })
+        PageCursorKey(id: Self.processOnlyID, bytes: SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) })
     }
 
-    private init(bytes: [UInt8]) {
+    private init(id: UInt32, bytes: [UInt8]) {
+        self.id = id
         self.bytes = bytes
     }
 

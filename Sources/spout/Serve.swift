@@ -62,15 +62,10 @@ struct Serve: AsyncParsableCommand {
             overrides: .init(host: self.host, port: self.port, databaseURL: self.database)
         )
         let endpoints = try EndpointSet.load(configuration: settings)
-        if settings.cursorSecret.isEmpty && endpoints.endpoints.contains(where: { $0.page != nil }) {
-            logger.notice(
-                "page cursors are sealed with a key chosen at startup: they end with this process and other instances refuse them; set cursorSecret (SPOUT_CURSOR_SECRET) to keep them"
-            )
-        }
 
         if endpoints.tokenVerifier == nil && endpoints.endpoints.contains(where: { $0.tokenPolicy != nil }) {
             logger.notice(
-                "no key verifies tokens: endpoints with 'auth: {token: jwt}' refuse every token (401); set \(settings.identity.secretFromEnvironment), identity.jwksFile, identity.jwksUrl or identity.apiKeys"
+                "no key verifies tokens: endpoints with 'auth: {token: jwt}' refuse every token (401); set \(settings.identity.secretFromEnvironment), identity.jwksFile, identity.jwksUrl or identity.apiKeys (the same on every instance behind one load balancer)"
             )
         }
         if let verifier = endpoints.tokenVerifier, verifier.hasKeyURL {
@@ -98,7 +93,9 @@ struct Serve: AsyncParsableCommand {
             try await Self.prepareSync(endpoints, on: database, within: .seconds(3), logger: logger)
         }
         let metricsPort = settings.server.metrics.port
-        var router = endpoints.makeRouter(database: database, logger: logger)
+        // Page cursor keys every instance on the database shares, and the settings they compare.
+        let keys = InstanceKeys(cursorSecret: settings.cursorSecret, database: database, logger: logger)
+        var router = endpoints.makeRouter(database: database, logger: logger, keys: keys)
         if let metrics, let databaseMetrics, metricsPort == 0 {
             router.addMetrics(metrics, databaseMetrics: databaseMetrics, databases: [database])
         }
@@ -135,6 +132,12 @@ struct Serve: AsyncParsableCommand {
             for message in endpoints.unindexedFilters(on: database) + endpoints.parameterTypeConflicts(on: database) {
                 logger.warning("\(message)")
             }
+        }
+        // Where page cursor keys come from, and the settings another instance on the same
+        // database has otherwise (docs/scaling.md, "Many instances"), off the startup path too.
+        let shared = SharedSetting.of(settings, environment: ProcessInfo.processInfo.environment)
+        Task.detached {
+            await keys.start(pagedEndpoints: endpoints.endpoints.contains { $0.page != nil }, settings: shared)
         }
         let port = server.boundPort ?? settings.server.port
         let shownHost = ["0.0.0.0", "::", ""].contains(settings.server.host) ? "127.0.0.1" : settings.server.host

@@ -115,19 +115,53 @@ import Yams
         let compose = try #require(try Yams.load(yaml: try Self.read("docs/deploy/scale-out.compose.yaml")) as? [String: Any])
         let services = try #require(compose["services"] as? [String: Any])
         #expect(Set(services.keys) == ["primary", "replica", "pgbouncer", "load", "spout-1", "spout-2", "nginx"])
-        let known = Set(SpoutConfiguration.environmentVariables.map(\.variable))
+        // The settings, and the JWT secret's variable (identity.secretFromEnvironment).
+        let jwtSecret = SpoutConfiguration.Identity().secretFromEnvironment
+        let known = Set(SpoutConfiguration.environmentVariables.map(\.variable) + [jwtSecret])
         for name in ["spout-1", "spout-2"] {
             let spout = try #require(services[name] as? [String: Any])
             let environment = try #require(spout["environment"] as? [String: String])
             #expect(Set(environment.keys).isSubset(of: known), "\(name): \(Set(environment.keys).subtracting(known))")
             #expect(environment["SPOUT_DATABASE_PREPARED_STATEMENTS"] == "false")
             #expect(environment["SPOUT_DATABASE_REPLICA_URLS"]?.contains("pgbouncer:6432/employees_replica") == true)
+            // Identity: one JWT secret for both, from the environment of `docker compose`, which
+            // refuses to start without it (never a value written in the file).
+            #expect(environment[jwtSecret]?.hasPrefix("${\(jwtSecret):?") == true, "\(name): \(environment[jwtSecret] ?? "no JWT secret")")
+            // Page cursors: no secret to share; the key is in the database (spout_keys).
+            #expect(environment["SPOUT_CURSOR_SECRET"] == nil)
         }
+        // The file says what identity and cursors need.
+        let text = try Self.read("docs/deploy/scale-out.compose.yaml")
+        #expect(text.contains("spout_keys") && text.contains("SPOUT_IDENTITY_JWKS_URL") && text.contains("openssl rand -base64 32"))
         let pgbouncer = (((services["pgbouncer"] as? [String: Any])?["command"]) as? [String])?.joined() ?? ""
         #expect(pgbouncer.contains("pool_mode = transaction"))
         let replica = (((services["replica"] as? [String: Any])?["command"]) as? [String])?.joined() ?? ""
         #expect(replica.contains("pg_basebackup -h primary") && replica.contains(" -R "))
         let nginx = try Self.read("docs/deploy/scale-out.nginx.conf")
         #expect(nginx.contains("proxy_buffering off;") && nginx.contains("server spout-1:8080;") && nginx.contains("server spout-2:8080;"))
+    }
+
+    /// The Kubernetes example of docs/scaling.md (several pods behind one Service): every pod
+    /// gets the JWT secret from a Secret, or the comment names the JWKS URL instead; no cursor
+    /// secret is needed; every variable is one Spout reads.
+    @Test func kubernetesExampleCarriesIdentity() throws {
+        let text = try Self.read("docs/scaling.md")
+        let section = try #require(text.components(separatedBy: "## Kubernetes example").dropFirst().first)
+        let block = try #require(section.components(separatedBy: "```yaml").dropFirst().first?.components(separatedBy: "```").first)
+        let documents = try Yams.load_all(yaml: block).compactMap { $0 as? [String: Any] }
+        let deployment = try #require(documents.first { $0["kind"] as? String == "Deployment" })
+        let spec = try #require((((deployment["spec"] as? [String: Any])?["template"] as? [String: Any])?["spec"]) as? [String: Any])
+        let container = try #require((spec["containers"] as? [[String: Any]])?.first)
+        let environment = try #require(container["env"] as? [[String: Any]])
+        let names = environment.compactMap { $0["name"] as? String }
+        let jwtSecret = SpoutConfiguration.Identity().secretFromEnvironment
+        let known = Set(SpoutConfiguration.environmentVariables.map(\.variable) + [jwtSecret])
+        #expect(Set(names).isSubset(of: known), "\(Set(names).subtracting(known))")
+        let secret = try #require(environment.first { $0["name"] as? String == jwtSecret })
+        let reference = (secret["valueFrom"] as? [String: Any])?["secretKeyRef"] as? [String: Any]
+        #expect(reference?["name"] != nil && reference?["key"] != nil, "\(secret)")
+        #expect(!names.contains("SPOUT_CURSOR_SECRET"))
+        #expect(block.contains("SPOUT_IDENTITY_JWKS_URL") && block.contains("spout_keys"))
+        #expect(known.contains("SPOUT_IDENTITY_JWKS_URL"))
     }
 }
