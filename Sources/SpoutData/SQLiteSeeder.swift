@@ -6,6 +6,21 @@ import SpoutCore
 public enum SQLiteSeeder {
     public static let defaultEmployeeCount = 20_000
 
+    /// The scripts a seed of `dialect` reads, relative to the SQL directory: the tables of the
+    /// employees and the pets, and the pets' rows.
+    public static func scripts(dialect: SQLDialect) -> [String] {
+        ["employees", "employees-indexes", "pets", "pet-events"].map { "schema/\(dialect.rawValue)/\($0).sql" }
+            + ["seed/pets.sql", "seed/pet-events.sql"]
+    }
+
+    /// Whether `sqlDirectory` holds every script of ``scripts(dialect:)``: the shipped `sql/`
+    /// (or a copy of it) does; a service's own SQL directory does not, and is never seeded.
+    public static func hasScripts(sqlDirectory: String, dialect: SQLDialect = .sqlite) -> Bool {
+        self.scripts(dialect: dialect).allSatisfy {
+            FileManager.default.fileExists(atPath: (sqlDirectory as NSString).appendingPathComponent($0))
+        }
+    }
+
     /// What ``seedIfMissing(connection:sqlDirectory:employees:seed:progress:)`` did.
     public struct Report: Sendable, Hashable {
         /// Whether the employees tables were created and loaded (false: they existed).

@@ -130,8 +130,9 @@ public struct Endpoint: Sendable {
     /// replica answer when `database.replicaUrls` has any; ``Consistency/primary`` always
     /// reads on the primary (read-your-writes).
     public var consistency: Consistency = .replica
-    /// The `Location` of a ``EndpointResult/created`` result: a path with `{parameter}`
-    /// placeholders (`/pets/{name}`).
+    /// The `Location` of a ``EndpointResult/created`` result: a path with `{name}`
+    /// placeholders (`/pets/{name}`, `/books/{id}`), each a parameter or, when no parameter
+    /// has its name, a column of the row the statement returns (``locationColumns``).
     public var location: String?
     /// The `Content-Type` of a ``EndpointResult/bytes`` result (`image/png`); for an endpoint
     /// with a ``body``, the media type its body must have (`image/*` allowed), nil for any.
@@ -178,8 +179,28 @@ public struct Endpoint: Sendable {
     /// a streamed result's weak `ETag`, checked before the rows are read.
     public var versionSQL: EndpointSQL? = nil
 
+    /// What a query-string key that names no parameter of ``parameters`` (nor `api`) gets
+    /// (`unknownParameters:`): a 400 naming it (``UnknownParameters/refuse``, the default) or
+    /// nothing (``UnknownParameters/ignore``).
+    public var unknownParameters: UnknownParameters = .refuse
+
     /// Whether a request needs an API key.
     public var requiresAPIKey: Bool { self.apiKeys != nil }
+
+    /// The placeholders of ``location`` that name no parameter: columns of the returned row
+    /// (`INSERT … RETURNING id` for `/books/{id}`), read from it when the write has run.
+    public var locationColumns: [String] {
+        guard let location = self.location else { return [] }
+        let names = Set(self.parameters.map(\.name))
+        return LocationTemplate.placeholders(in: location).filter { !names.contains($0) }
+    }
+
+    /// The query-string keys a request may carry: every parameter that is not a path key, in
+    /// declaration order; `api` (the documentation) is taken too, and not listed.
+    public var queryParameterNames: [String] {
+        let keys = Set(self.pathKeys)
+        return self.parameters.map(\.name).filter { !keys.contains($0) }
+    }
 
     /// The path keys of ``path`` in order.
     public var pathKeys: [String] { EndpointPath.keys(of: self.path) }
@@ -243,4 +264,13 @@ enum EndpointPath {
     static func shape(of path: String) -> String {
         "/" + self.segments(of: path).map { self.isKey($0) ? "{}" : String($0) }.joined(separator: "/")
     }
+}
+
+/// What an endpoint does with a query-string key that names none of its parameters.
+public enum UnknownParameters: String, Sendable, Hashable, CaseIterable {
+    /// 400 `{"error":"unknown parameter","parameter":"lastname","accepted":[…]}`: a misspelled
+    /// filter is never answered with unfiltered rows.
+    case refuse
+    /// The key is ignored (cache busters, parameters of another layer).
+    case ignore
 }

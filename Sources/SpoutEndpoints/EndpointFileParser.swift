@@ -30,6 +30,7 @@ struct EndpointFileParser {
     static let endpointKeys = [
         "description", "sql", "sqlFile", "parameters", "result", "details", "detailsParameter", "timeoutMs",
         "rowLimit", "readOnly", "location", "mediaType", "mediaTypeColumn", "body", "mediaTypeParameter", "maxBodyBytes", "consistency", "page", "sync", "cache", "versionSql", "versionSqlFile",
+        "unknownParameters",
     ]
     static let pageKeys = ["key", "size", "maxSize"]
     static let syncKeys = ["key", "tables"]
@@ -222,7 +223,9 @@ struct EndpointFileParser {
             in: fields, result: result, title: title, columns: labels.labels, parameters: &parameters)
         let (timeout, rowLimit) = try self.limits(in: fields, result: result)
         let consistency = try self.consistency(in: fields, readOnly: readOnly)
-        let location = try self.location(in: fields, endpoint: value, result: result, parameters: parameters, title: title)
+        let unknownParameters = try self.unknownParameters(in: fields)
+        let location = try self.location(
+            in: fields, endpoint: value, result: result, parameters: parameters, labels: labels, title: title)
         let body = try self.body(in: fields, method: method, parameters: parameters, pathKeys: pathKeys)
         let mediaTypeParameter = try self.mediaTypeParameter(in: fields, body: body, pathKeys: pathKeys, parameters: &parameters)
         let mediaTypeColumn = try self.mediaTypeColumn(in: fields, result: result, labels: labels)
@@ -261,6 +264,7 @@ struct EndpointFileParser {
             readOnly: readOnly, location: location, tag: tag, file: value.file, line: key.line,
             labels: labels.labels, labelsComplete: labels.complete)
         endpoint.consistency = consistency
+        endpoint.unknownParameters = unknownParameters
         endpoint.page = page
         endpoint.sync = sync
         endpoint.cache = cache
@@ -527,6 +531,17 @@ struct EndpointFileParser {
         return parsed
     }
 
+    /// `unknownParameters`: `refuse` (the default) or `ignore`.
+    private func unknownParameters(in fields: YAMLMapping) throws(ConfigurationError) -> UnknownParameters {
+        guard let value = fields.value("unknownParameters") else { return .refuse }
+        let text = try value.string("'unknownParameters'")
+        guard let parsed = UnknownParameters(rawValue: text) else {
+            let known = UnknownParameters.allCases.map(\.rawValue).joined(separator: ", ")
+            throw value.error("unknown value '\(text)' of 'unknownParameters' (known: \(known))")
+        }
+        return parsed
+    }
+
     /// `body`: the parameter a POST, PUT or PATCH takes the whole request body as (an upload):
     /// a declared `bytes` or `string` parameter of one value, not a path key.
     private func body(
@@ -623,10 +638,11 @@ struct EndpointFileParser {
         return essence.count == 1 || essence[1].unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value < 0x7F }
     }
 
-    /// `location`: required by result `created` and only allowed there; its `{placeholders}`
-    /// must be parameters.
+    /// `location`: required by result `created` and only allowed there; each `{placeholder}`
+    /// must be a parameter or a column of the row the statement returns (`RETURNING id`).
     private func location(
-        in fields: YAMLMapping, endpoint value: YAMLValue, result: EndpointResult, parameters: [Parameter], title: String
+        in fields: YAMLMapping, endpoint value: YAMLValue, result: EndpointResult, parameters: [Parameter],
+        labels: SQLLabels.Result, title: String
     ) throws(ConfigurationError) -> String? {
         guard let locationValue = fields.value("location") else {
             if result == .created {
@@ -636,8 +652,14 @@ struct EndpointFileParser {
         }
         guard result == .created else { throw locationValue.error("'location' is for result 'created' only") }
         let template = try locationValue.nonEmptyString("'location'")
-        for name in LocationTemplate.placeholders(in: template) where !parameters.contains(where: { $0.name == name }) {
-            throw locationValue.error("'location' uses {\(name)}, which is not a parameter of \(title)")
+        for name in LocationTemplate.placeholders(in: template)
+        where !parameters.contains(where: { $0.name == name }) && !labels.labels.contains(name) {
+            let columns =
+                labels.complete
+                ? "its columns: \(labels.labels.isEmpty ? "none" : labels.labels.joined(separator: ", "))"
+                : "name the column in the statement's RETURNING list (RETURNING id, or id AS \"bookId\"), not *"
+            throw locationValue.error(
+                "'location' uses {\(name)}, which is neither a parameter of \(title) nor a column the statement returns (\(columns))")
         }
         return template
     }

@@ -96,6 +96,16 @@ struct EndpointHandler: Sendable {
         self.constraints = endpoint.readOnly ? nil : ConstraintTracer(sql: self.sql, parameterNames: Set(endpoint.parameters.map(\.name)))
     }
 
+    /// Refuses the first query-string key that names no parameter of the endpoint, unless it
+    /// ignores them (``UnknownParameters``); `api` is always taken.
+    private func checkKnown(_ query: RawArguments) throws(ArgumentError) {
+        guard self.endpoint.unknownParameters == .refuse else { return }
+        let accepted = self.endpoint.queryParameterNames
+        if let unknown = query.keys.first(where: { $0 != "api" && !accepted.contains($0) }) {
+            throw ArgumentError(.unknown(accepted: accepted), parameter: unknown)
+        }
+    }
+
     /// The parameters the HTTP layer converts. For GET endpoints, required query parameters
     /// are declared optional to it and checked here, so that `?api` works without them. The
     /// details parameter's paths are checked here too (``DetailTree/selection(_:parameter:)``),
@@ -127,6 +137,7 @@ struct EndpointHandler: Sendable {
             identity = known
         }
         try self.checkRequired(request.arguments)
+        try self.checkKnown(request.query)
         let selected = try self.selectedDetails(request)
         let session = self.session(for: identity, request)
         if let sync = self.endpoint.sync, case .text(let since)? = request.arguments[EndpointSync.sinceParameter] {
@@ -353,6 +364,7 @@ struct EndpointHandler: Sendable {
     private func stream(arguments: [String: SQLValue], details: Set<String>) throws -> RowStream {
         var stream = try self.parsed.map { self.database.query(try $0.statement(for: arguments), arguments) } ?? self.database.query(self.sql, arguments)
         stream.rowLimit = self.endpoint.rowLimit
+        if self.endpoint.result == .created { stream.keyLabels = self.endpoint.locationColumns }
         self.details.attach(details, to: &stream)
         return stream
     }
@@ -372,7 +384,9 @@ struct EndpointHandler: Sendable {
 
     private enum Outcome: Sendable {
         case changed(Int)
-        case body([UInt8]?)
+        /// The encoded body (nil: no row), and the values of the stream's key labels in the
+        /// row (the columns `location` names).
+        case body([UInt8]?, key: [SQLValue])
     }
 
     private func runInTransaction(_ stream: RowStream, request: Request, session: RequestSession?) async throws -> Response {
@@ -414,11 +428,15 @@ struct EndpointHandler: Sendable {
         case (.none, .changed(let count)):
             guard count > 0 else { throw HTTPError(status: .notFound, message: "not found") }
             return .noContent()
-        case (.created, .body(let bytes)):
-            let location = LocationTemplate.fill(self.endpoint.location ?? request.path, with: request.arguments)
+        case (.created, .body(let bytes, let key)):
+            // A parameter fills its placeholder; a column of the returned row (a generated key)
+            // fills those no parameter names.
+            var values = request.arguments
+            for (label, value) in zip(stream.keyLabels, key) { values[label] = value }
+            let location = LocationTemplate.fill(self.endpoint.location ?? request.path, with: values)
             guard let bytes else { return .created(location: location) }
             return .created(location: location, body: .bytes(bytes, contentType: format.contentType))
-        case (_, .body(let bytes)):
+        case (_, .body(let bytes, _)):
             return .bytes(bytes ?? [], contentType: format.contentType)
         case (_, .changed):
             return .noContent()
@@ -432,10 +450,10 @@ struct EndpointHandler: Sendable {
         if let shape = result.shape {
             let sink = CollectingSink()
             do {
-                try stream.write(as: format, shape: shape, to: sink, on: connection, dateFormat: dateFormat)
-                return .body(sink.bytes)
+                let outcome = try stream.run(as: format, shape: shape, to: sink, on: connection, dateFormat: dateFormat)
+                return .body(sink.bytes, key: outcome.lastKey)
             } catch RowStreamError.noRow where result == .created {
-                return .body(nil)
+                return .body(nil, key: [])
             }
         }
         let parsed = try stream.statement(for: connection.dialect)

@@ -6,8 +6,9 @@ import SpoutHTTP
 /// Every endpoint of a service, loaded and checked from the endpoint files.
 ///
 /// ```swift
-/// let configuration = try SpoutConfiguration.load()
-/// let endpoints = try EndpointSet.load(configuration: configuration)
+/// let environment = ProcessInfo.processInfo.environment
+/// let configuration = try SpoutConfiguration.load(environment: environment)
+/// let endpoints = try EndpointSet.load(configuration: configuration, environment: environment)
 /// let database = try Drivers.open(configuration.database.url, configuration: configuration.databaseConfiguration)
 /// var router = Router()
 /// for route in endpoints.makeRoutes(database: database, logger: logger) { router.add(route) }
@@ -61,9 +62,10 @@ public struct EndpointSet: Sendable {
 
     /// Loads the endpoint files of `configuration` (``SpoutConfiguration/endpointFiles()``)
     /// with SQL from its ``SpoutConfiguration/resolvedSQLDirectory``; `auth` sections read
-    /// their keys from `environment`.
+    /// their keys, and `identity` its secret, from `environment` and never from the process's
+    /// own (the executable passes the process's environment, a test the variables it sets).
     public static func load(
-        configuration: SpoutConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment
+        configuration: SpoutConfiguration, environment: [String: String]
     ) throws(ConfigurationError) -> EndpointSet {
         var endpoints = try self.load(
             files: try configuration.endpointFiles(), sqlDirectory: configuration.resolvedSQLDirectory,
@@ -77,14 +79,14 @@ public struct EndpointSet: Sendable {
     }
 
     /// Loads `files`; `sqlFile` paths are relative to `sqlDirectory`, `auth` sections read
-    /// their keys from `environment`, details nest at most `maxDetailDepth` levels.
+    /// their keys from `environment` (never from the process's own), details nest at most `maxDetailDepth` levels.
     /// - Throws: ``ConfigurationError`` for the first problem: unknown key or type, invalid
     ///   value, missing SQL file, undeclared SQL parameter, invalid SQL, duplicate route, an
     ///   `auth` variable that is unset or empty.
     public static func load(
         files: [String], sqlDirectory: String, defaultStatementTimeout: Duration? = nil,
         maxDetailDepth: Int = SpoutConfiguration.defaultMaxDetailDepth,
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        environment: [String: String]
     ) throws(ConfigurationError) -> EndpointSet {
         let parser = EndpointFileParser(sqlDirectory: sqlDirectory, environment: environment, maxDetailDepth: maxDetailDepth)
         var endpoints: [Endpoint] = []

@@ -10,7 +10,7 @@ import SpoutHTTP
 /// with the non-path parameters), the success response (an array of row objects, one object,
 /// a bare value, 201 with `Location`, or 204) with the row properties that can be read from
 /// the SQL (their types are only known to the database, so they are left open), and the error
-/// responses with the JSON error body `{"error", "parameter", "value", "allowed"}`.
+/// responses with the JSON error body `{"error", "parameter", "value", "allowed", "accepted"}`.
 ///
 /// Endpoints that need an API key (an endpoint file's `auth`) list the security schemes
 /// `bearerAuth` (`Authorization: Bearer <key>`) and `apiKeyAuth` (`X-API-Key`) as
@@ -387,6 +387,9 @@ struct OpenAPIDocument {
                 "parameter": ["type": "string", "description": "The parameter at fault (400; 409 and 422 when one parameter's value caused the violation)"],
                 "value": ["type": "string", "description": "The value sent for it (400, 409, 422)"],
                 "allowed": ["type": "array", "items": ["type": "string"], "description": "Its allowed values (400)"],
+                "accepted": [
+                    "type": "array", "items": ["type": "string"], "description": "The query parameters the endpoint takes (400, unknown parameter)",
+                ],
             ],
         ]
         func response(_ description: String) -> JSONValue {

@@ -277,12 +277,13 @@ public struct SpoutConfiguration: Sendable, Hashable {
     /// - Parameters:
     ///   - file: the YAML file; nil reads `SPOUT_CONFIG` or, failing that, ``defaultFile`` when
     ///     it exists (defaults only otherwise). A file given explicitly must exist.
-    ///   - environment: the variables to read overrides from (`SPOUT_*`).
+    ///   - environment: the variables to read `SPOUT_CONFIG` and overrides (`SPOUT_*`) from;
+    ///     the process's own environment is never read (the executable passes it).
     ///   - overrides: the executable's command-line values, applied last.
     /// - Throws: ``ConfigurationError`` naming the file, line and problem (or the variable).
     public static func load(
         file: String? = nil,
-        environment: [String: String] = ProcessInfo.processInfo.environment,
+        environment: [String: String],
         overrides: Overrides = Overrides()
     ) throws(ConfigurationError) -> SpoutConfiguration {
         var path = file ?? environment["SPOUT_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }

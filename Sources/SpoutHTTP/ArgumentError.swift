@@ -34,6 +34,9 @@ public struct ArgumentError: Error, Sendable, Hashable, CustomStringConvertible 
         case nulCharacter
         /// The value converts but a rule of the endpoint refuses it (the text says which).
         case rejected(String)
+        /// The request names a parameter the endpoint does not have (a misspelled filter);
+        /// `accepted` lists the names it takes.
+        case unknown(accepted: [String])
     }
 
     public let reason: Reason
@@ -68,6 +71,7 @@ public struct ArgumentError: Error, Sendable, Hashable, CustomStringConvertible 
         case .outOfRange(let range): return range
         case .nulCharacter: return "text must not contain U+0000 (NUL)"
         case .rejected(let why): return why
+        case .unknown: return "unknown parameter"
         }
     }
 
@@ -78,6 +82,7 @@ public struct ArgumentError: Error, Sendable, Hashable, CustomStringConvertible 
         if !self.parameter.isEmpty { object.add("parameter", self.parameter) }
         if let value = self.value { object.add("value", value) }
         if case .notAllowed(let allowed) = self.reason { object.add("allowed", allowed) }
+        if case .unknown(let accepted) = self.reason { object.add("accepted", accepted) }
         return object.finished
     }
 }

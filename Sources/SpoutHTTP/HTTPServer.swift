@@ -116,6 +116,7 @@ public final class HTTPServer: Service {
     }
 
     /// Binds and starts accepting connections. Call once.
+    /// - Throws: ``ListenError`` when the address cannot be bound (a port in use, say).
     public func start() async throws {
         let alreadyStarted = self.state.withLock { state in
             defer { state.isStarted = true }
@@ -163,7 +164,12 @@ public final class HTTPServer: Service {
                     }
                 }
             }
-        let channel = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
+        let channel: any Channel
+        do {
+            channel = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
+        } catch {
+            throw ListenError(host: configuration.host, port: configuration.port, underlying: error)
+        }
         self.state.withLock { $0.serverChannel = channel }
         self.logger.info(
             "listening",

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import HTTPTypes
 import SpoutCore
 import SpoutDrivers
@@ -34,8 +35,9 @@ struct Explain: AsyncParsableCommand {
             // Not even a method's name (`G T`): no more a read than `POST` is.
             throw ExplainError(description: "\(self.method.uppercased()) is not a read; only GET requests can be explained")
         }
-        let settings = try SpoutConfiguration.load(file: self.config, overrides: .init(databaseURL: self.database))
-        let endpoints = try EndpointSet.load(configuration: settings)
+        let environment = ProcessInfo.processInfo.environment
+        let settings = try SpoutConfiguration.load(file: self.config, environment: environment, overrides: .init(databaseURL: self.database))
+        let endpoints = try EndpointSet.load(configuration: settings, environment: environment)
         var configuration = settings.databaseConfiguration
         configuration.maximumConnections = 1
         let database = try Drivers.open(settings.database.url, configuration: configuration)

@@ -29,7 +29,8 @@ struct Keys: ParsableCommand {
         /// Runs `body` on a read-write connection to the configured database, in a transaction
         /// that commits when it returns; also says whether `cursorSecret` is set.
         func withTransaction<T>(_ body: (any DatabaseConnection) throws -> T) throws -> (T, secretSet: Bool) {
-            let settings = try SpoutConfiguration.load(file: self.config, overrides: .init(databaseURL: self.database))
+            let settings = try SpoutConfiguration.load(
+                file: self.config, environment: ProcessInfo.processInfo.environment, overrides: .init(databaseURL: self.database))
             let database = try Drivers.open(settings.database.url, configuration: DatabaseConfiguration(maximumConnections: 1))
             defer { database.close() }
             do {

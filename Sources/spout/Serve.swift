@@ -57,11 +57,12 @@ struct Serve: AsyncParsableCommand {
         let logger = Logger(label: "spout")
 
         // A ConfigurationError is printed alone (no usage) with status 78 by Spout.main.
+        let environment = ProcessInfo.processInfo.environment
         let settings = try SpoutConfiguration.load(
-            file: self.config,
+            file: self.config, environment: environment,
             overrides: .init(host: self.host, port: self.port, databaseURL: self.database)
         )
-        let endpoints = try EndpointSet.load(configuration: settings)
+        let endpoints = try EndpointSet.load(configuration: settings, environment: environment)
 
         if endpoints.tokenVerifier == nil && endpoints.endpoints.contains(where: { $0.tokenPolicy != nil }) {
             logger.notice(
@@ -77,7 +78,11 @@ struct Serve: AsyncParsableCommand {
 
         let url = Self.embeddedDatabaseURL(settings.database.url, logger: logger)
         if settings.database.seed.enabled && !self.noSeed {
-            try Self.seedIfNew(url: url, employees: settings.database.seed.employees, sqlDirectory: settings.resolvedSQLDirectory, logger: logger)
+            // The sample data belongs to the shipped example: a service whose SQL directory
+            // lacks its scripts (a service of one's own) gets an empty database (docs/configuration.md).
+            let sqlDirectory = settings.resolvedSQLDirectory
+            let employees = SQLiteSeeder.hasScripts(sqlDirectory: sqlDirectory) ? settings.database.seed.employees : nil
+            try Self.createIfNew(url: url, seedingEmployees: employees, sqlDirectory: sqlDirectory, logger: logger)
         }
         // The databases' metrics share the server's registry: one /metrics.
         let metrics = settings.server.metrics.enabled ? ServerMetrics() : nil
@@ -99,7 +104,7 @@ struct Serve: AsyncParsableCommand {
         if let metrics, let databaseMetrics, metricsPort == 0 {
             router.addMetrics(metrics, databaseMetrics: databaseMetrics, databases: [database])
         }
-        let tracing = try TracingBackend.make(settings.tracing, environment: ProcessInfo.processInfo.environment, logger: logger)
+        let tracing = try TracingBackend.make(settings.tracing, environment: environment, logger: logger)
         if tracing != nil { logger.info("tracing: spans are exported over OTLP/HTTP") }
         let server = HTTPServer(
             router: router,
@@ -145,13 +150,14 @@ struct Serve: AsyncParsableCommand {
             "database": .string(Self.redacted(url)),
             "endpoints": .stringConvertible(endpoints.endpoints.count),
             "replicas": .stringConvertible(settings.database.replicaUrls.count),
-            "try": .string("curl 'http://\(shownHost):\(port)/employees/10004?details=titles'"),
+            "try": .string(StartHint.curl(base: "http://\(shownHost):\(port)", endpoints: endpoints)),
         ])
 
-        // SIGTERM or SIGINT: the services stop in the reverse of this order, each once the one
-        // after it has returned: the server drains its in-flight responses
-        // (`server.drainTimeoutSeconds`), then the metrics port closes, then the database, then
-        // the span exporter, which sends the spans still batched.
+        // SIGTERM, SIGINT or SIGHUP (a closed terminal, a supervisor's hangup; Spout reloads
+        // nothing): the server logs "shutting down", and the services stop in the reverse of
+        // this order, each once the one after it has returned: the server drains its in-flight
+        // responses (`server.drainTimeoutSeconds`), then the metrics port closes, then the
+        // database, then the span exporter, which sends the spans still batched.
         let pruner: [any Service] =
             endpoints.trackedTables.isEmpty
             ? []
@@ -166,7 +172,7 @@ struct Serve: AsyncParsableCommand {
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) },
-                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                gracefulShutdownSignals: [.sigterm, .sigint, .sighup], logger: logger))
         try await group.run()
         logger.notice("stopped")
     }
@@ -227,9 +233,10 @@ struct Serve: AsyncParsableCommand {
         return "sqlite:" + path
     }
 
-    /// Creates and seeds a SQLite database whose file does not exist yet. PostgreSQL and
-    /// `sqlite::memory:` databases are left alone.
-    static func seedIfNew(url: String, employees: Int, sqlDirectory: String, logger: Logger) throws {
+    /// Creates a SQLite database whose file does not exist yet, with the sample data
+    /// (`seedingEmployees` generated employees and the pets) or, when that is nil, empty.
+    /// PostgreSQL and `sqlite::memory:` databases are left alone.
+    static func createIfNew(url: String, seedingEmployees employees: Int?, sqlDirectory: String, logger: Logger) throws {
         guard url.hasPrefix("sqlite:") else { return }
         let path = String(url.dropFirst("sqlite:".count))
         guard path != ":memory:", !FileManager.default.fileExists(atPath: path) else { return }
@@ -246,9 +253,16 @@ struct Serve: AsyncParsableCommand {
                         + "--database sqlite:/path/you/own/spout.sqlite (or SPOUT_DATABASE_URL)")
             }
         }
-        logger.notice("creating \(path) and seeding it with \(employees) generated employees and the pets")
         let database = try Drivers.open(url, configuration: DatabaseConfiguration(maximumConnections: 1))
         defer { database.close() }
+        guard let employees else {
+            try database.withConnection(readOnly: false) { _ in }
+            logger.notice(
+                "created \(path), an empty SQLite database: \(sqlDirectory) has no sample-data scripts, so nothing is seeded (docs/configuration.md, Sample data)"
+            )
+            return
+        }
+        logger.notice("creating \(path) and seeding it with \(employees) generated employees and the pets")
         do {
             let report = try database.withConnection(readOnly: false) { connection in
                 try SQLiteSeeder.seedIfMissing(connection: connection, sqlDirectory: sqlDirectory, employees: employees)

@@ -9,7 +9,8 @@ struct Token: AsyncParsableCommand {
         discussion: """
             The secret is read from the environment variable that identity.secretFromEnvironment \
             names (SPOUT_JWT_SECRET by default). The token carries sub, the role when given, \
-            iat and exp (and iss and aud when the configuration checks them).
+            iat and exp (and iss and aud when the configuration checks them). Without the \
+            secret it exits with status 78 and says which variable to set.
             """
     )
 
@@ -28,12 +29,15 @@ struct Token: AsyncParsableCommand {
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         let configuration = try SpoutConfiguration.load(file: self.config, environment: environment)
+        let variable = configuration.identity.secretFromEnvironment
         guard let verifier = try EndpointSet.tokenVerifier(configuration: configuration, environment: environment),
             verifier.hasSecret
         else {
-            throw ValidationError(
-                "no secret: set \(configuration.identity.secretFromEnvironment) to at least 32 random bytes "
-                    + "(openssl rand -base64 32)")
+            // The environment's mistake, not the command line's: said alone, without the usage.
+            throw ConfigurationError(
+                file: "environment",
+                message: "\(variable) is not set: spout token signs with the secret it holds "
+                    + "(at least 32 bytes: export \(variable)=\"$(openssl rand -base64 32)\")")
         }
         let now = Int64(Date().timeIntervalSince1970)
         var claims: [String: ClaimValue] = ["sub": .string(self.sub), "iat": .integer(now), "exp": .integer(now + Int64(self.expiresIn))]
@@ -41,7 +45,7 @@ struct Token: AsyncParsableCommand {
         if !configuration.identity.issuer.isEmpty { claims["iss"] = .string(configuration.identity.issuer) }
         if !configuration.identity.audience.isEmpty { claims["aud"] = .string(configuration.identity.audience) }
         guard let token = try await verifier.signWithSecret(TokenClaims(claims)) else {
-            throw ValidationError("no secret to sign with")
+            throw ConfigurationError(file: "environment", message: "\(variable) holds no secret to sign with")
         }
         print(token)
     }

@@ -1,4 +1,8 @@
 import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
 import SpoutTestSupport
 import Testing
 
@@ -9,7 +13,7 @@ import Testing
 @Suite struct CommandErrorOutputTests {
     /// Runs `spout ARGUMENTS` without the test process's `SPOUT_*` variables, plus `environment`.
     static func spout(_ arguments: [String], environment extra: [String: String] = [:]) async throws -> ChildProcess.Result {
-        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SPOUT_") }
+        var environment = ChildProcess.inheritedEnvironment
         environment.merge(extra) { _, new in new }
         return try await ChildProcess.run(executable: try ChildProcess.spoutExecutable(), arguments: arguments, environment: environment)
     }
@@ -107,6 +111,39 @@ import Testing
         let result = try await Self.spout(["export", "--database", "sqlite::memory:", "--output", output, "SELECT 1 AS one"])
         #expect(result.status == 1)
         #expect(result.standardError == "Error: cannot open \(output) for writing: No such file or directory\n")
+    }
+
+    /// `spout token` with no secret in the environment: the variable to set, not the usage.
+    @Test func aTokenWithoutASecretNamesTheVariable() async throws {
+        let result = try await Self.spout(["token", "--config", Repository.configFile, "--sub", "alice"])
+        #expect(result.status == 78)
+        #expect(
+            result.standardError
+                == "environment: SPOUT_JWT_SECRET is not set: spout token signs with the secret it holds "
+                + "(at least 32 bytes: export SPOUT_JWT_SECRET=\"$(openssl rand -base64 32)\")\n")
+        #expect(result.standardOutput.isEmpty)
+    }
+
+    /// A port another process listens on: the address and port, and how to choose another.
+    @Test func aBusyPortNamesTheAddress() async throws {
+        let listener = try LoopbackSocket.listen(port: 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+        }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let result = try await Self.spout([
+            "serve", "--config", Repository.configFile, "--database", "sqlite::memory:", "--no-seed", "--host", "127.0.0.1",
+            "--port", String(port),
+        ])
+        #expect(result.status == 1)
+        #expect(
+            result.standardError.hasSuffix(
+                "Error: cannot listen on 127.0.0.1:\(port): address already in use "
+                    + "(another process listens there: stop it, or choose another port with --port or SPOUT_PORT)\n"),
+            "\(result.standardError)")
     }
 
     @Test func aCommandLineMistakePrintsTheUsage() async throws {

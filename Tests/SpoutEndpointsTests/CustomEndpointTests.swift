@@ -56,7 +56,7 @@ struct CustomEndpointTests {
             """)
         let configuration = try SpoutConfiguration.load(
             file: (service.path as NSString).appendingPathComponent("config/spout.yaml"), environment: [:])
-        let endpoints = try EndpointSet.load(configuration: configuration)
+        let endpoints = try EndpointSet.load(configuration: configuration, environment: [:])
         let opened = try Drivers.open(configuration.database.url, configuration: configuration.databaseConfiguration)
         defer { opened.close() }
         let server = try await InProcessServer.start(endpoints, database: opened)

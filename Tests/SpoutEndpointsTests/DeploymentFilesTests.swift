@@ -64,8 +64,13 @@ import Yams
         let runtimeStart = try #require(steps.lastIndex { $0.0 == "FROM" })
         let runtime = Array(steps[runtimeStart...])
         let install = try #require(runtime.first { $0.0 == "RUN" && $0.1.contains("apt-get install") }).1
+        // The README's list of the runtime stage's packages names each one.
+        let readme = try String(contentsOf: Repository.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let listed = try #require(readme.range(of: "`debian:bookworm-slim` with only ")).upperBound
+        let list = readme[listed...].prefix { $0 != "\n" }
         for package in ["libpq5", "libsqlite3-0", "libzstd1", "libisal2", "ca-certificates", "tzdata"] {
             #expect(install.contains(package), "runtime installs \(package)")
+            #expect(list.contains("`\(package)`"), "README.md names the runtime package \(package)")
         }
         #expect(!install.contains("-dev"), "no development packages at run time")
         let user = try #require(runtime.last { $0.0 == "USER" }).1

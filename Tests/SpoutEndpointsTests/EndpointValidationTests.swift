@@ -22,7 +22,7 @@ struct EndpointValidationTests {
         }
 
         func load(_ files: [String]) throws -> EndpointSet {
-            try EndpointSet.load(files: files, sqlDirectory: self.sqlDirectory)
+            try EndpointSet.load(files: files, sqlDirectory: self.sqlDirectory, environment: [:])
         }
 
         /// Loads one file and returns the error it must raise.

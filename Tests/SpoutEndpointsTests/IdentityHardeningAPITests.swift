@@ -144,7 +144,7 @@ struct IdentityHardeningAPITests {
             """)
         let configuration = try SpoutConfiguration.load(
             file: (service.path as NSString).appendingPathComponent("config/spout.yaml"), environment: [:])
-        let endpoints = try EndpointSet.load(configuration: configuration)
+        let endpoints = try EndpointSet.load(configuration: configuration, environment: [:])
         let database = try store.open()
         defer { database.close() }
         try await IdentityAPITests.withService(endpoints, database: database) { service in

@@ -212,7 +212,7 @@ struct NestedDetailsTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("tree.yaml").path
         try Self.pagedTree.write(toFile: file, atomically: true, encoding: .utf8)
-        let endpoints = try EndpointSet.load(files: [file], sqlDirectory: Repository.sqlDirectory)
+        let endpoints = try EndpointSet.load(files: [file], sqlDirectory: Repository.sqlDirectory, environment: [:])
 
         let temporary = dialect == .postgres ? try TestDatabases.makePostgresDatabase(prefix: "spout_t_ptree") : TestDatabases.makeSQLiteDatabase()
         defer { temporary.drop() }
@@ -287,11 +287,11 @@ struct NestedDetailsTests {
                         - name: c
                           sql: SELECT :two AS three
             """.write(toFile: file, atomically: true, encoding: .utf8)
-        let loaded = try EndpointSet.load(files: [file], sqlDirectory: directory.path, maxDetailDepth: 2)
+        let loaded = try EndpointSet.load(files: [file], sqlDirectory: directory.path, maxDetailDepth: 2, environment: [:])
         let parameter = try #require(loaded.endpoints.first?.parameters.first { $0.name == "details" })
         #expect(parameter.allowedValues == [.text("b"), .text("b.c")])
         do {
-            _ = try EndpointSet.load(files: [file], sqlDirectory: directory.path, maxDetailDepth: 1)
+            _ = try EndpointSet.load(files: [file], sqlDirectory: directory.path, maxDetailDepth: 1, environment: [:])
             Issue.record("details two levels deep loaded with maxDetailDepth 1")
         } catch {
             #expect(error.message == "details nest 2 levels deep here; maxDetailDepth allows 1 (see docs/configuration.md)")

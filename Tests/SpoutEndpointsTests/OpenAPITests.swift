@@ -70,7 +70,7 @@ struct OpenAPITests {
     func validatesUploads() throws {
         let directory = try TemporaryDirectory()
         let file = try directory.write("uploads.yaml", Self.uploads)
-        try Self.validate(try EndpointSet.load(files: [file], sqlDirectory: Repository.sqlDirectory).openAPIDocument())
+        try Self.validate(try EndpointSet.load(files: [file], sqlDirectory: Repository.sqlDirectory, environment: [:]).openAPIDocument())
     }
 
     private static func validate(_ document: [UInt8]) throws {

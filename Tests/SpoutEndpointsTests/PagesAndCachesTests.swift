@@ -186,7 +186,7 @@ struct PagesAndCachesTests {
             """)
         let configuration = try SpoutConfiguration.load(
             file: (directory.path as NSString).appendingPathComponent("config/spout.yaml"), environment: [:])
-        let endpoints = try EndpointSet.load(configuration: configuration)
+        let endpoints = try EndpointSet.load(configuration: configuration, environment: [:])
         try await Services.with(endpoints: endpoints) { services in
             for (name, service) in services.services {
                 // Small: sent whole, so the field is a header.

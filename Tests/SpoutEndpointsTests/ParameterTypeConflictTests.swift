@@ -61,7 +61,7 @@ struct ParameterTypeConflictTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("mismatch.yaml").path
         try Self.endpoints.write(toFile: file, atomically: true, encoding: .utf8)
-        let endpoints = try EndpointSet.load(files: [file], sqlDirectory: Repository.sqlDirectory)
+        let endpoints = try EndpointSet.load(files: [file], sqlDirectory: Repository.sqlDirectory, environment: [:])
         _ = try await onThread { try SampleData.generated(employees: 20, seed: 3).load(into: temporary) }
         let database = try temporary.open()
         defer { database.close() }

@@ -278,7 +278,7 @@ import Testing
     static let tokenSecret = "readme-examples-secret-0123456789abcdef"
 
     static func shell(_ command: String) throws -> String {
-        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SPOUT_") }
+        var environment = ChildProcess.inheritedEnvironment
         environment["SPOUT_JWT_SECRET"] = Self.tokenSecret
         let executables = (try ChildProcess.spoutExecutable() as NSString).deletingLastPathComponent
         environment["PATH"] = executables + ":" + (environment["PATH"] ?? "/usr/bin:/bin")

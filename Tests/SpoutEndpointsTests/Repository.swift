@@ -11,6 +11,6 @@ enum Repository {
     /// The shipped endpoints (config/endpoints/*.yaml with sql/).
     static func shippedEndpoints() throws -> EndpointSet {
         let configuration = try SpoutConfiguration.load(file: self.configFile, environment: [:])
-        return try EndpointSet.load(configuration: configuration)
+        return try EndpointSet.load(configuration: configuration, environment: [:])
     }
 }

@@ -303,7 +303,7 @@ extension SyncReadTests {
         let configuration = try SpoutConfiguration.load(
             file: (service.path as NSString).appendingPathComponent("config/spout.yaml"), environment: [:])
         do {
-            return .success(try EndpointSet.load(configuration: configuration))
+            return .success(try EndpointSet.load(configuration: configuration, environment: [:]))
         } catch {
             return .failure(error)
         }

@@ -8,13 +8,15 @@ import Testing
 import Glibc
 #endif
 
-/// `spout serve` receiving SIGTERM while it streams.
+/// `spout serve` receiving SIGTERM (or SIGINT, SIGHUP) while it streams.
 @Suite("SIGTERM during streams")
 struct GracefulShutdownTests {
     static let rows = 100_000
 
-    @Test("in-flight streams finish whole after SIGTERM, new connections are refused, and the exit status is 0")
-    func drainsInFlight() async throws {
+    @Test(
+        "in-flight streams finish whole after SIGTERM or SIGHUP, new connections are refused, and the exit status is 0",
+        arguments: [SIGTERM, SIGHUP])
+    func drainsInFlight(signal: Int32) async throws {
         let database = TestDatabases.makeSQLiteDatabase()
         defer { database.drop() }
         try await onThread { _ = try SampleData.column(database.url, "SELECT 1") }
@@ -35,7 +37,7 @@ struct GracefulShutdownTests {
             }
             return readers
         }
-        server.signal(SIGTERM)
+        server.signal(signal)
         // The listener closes: new connections are refused (or closed unanswered).
         #expect(try await eventually {
             guard let socket = try? RawSocket(port: port, timeout: 5) else { return true }
@@ -56,7 +58,7 @@ struct GracefulShutdownTests {
             #expect(response.text.hasSuffix(#""id":\#(Self.rows),"pad":"\#(String(repeating: "0", count: 200))"}]"#))
         }
         #expect(await server.waitForExit() == 0)
-        #expect(server.log.contains("stopped"))
+        #expect(server.log.contains("shutting down") && server.log.contains("stopped"), "\(server.log)")
         await server.stop()
     }
 

@@ -20,7 +20,7 @@ struct ScaleOutTopologyTests {
     func topologyServes() async throws {
         let script = TestFixtures.repositoryRoot.appendingPathComponent("scripts/scale-out").path
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spout-scale-out-\(UUID().uuidString)").path
-        var environment = ProcessInfo.processInfo.environment
+        var environment = ChildProcess.inheritedEnvironment
         environment["SPOUT_BINARY"] = try ChildProcess.spoutExecutable()
         environment["SPOUT_JWT_SECRET"] = TestTokens.secret
         let started = try await ChildProcess.run(executable: script, arguments: ["start", directory], environment: environment)

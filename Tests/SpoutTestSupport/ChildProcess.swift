@@ -26,6 +26,14 @@ public enum ChildProcess {
     /// release binary it builds for the container (the program users run).
     public static let spoutExecutableVariable = "SPOUT_TEST_EXECUTABLE"
 
+    /// The test process's environment without its `SPOUT_*` variables: what a child gets unless a
+    /// test says otherwise. A variable the caller's shell exported (`SPOUT_JWT_SECRET`,
+    /// `SPOUT_PORT`) would otherwise configure every Spout a test starts; the variables that steer
+    /// the tests themselves (`SPOUT_TEST_*`) are read by the test process, not by its children.
+    public static var inheritedEnvironment: [String: String] {
+        ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SPOUT_") }
+    }
+
     /// The `spout` executable the tests run: the one ``spoutExecutableVariable`` names, or else
     /// the one built next to the test bundle.
     ///
@@ -65,6 +73,8 @@ public enum ChildProcess {
         try await onThread { try self.run(executable: executable, arguments: arguments, environment: environment) as Result }
     }
 
+    /// Runs `executable` and waits for it; `environment` is the child's whole environment, nil
+    /// for ``inheritedEnvironment``.
     public static func run(executable: String, arguments: [String], environment: [String: String]? = nil) throws -> Result {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spout-child-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -80,7 +90,7 @@ public enum ChildProcess {
 
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
-        let environmentLines = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
+        let environmentLines = (environment ?? Self.inheritedEnvironment).map { "\($0.key)=\($0.value)" }
         let envp = environmentLines.map { strdup($0) } + [nil]
         defer { envp.forEach { free($0) } }
 

@@ -59,7 +59,7 @@ public final class ServerProcess: Sendable {
         let program = prefix.first ?? executable
         let argv = (prefix + [executable, "serve", "--port", "0"] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
-        var variables = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SPOUT_") }
+        var variables = ChildProcess.inheritedEnvironment
         for (key, value) in environment { variables[key] = value }
         let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { envp.forEach { free($0) } }
