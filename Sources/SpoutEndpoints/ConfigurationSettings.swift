@@ -89,6 +89,7 @@ extension SpoutConfiguration {
             Setting(path: "database.streamAcquireTimeoutMs", kind: .integer(\.database.streamAcquireTimeoutMs, 0...3_600_000)),
             Setting(path: "database.applicationName", kind: .optionalString(\.database.applicationName)),
             Setting(path: "database.changeRetentionHours", kind: .integer(\.database.changeRetentionHours, 1...87_600)),
+            Setting(path: "database.idempotencyRetentionHours", kind: .integer(\.database.idempotencyRetentionHours, 1...87_600)),
             Setting(path: "database.seed.enabled", kind: .boolean(\.database.seed.enabled)),
             Setting(path: "database.seed.employees", kind: .integer(\.database.seed.employees, 0...100_000_000)),
             Setting(path: "identity.secretFromEnvironment", kind: .string(\.identity.secretFromEnvironment)),

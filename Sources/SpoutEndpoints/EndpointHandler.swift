@@ -51,13 +51,17 @@ struct EndpointHandler: Sendable {
     let constraints: ConstraintTracer?
     /// Whether sync reads may run (``EndpointSet/prepareSync(on:)`` has succeeded).
     let syncState: SyncState
+    /// Where writes' answers by idempotency key are kept, and for how long.
+    let idempotency: IdempotencyState
 
     init(
         endpoint: Endpoint, database: Database, timeout: Duration?, documentation: APIDocumentation, logger: Logger,
         keys: InstanceKeys, tracesIntoDatabase: Bool = false,
-        identity: (settings: SpoutConfiguration.Identity, verifier: TokenVerifier?) = (.init(), nil), syncState: SyncState = SyncState()
+        identity: (settings: SpoutConfiguration.Identity, verifier: TokenVerifier?) = (.init(), nil), syncState: SyncState = SyncState(),
+        idempotency: IdempotencyState = IdempotencyState()
     ) {
         self.syncState = syncState
+        self.idempotency = idempotency
         self.identity = identity
         self.tracesIntoDatabase = tracesIntoDatabase
         self.endpoint = endpoint
@@ -171,12 +175,9 @@ struct EndpointHandler: Sendable {
             }
             return Response(headers: self.cachingHeaders, body: .produced(rows))
         }
-        var response = try await self.runInTransaction(stream, request: request, session: session)
-        if identity != nil {
-            // What a write answers depends on who asked, as a read's does.
-            for field in self.cachingHeaders { response.headers.replaceOrAdd(field.name, field.value) }
-        }
-        return response
+        let subject = identity?.claims?.value(at: "sub")?.sqlValue.requestText(null: "", bytes: { _ in "" })
+        let key = self.endpoint.readOnly ? nil : try IdempotencyKey(request, endpoint: self.endpoint.title, subject: subject)
+        return try await self.runInTransaction(stream, request: request, session: session, identified: identity != nil, idempotency: key)
     }
 
 
@@ -389,7 +390,13 @@ struct EndpointHandler: Sendable {
         case body([UInt8]?, key: [SQLValue])
     }
 
-    private func runInTransaction(_ stream: RowStream, request: Request, session: RequestSession?) async throws -> Response {
+    /// Runs a write (or a read that is not a row result) in one transaction and answers what it
+    /// did. With an idempotency key, the key is claimed first in the same transaction: a
+    /// replay gets the answer kept for it and applies nothing, another request under the key
+    /// is 422, and a new key's answer is kept with the write (``IdempotencyKey``).
+    private func runInTransaction(
+        _ stream: RowStream, request: Request, session: RequestSession?, identified: Bool, idempotency: IdempotencyKey?
+    ) async throws -> Response {
         let format: OutputFormat
         if self.endpoint.result.shape != nil {
             guard let negotiated = ContentNegotiation.format(accept: request.headers[values: .accept].first) else {
@@ -399,7 +406,8 @@ struct EndpointHandler: Sendable {
         } else {
             format = .json()
         }
-        let outcome: Outcome
+        if idempotency != nil { try await self.idempotency.ensure(on: self.database, logger: self.logger) }
+        let retention = self.idempotency.retentionSeconds
         do {
             let result = self.endpoint.result
             let dateFormat = self.database.configuration.dateFormat
@@ -407,10 +415,24 @@ struct EndpointHandler: Sendable {
                 readOnly: self.endpoint.readOnly, statementTimeout: self.timeout, transaction: .always(readOnly: self.endpoint.readOnly),
                 session: session, cancelsWithTask: self.endpoint.readOnly)
             let spans = DatabaseSpans(request.span, database: self.database)
-            outcome = try await self.database.withSession(work) { session in
+            return try await self.database.withSession(work) { session in
                 let run = {
-                    try await session.run { connection in
-                        try Self.run(stream, result: result, format: format, dateFormat: dateFormat, on: connection)
+                    try await session.run { connection -> Response in
+                        guard let idempotency, let store = connection as? any IdempotencyStore else {
+                            let outcome = try Self.run(stream, result: result, format: format, dateFormat: dateFormat, on: connection)
+                            return try self.response(to: outcome, of: stream, request: request, format: format, identified: identified)
+                        }
+                        switch try store.claimIdempotencyKey(
+                            scope: idempotency.scope, key: idempotency.key, requestHash: idempotency.requestHash, retentionSeconds: retention)
+                        {
+                        case .answered(let answer): return IdempotencyKey.replay(answer)
+                        case .otherRequest: throw IdempotencyKeyReused()
+                        case .claimed: break
+                        }
+                        let outcome = try Self.run(stream, result: result, format: format, dateFormat: dateFormat, on: connection)
+                        let response = try self.response(to: outcome, of: stream, request: request, format: format, identified: identified)
+                        try store.storeIdempotentAnswer(scope: idempotency.scope, key: idempotency.key, answer: IdempotencyKey.stored(response))
+                        return response
                     }
                 }
                 return try await DatabaseSpans.measure(spans, "transaction", run)
@@ -424,26 +446,41 @@ struct EndpointHandler: Sendable {
             }
             throw UnrepresentableText.naming(error, arguments: request.arguments)
         }
+    }
+
+    /// What a write answers for `outcome`, inside its transaction (a write that changed no row
+    /// is a 404 that rolls it back); `identified`: the answer depends on who asked, as a read's
+    /// does, and says so to caches.
+    private func response(
+        to outcome: Outcome, of stream: RowStream, request: Request, format: OutputFormat, identified: Bool
+    ) throws -> Response {
+        var response: Response
         switch (self.endpoint.result, outcome) {
         case (.none, .changed(let count)):
             guard count > 0 else { throw HTTPError(status: .notFound, message: "not found") }
-            return .noContent()
+            response = .noContent()
         case (.created, .body(let bytes, let key)):
             // A parameter fills its placeholder; a column of the returned row (a generated key)
             // fills those no parameter names.
             var values = request.arguments
             for (label, value) in zip(stream.keyLabels, key) { values[label] = value }
             let location = LocationTemplate.fill(self.endpoint.location ?? request.path, with: values)
-            guard let bytes else { return .created(location: location) }
-            return .created(location: location, body: .bytes(bytes, contentType: format.contentType))
+            if let bytes {
+                response = .created(location: location, body: .bytes(bytes, contentType: format.contentType))
+            } else {
+                response = .created(location: location)
+            }
         case (_, .body(let bytes, _)):
-            return .bytes(bytes ?? [], contentType: format.contentType)
+            response = .bytes(bytes ?? [], contentType: format.contentType)
         case (_, .changed):
-            return .noContent()
+            response = .noContent()
         }
+        if identified {
+            for field in self.cachingHeaders { response.headers.replaceOrAdd(field.name, field.value) }
+        }
+        return response
     }
 
-    /// Runs the statement on `connection` (blocking), inside the transaction the work opened.
     private static func run(
         _ stream: RowStream, result: EndpointResult, format: OutputFormat, dateFormat: DateFormat, on connection: any DatabaseConnection
     ) throws -> Outcome {

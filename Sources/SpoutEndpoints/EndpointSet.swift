@@ -47,6 +47,8 @@ public struct EndpointSet: Sendable {
     public var tokenVerifier: TokenVerifier? = nil
     /// Whether the database is ready for the syncable endpoints' reads, shared by every copy.
     public let syncState = SyncState()
+    /// Where writes' answers by idempotency key are kept, and for how long.
+    public var idempotencyState = IdempotencyState()
     /// Whether each request's transaction shows its trace context to the database
     /// (`database.traceContext`, ``SpoutCore/RequestSession/traceContext``).
     public var tracesIntoDatabase = false
@@ -74,6 +76,7 @@ public struct EndpointSet: Sendable {
         endpoints.cursorSecret = configuration.cursorSecret
         endpoints.identity = configuration.identity
         endpoints.tracesIntoDatabase = configuration.database.traceContext
+        endpoints.idempotencyState = IdempotencyState(retention: .seconds(configuration.database.idempotencyRetentionHours * 3_600))
         endpoints.tokenVerifier = try Self.tokenVerifier(configuration: configuration, environment: environment)
         return endpoints
     }
@@ -134,7 +137,8 @@ public struct EndpointSet: Sendable {
             let handler = EndpointHandler(
                 endpoint: endpoint, database: database, timeout: endpoint.timeout ?? self.defaultStatementTimeout,
                 documentation: documentation, logger: logger, keys: keys, tracesIntoDatabase: self.tracesIntoDatabase,
-                identity: (self.identity, self.tokenVerifier), syncState: self.syncState)
+                identity: (self.identity, self.tokenVerifier), syncState: self.syncState,
+                idempotency: self.idempotencyState)
             routes.append(
                 Route(
                     endpoint.method, endpoint.path, parameters: handler.routeParameters, summary: endpoint.summary,

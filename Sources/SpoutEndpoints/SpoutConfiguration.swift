@@ -134,6 +134,8 @@ public struct SpoutConfiguration: Sendable, Hashable {
         /// How long the change log keeps a change for sync reads, in hours: a sync cursor older
         /// than that is answered 410 and its client syncs again from the beginning.
         public var changeRetentionHours = 168
+        /// How long a write's answer is replayed for its `Idempotency-Key`, in hours.
+        public var idempotencyRetentionHours = 24
         /// The PostgreSQL connections' `application_name`; empty for `spout@HOST/PID` (see
         /// ``DatabaseConfiguration/applicationName``).
         public var applicationName = ""

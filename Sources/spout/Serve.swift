@@ -166,8 +166,10 @@ struct Serve: AsyncParsableCommand {
                     endpoints: endpoints, database: database, retention: .seconds(settings.database.changeRetentionHours * 3_600),
                     interval: .seconds(600), retry: .seconds(30), logger: logger)
             ]
+        let pruners: [any Service] =
+            pruner + [IdempotencyPruner(state: endpoints.idempotencyState, database: database, interval: .seconds(600), logger: logger)]
         let services: [any Service] =
-            (tracing.map { [$0.service] } ?? []) + [DatabaseService(database: database, logger: logger)] + pruner + (admin.map { [$0] } ?? [])
+            (tracing.map { [$0.service] } ?? []) + [DatabaseService(database: database, logger: logger)] + pruners + (admin.map { [$0] } ?? [])
             + [server]
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(

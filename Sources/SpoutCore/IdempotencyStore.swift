@@ -1,0 +1,129 @@
+/// The answer a write gave, kept for its `Idempotency-Key`: what a replay of the same request
+/// gets instead of applying the write again.
+public struct StoredAnswer: Sendable, Hashable {
+    public var status: Int
+    /// The response's own header fields, `name: value` each, in order.
+    public var fields: [String]
+    public var body: [UInt8]
+
+    public init(status: Int, fields: [String], body: [UInt8]) {
+        self.status = status
+        self.fields = fields
+        self.body = body
+    }
+}
+
+/// What claiming an idempotency key in a write's transaction found.
+public enum IdempotencyClaim: Sendable, Hashable {
+    /// The key is new (or its record expired): this request applies the write, and stores its
+    /// answer in the same transaction.
+    case claimed
+    /// The same request was applied before: its answer.
+    case answered(StoredAnswer)
+    /// The key was used with another request.
+    case otherRequest
+}
+
+/// Where writes' answers are kept by idempotency key: a table `spout_idempotency` in the
+/// database the writes go to, written in each write's own transaction, so a write and its
+/// answer commit together or not at all. Each driver supplies its SQL
+/// (``idempotencyStatements``); the operations are written once, here.
+///
+/// Contract:
+/// - ``claimIdempotencyKey(scope:key:requestHash:retentionSeconds:)`` runs first in the write's
+///   transaction. Two transactions claiming one key at once apply once: PostgreSQL makes the
+///   second wait at the key's unique index until the first ends (then it finds the answer,
+///   or claims the key when the first rolled back); SQLite runs one write transaction at a time.
+/// - A record older than the retention is treated as absent and replaced.
+public protocol IdempotencyStore: DatabaseConnection {
+    var idempotencyStatements: IdempotencyStatements { get throws }
+}
+
+/// A driver's statements for ``IdempotencyStore``, each named by what it binds and does.
+public struct IdempotencyStatements: Sendable {
+    /// → one row, one value: true or non-zero when the table exists.
+    public var tableExists: ParsedSQL
+    /// Creates the table where missing (several processes may run it at once).
+    public var createScript: String
+    /// `:scope`, `:key`, `:seconds` → deletes the key's record when older than that.
+    public var deleteExpired: ParsedSQL
+    /// `:scope`, `:key`, `:hash` → inserts the key's record unless there is one (1 row: claimed).
+    public var claim: ParsedSQL
+    /// `:scope`, `:key` → request_hash, status, fields, body.
+    public var find: ParsedSQL
+    /// `:scope`, `:key`, `:status`, `:fields`, `:body` → stores the answer.
+    public var answer: ParsedSQL
+    /// `:seconds` → deletes every record older than that.
+    public var prune: ParsedSQL
+
+    public init(
+        tableExists: ParsedSQL, createScript: String, deleteExpired: ParsedSQL, claim: ParsedSQL, find: ParsedSQL, answer: ParsedSQL,
+        prune: ParsedSQL
+    ) {
+        self.tableExists = tableExists
+        self.createScript = createScript
+        self.deleteExpired = deleteExpired
+        self.claim = claim
+        self.find = find
+        self.answer = answer
+        self.prune = prune
+    }
+}
+
+extension IdempotencyStore {
+    /// Creates the table unless it exists, in a transaction of its own. Throws when the role may
+    /// not create it (the database's message says why).
+    public func prepareIdempotency() throws {
+        let statements = try self.idempotencyStatements
+        let found = try self.queryAll([BoundStatement(statements.tableExists, [])])
+        switch found.first?.rows.first?.first {
+        case .bool(true)?: return
+        case .integer(let count)? where count > 0: return
+        default: break
+        }
+        try self.runRequest(statementTimeout: nil, transaction: .always(readOnly: false)) { try self.executeScript(statements.createScript) }
+    }
+
+    /// Claims `key` for a request of `scope` (the endpoint and who asks) whose content digests
+    /// to `requestHash`; see the protocol's contract. Call it in the write's transaction.
+    public func claimIdempotencyKey(scope: String, key: String, requestHash: String, retentionSeconds: Int) throws -> IdempotencyClaim {
+        let statements = try self.idempotencyStatements
+        let identity: [String: SQLValue] = ["scope": .text(scope), "key": .text(key)]
+        var expired = identity
+        expired["seconds"] = .integer(Int64(retentionSeconds))
+        _ = try self.execute(statements.deleteExpired, try statements.deleteExpired.bind(expired))
+        var claim = identity
+        claim["hash"] = .text(requestHash)
+        if try self.execute(statements.claim, try statements.claim.bind(claim)) == 1 { return .claimed }
+        let rows = try self.queryAll([BoundStatement(statements.find, try statements.find.bind(identity))]).first?.rows ?? []
+        guard let row = rows.first, row.count == 4, case .text(let hash) = row[0] else { return .claimed }
+        guard hash == requestHash else { return .otherRequest }
+        guard case .integer(let status) = row[1] else {
+            throw DatabaseError(.busy, message: "the idempotency key's first request has not answered")
+        }
+        let fields: [String] = if case .text(let text) = row[2] { text.split(separator: "\n").map(String.init) } else { [] }
+        let body: [UInt8] =
+            switch row[3] {
+            case .bytes(let bytes): bytes
+            case .text(let text): Array(text.utf8)
+            default: []
+            }
+        return .answered(StoredAnswer(status: Int(status), fields: fields, body: body))
+    }
+
+    /// Stores `answer` for the key this transaction claimed.
+    public func storeIdempotentAnswer(scope: String, key: String, answer: StoredAnswer) throws {
+        let statement = try self.idempotencyStatements.answer
+        let arguments: [String: SQLValue] = [
+            "scope": .text(scope), "key": .text(key), "status": .integer(Int64(answer.status)),
+            "fields": .text(answer.fields.joined(separator: "\n")), "body": .bytes(answer.body),
+        ]
+        _ = try self.execute(statement, try statement.bind(arguments))
+    }
+
+    /// Deletes every record older than `seconds`; returns how many.
+    public func pruneIdempotencyKeys(olderThan seconds: Int) throws -> Int {
+        let statement = try self.idempotencyStatements.prune
+        return try self.execute(statement, try statement.bind(["seconds": .integer(Int64(seconds))]))
+    }
+}

@@ -1,0 +1,47 @@
+import SpoutCore
+
+/// SQLite's table of writes' answers by idempotency key (``SpoutCore/IdempotencyStore``). One
+/// write transaction runs at a time, so two requests with one key apply one after the other:
+/// the second finds the first's answer.
+extension SQLiteConnection: IdempotencyStore {
+    public var idempotencyStatements: IdempotencyStatements {
+        get throws { try Self.idempotency.get() }
+    }
+
+    private static let idempotency = Result {
+        IdempotencyStatements(
+            tableExists: try ParsedSQL(
+                "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'spout_idempotency'", dialect: .sqlite),
+            createScript: """
+                CREATE TABLE IF NOT EXISTS spout_idempotency (
+                    scope TEXT NOT NULL,
+                    idempotency_key TEXT NOT NULL,
+                    request_hash TEXT NOT NULL,
+                    status INTEGER,
+                    fields TEXT,
+                    body BLOB,
+                    created_at INTEGER NOT NULL DEFAULT (CAST(strftime('%s', 'now') AS INTEGER)),
+                    PRIMARY KEY (scope, idempotency_key)
+                );
+                CREATE INDEX IF NOT EXISTS spout_idempotency_created ON spout_idempotency (created_at);
+                """,
+            deleteExpired: try ParsedSQL(
+                """
+                DELETE FROM spout_idempotency WHERE scope = :scope AND idempotency_key = :key
+                AND created_at < CAST(strftime('%s', 'now') AS INTEGER) - :seconds
+                """, dialect: .sqlite),
+            claim: try ParsedSQL(
+                "INSERT OR IGNORE INTO spout_idempotency (scope, idempotency_key, request_hash) VALUES (:scope, :key, :hash)",
+                dialect: .sqlite),
+            find: try ParsedSQL(
+                "SELECT request_hash, status, fields, body FROM spout_idempotency WHERE scope = :scope AND idempotency_key = :key",
+                dialect: .sqlite),
+            answer: try ParsedSQL(
+                """
+                UPDATE spout_idempotency SET status = :status, fields = :fields, body = :body
+                WHERE scope = :scope AND idempotency_key = :key
+                """, dialect: .sqlite),
+            prune: try ParsedSQL(
+                "DELETE FROM spout_idempotency WHERE created_at < CAST(strftime('%s', 'now') AS INTEGER) - :seconds", dialect: .sqlite))
+    }
+}
