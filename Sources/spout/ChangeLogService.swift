@@ -25,9 +25,9 @@ struct ChangeLogService: Service {
                     try await self.endpoints.prepareSync(on: self.database)
                     self.logger.notice("sync reads ready: the change log is in place")
                     continue
-                } catch let error as ChangeTrackingNotSetUp {
-                    // Rights do not come back by themselves: said once at start, then tried
-                    // again at the pruning pace.
+                } catch let error where error is ChangeTrackingNotSetUp || error is ConfigurationError {
+                    // Rights and tables do not come by themselves: said once at start, then
+                    // tried again at the pruning pace.
                     self.logger.debug("\(error)")
                     wait = self.interval
                 } catch {

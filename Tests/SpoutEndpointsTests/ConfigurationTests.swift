@@ -130,7 +130,7 @@ struct ConfigurationTests {
         #expect(table["tracing.samplePercent"] == "SPOUT_TRACING_SAMPLE_PERCENT")
         #expect(table["database.answerGraceMs"] == "SPOUT_DATABASE_ANSWER_GRACE_MS")
         #expect(table["server.limits.maxBufferedBodyBytes"] == "SPOUT_LIMITS_MAX_BUFFERED_BODY_BYTES")
-        #expect(table.count == 65)
+        #expect(table.count == 68)
         #expect(Set(table.values).count == table.count)
     }
 

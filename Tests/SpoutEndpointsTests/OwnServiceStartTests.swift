@@ -27,11 +27,14 @@ struct OwnServiceStartTests {
     }
 
     /// The number of tables in the SQLite database at `url`.
+    /// The tables of the SQLite database at `url` other than Spout's own.
     static func sqliteTableCount(_ url: String) throws -> Int64 {
         let connection = try Drivers.driver(for: url).connect(readOnly: true, statistics: QueryStatistics())
         defer { connection.close() }
         let cursor = try connection.query(
-            try ParsedSQL("SELECT count(*) FROM sqlite_master WHERE type = 'table'", dialect: .sqlite), [], options: QueryOptions())
+            // Spout's own tables (the shared cursor keys, `spout_…`) are not sample data.
+            try ParsedSQL("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'spout\\_%' ESCAPE '\\'", dialect: .sqlite), [],
+            options: QueryOptions())
         defer { cursor.close() }
         guard try cursor.next(), case .integer(let count) = cursor.value(at: 0) else { return -1 }
         return count
