@@ -125,6 +125,16 @@ struct OpenAPIDocument {
             }
             parameters.append(item)
         }
+        if !endpoint.readOnly {
+            parameters.append(
+                [
+                    "name": "Idempotency-Key", "in": "header", "required": false,
+                    "description":
+                        "Makes the write safe to send again: a replay by the same caller gets the first answer (Idempotent-Replayed: true) and applies nothing; the same key with another request is 422",
+                    // Visible ASCII but the quote, which a Structured Field string wraps it in.
+                    "schema": ["type": "string", "minLength": .integer(1), "maxLength": .integer(255), "pattern": "^[!#-~]+$"],
+                ])
+        }
         if !parameters.isEmpty { operation.set("parameters", .array(parameters)) }
         if hasBody && !bodyProperties.isEmpty {
             var schema: JSONValue = ["type": "object", "properties": .object(bodyProperties)]
@@ -255,6 +265,38 @@ struct OpenAPIDocument {
         var responses: JSONValue = [:]
         let row = self.rowSchema(endpoint)
         switch endpoint.result {
+        case .rows where endpoint.sync != nil:
+            // With `since`, a sync read: the cursor, the keys to forget, the rows that changed.
+            let key: JSONValue = ["type": "object", "properties": .object((endpoint.sync?.key ?? []).map { ($0, [:] as JSONValue) })]
+            let delta: JSONValue = [
+                "type": "object", "required": ["cursor", "deleted", "rows"],
+                "properties": [
+                    "cursor": ["type": "string", "description": "Where the next sync read starts (its since)"],
+                    "deleted": ["type": "array", "items": key, "description": "Keys of rows to forget: deleted, moved out of the result, or hidden"],
+                    "rows": ["type": "array", "items": row, "description": "Rows that changed since the cursor, whole"],
+                ],
+            ]
+            responses.set(
+                "200",
+                [
+                    "description":
+                        "The rows, streamed (JSON array; JSON Lines or CSV when asked for with Accept); with since, a sync read (an object; JSON Lines: a cursor line, then deleted and row lines)",
+                    "content": [
+                        "application/json": ["schema": ["oneOf": [["type": "array", "items": row], delta]]],
+                        "application/x-ndjson": ["schema": ["type": "object"]],
+                        "text/csv": ["schema": ["type": "string"]],
+                    ],
+                ])
+            responses.set(
+                "410",
+                [
+                    "description": "Gone: the sync cursor is older than the change log keeps; sync again with since=0",
+                    "content": [
+                        "application/json": [
+                            "schema": ["type": "object", "properties": ["error": ["type": "string"], "parameter": ["type": "string"]]]
+                        ]
+                    ],
+                ])
         case .rows:
             responses.set(
                 "200",

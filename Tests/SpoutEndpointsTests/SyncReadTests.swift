@@ -362,3 +362,26 @@ extension SyncReadTests {
         }
     }
 }
+
+extension SyncReadTests {
+    @Test("the OpenAPI document describes sync reads (the delta object, 410) and the writes' Idempotency-Key")
+    func documented() throws {
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(try Repository.shippedEndpoints().openAPIDocument())) as? [String: Any])
+        let paths = try #require(document["paths"] as? [String: Any])
+        let pets = try #require(paths["/pets"] as? [String: Any])
+        let get = try #require(pets["get"] as? [String: Any])
+        let responses = try #require(get["responses"] as? [String: Any])
+        #expect(responses["410"] != nil)
+        let ok = try #require(responses["200"] as? [String: Any])
+        let json = try #require((ok["content"] as? [String: Any])?["application/json"] as? [String: Any])
+        let alternatives = try #require((json["schema"] as? [String: Any])?["oneOf"] as? [[String: Any]])
+        #expect(alternatives.count == 2 && (alternatives[1]["required"] as? [String]) == ["cursor", "deleted", "rows"])
+        let since = (get["parameters"] as? [[String: Any]])?.first { $0["name"] as? String == "since" }
+        #expect(since?["in"] as? String == "query")
+        let post = try #require(pets["post"] as? [String: Any])
+        let key = (post["parameters"] as? [[String: Any]])?.first { $0["name"] as? String == "Idempotency-Key" }
+        #expect(key?["in"] as? String == "header" && key?["required"] as? Bool == false)
+        #expect((get["parameters"] as? [[String: Any]])?.contains { $0["name"] as? String == "Idempotency-Key" } != true)
+    }
+}
