@@ -39,7 +39,9 @@ struct EndpointHandler: Sendable {
     /// 404s and 403s depend on who asks as much as its 200s; nothing otherwise.
     var errorFields: HTTPFields {
         guard self.endpoint.tokenPolicy != nil else { return HTTPFields() }
-        return [.cacheControl: "private", .vary: "Accept, Accept-Encoding, Authorization, X-API-Key"]
+        var fields: HTTPFields = [.cacheControl: "private"]
+        if let vary = self.cachingHeaders[.vary] { fields[.vary] = vary }
+        return fields
     }
     /// The `identity` settings and the token verifier, for an endpoint with a ``TokenPolicy``.
     let identity: (settings: SpoutConfiguration.Identity, verifier: TokenVerifier?)

@@ -1,5 +1,4 @@
 import Crypto
-import Foundation
 import HTTPTypes
 import SpoutCore
 import SpoutHTTP
@@ -39,7 +38,7 @@ struct IdempotencyKey: Sendable, Hashable {
             digest.update(data: Array(part.utf8) + [0])
         }
         digest.update(data: request.body)
-        self.requestHash = digest.finalize().map { String(format: "%02x", $0) }.joined()
+        self.requestHash = KeyTable.hex(Array(digest.finalize()))
     }
 
     /// `response` as kept: its status, own fields (with its body's type) and body.

@@ -32,26 +32,6 @@ enum TokenText {
         return bytes
     }
 
-    /// base64url without padding.
-    static func encoded(_ bytes: some Collection<UInt8>) -> String {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity((bytes.count * 4 + 2) / 3)
-        var accumulator: UInt32 = 0
-        var bits = 0
-        for byte in bytes {
-            accumulator = (accumulator << 8) | UInt32(byte)
-            bits += 8
-            while bits >= 6 {
-                bits -= 6
-                out.append(alphabet[Int((accumulator >> UInt32(bits)) & 0x3F)])
-            }
-            accumulator &= (1 << UInt32(bits)) - 1
-        }
-        if bits > 0 { out.append(alphabet[Int((accumulator << UInt32(6 - bits)) & 0x3F)]) }
-        return String(decoding: out, as: UTF8.self)
-    }
-
     private static func sextet(_ byte: UInt8) -> UInt8? {
         switch byte {
         case UInt8(ascii: "A")...UInt8(ascii: "Z"): byte - UInt8(ascii: "A")

@@ -74,6 +74,6 @@ final class VerifiedTokens: Sendable {
         guard signatureText.utf8.count == 86 || signatureText.utf8.count == 128,
             let signature = TokenText.decoded(signatureText), let low = TokenText.lowS(signature)
         else { return nil }
-        return String(token[...dot]) + TokenText.encoded(low)
+        return String(token[...dot]) + PageCursor.base64URL(low)
     }
 }
