@@ -894,7 +894,15 @@ struct EndpointFileParser {
             let detailPath = path + detail.name
             try self.checkParameters(
                 of: detail.sql,
-                allowed: { dialect in declared.union(SQLLabels.labels(of: parentSQL.text(for: dialect)).labels) },
+                allowed: { dialect in
+                    let parent = SQLLabels.labels(of: parentSQL.text(for: dialect))
+                    // A parent without a select list (`SELEC`) is for the database to report at
+                    // start, in its own words: its details' names are not judged against it.
+                    guard parent.found else {
+                        return declared.union((try? ParsedSQL(detail.sql.text(for: dialect), dialect: dialect))?.parameterNames ?? [])
+                    }
+                    return declared.union(parent.labels)
+                },
                 owner: owner, detail: detailPath, claimsAllowed: claimsAllowed)
             try self.checkDetailParameters(
                 detail.details, parentSQL: detail.sql, declared: declared, owner: owner,

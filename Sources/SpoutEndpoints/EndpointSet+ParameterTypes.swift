@@ -13,30 +13,26 @@ extension EndpointSet {
     /// where SQLite compares the text and answers 404. Declaring the type the database infers
     /// makes Spout refuse such a value itself, naming the parameter, alike on both databases.
     ///
-    /// Each endpoint's SQL is prepared (`PREPARE`, read back from `pg_prepared_statements`,
-    /// `DEALLOCATE`) in one read-only transaction; SQL that does not prepare (a table not
-    /// created yet, a type the database cannot infer) is skipped. Only integers, fractional
-    /// numbers, dates, timestamps and booleans are compared: text, `uuid`, `json` and other
-    /// types take what Spout sends as they would from a client.
+    /// Each endpoint's SQL is prepared and described without running it
+    /// (``SpoutCore/StatementChecking``, every parameter of no declared type, so that the
+    /// type read is the one PostgreSQL infers); SQL that does not prepare is skipped (the
+    /// start's check of every statement reports it). Only integers, fractional numbers, dates,
+    /// timestamps and booleans are compared: text, `uuid`, `json` and other types take what
+    /// Spout sends as they would from a client.
     public func parameterTypeConflicts(on database: Database) -> [String] {
         guard database.dialect == .postgres else { return [] }
-        let conflicts = try? database.withConnection(readOnly: true) { connection in
-            try connection.begin(readOnly: true)
-            defer { try? connection.rollback() }
-            var messages: [String] = []
-            for endpoint in self.endpoints {
-                messages += Self.conflicts(of: endpoint, on: connection)
-            }
-            return messages
+        let conflicts = try? database.withConnection(readOnly: true) { connection -> [String] in
+            guard let checker = connection as? any StatementChecking else { return [] }
+            return self.endpoints.flatMap { Self.conflicts(of: $0, on: checker) }
         }
         return conflicts ?? []
     }
 
     /// The messages for one endpoint; nothing when its SQL does not prepare.
-    private static func conflicts(of endpoint: Endpoint, on connection: any DatabaseConnection) -> [String] {
-        guard let statement = try? ParsedSQL(endpoint.sql.text(for: .postgres), dialect: .postgres).withoutTrailingSemicolons(),
+    private static func conflicts(of endpoint: Endpoint, on checker: any StatementChecking) -> [String] {
+        guard let statement = try? ParsedSQL(endpoint.sql.text(for: .postgres), dialect: .postgres),
             !statement.parameterNames.isEmpty,
-            let inferred = try? Self.inferredTypes(of: statement, on: connection)
+            let inferred = try? checker.describe(statement, bytesParameters: [], parameterTypes: true).parameterTypes
         else { return [] }
         var messages: [String] = []
         for (name, type) in zip(statement.parameterNames, inferred) {
@@ -49,30 +45,6 @@ extension EndpointSet {
                     + kind.consequence)
         }
         return messages
-    }
-
-    /// The types PostgreSQL infers for the parameters of `statement`, in placeholder order
-    /// (`regtype` names: `integer`, `text`, `date`, ...).
-    private static func inferredTypes(of statement: ParsedSQL, on connection: any DatabaseConnection) throws -> [String] {
-        // A statement that does not prepare fails the transaction: the savepoint keeps it for
-        // the next endpoint. A prepared statement outlives a rollback: it is deallocated either way.
-        let name = "spout_parameter_types"
-        let read = try ParsedSQL("SELECT unnest(parameter_types)::text FROM pg_prepared_statements WHERE name = :name", dialect: .postgres)
-        try connection.executeScript("SAVEPOINT \(name)")
-        var prepared = false
-        do {
-            try connection.executeScript("PREPARE \(name) AS \(statement.text)")
-            prepared = true
-            let result = try connection.queryAll([BoundStatement(read, try read.bind(["name": .text(name)]))])
-            try connection.executeScript("DEALLOCATE \(name); RELEASE SAVEPOINT \(name)")
-            return (result.first?.rows ?? []).map { row in
-                if case .text(let type)? = row.first { return type }
-                return ""
-            }
-        } catch {
-            try? connection.executeScript("ROLLBACK TO SAVEPOINT \(name)" + (prepared ? "; DEALLOCATE \(name)" : ""))
-            throw error
-        }
     }
 }
 

@@ -15,8 +15,9 @@ import SpoutHTTP
 /// ```
 ///
 /// Loading checks everything that can be known without a database (see `docs/endpoints.md`)
-/// and throws the first problem as a ``ConfigurationError`` with its file and line; a set
-/// that loaded serves every endpoint without further configuration errors.
+/// and throws the first problem as a ``ConfigurationError`` with its file and line;
+/// ``statementProblems(on:)`` then checks every statement against the database. A set that
+/// passed both serves every endpoint without further configuration errors.
 public struct EndpointSet: Sendable {
     /// An endpoint file and its description (an OpenAPI tag).
     public struct File: Sendable, Hashable {

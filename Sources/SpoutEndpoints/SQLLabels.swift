@@ -16,6 +16,9 @@ enum SQLLabels {
         var labels: [String]
         /// False when some item's label cannot be known statically.
         var complete: Bool
+        /// False when the SQL has no top-level `SELECT` or `RETURNING` list at all (a
+        /// misspelled `SELEC`): then it has no labels to know.
+        var found = true
     }
 
     enum Token: Hashable {
@@ -40,7 +43,7 @@ enum SQLLabels {
             }
             if start != nil { break }
         }
-        guard var index = start else { return Result(labels: [], complete: false) }
+        guard var index = start else { return Result(labels: [], complete: false, found: false) }
         // DISTINCT, DISTINCT ON (...), ALL
         if index < tokens.count, case .word(let word) = tokens[index], ["DISTINCT", "ALL"].contains(word.uppercased()) {
             index += 1

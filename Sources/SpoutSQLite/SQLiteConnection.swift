@@ -389,7 +389,7 @@ public final class SQLiteConnection: DatabaseConnection, @unchecked Sendable {
 
     public var isBroken: Bool { self.broken || self.isClosed }
 
-    private var isClosed: Bool { self.closeLock.withLock { $0 } }
+    var isClosed: Bool { self.closeLock.withLock { $0 } }
 
     public func reset() -> Bool {
         guard !self.isClosed else { return false }

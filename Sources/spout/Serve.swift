@@ -91,11 +91,14 @@ struct Serve: AsyncParsableCommand {
             url, replicaURLs: settings.database.replicaUrls,
             maximumLag: settings.database.replicaMaxLagMs > 0 ? .milliseconds(settings.database.replicaMaxLagMs) : nil,
             configuration: settings.databaseConfiguration, observer: databaseMetrics)
-        // Syncable endpoints need their tables and the change log. A table or column that is not
-        // there is logged at its line, and those reads answer 503 (the shipped example served on
-        // a database loaded with the employees alone has no pets); a database that does not
-        // answer within a few seconds delays nothing: sync reads wait (503) until
-        // ChangeLogService has prepared it.
+        // Every statement prepares, or the start stops at the first that does not (file, line,
+        // the database's message). A database that does not answer within a few seconds
+        // delays nothing: the statements are then not checked, and the log says so.
+        try await Self.checkStatements(endpoints, on: database, within: .seconds(5), logger: logger)
+        // Syncable endpoints need the change log. A tracked table or column that is not there is
+        // logged at its line, and those reads answer 503; a database that does not answer
+        // within a few seconds delays nothing: sync reads wait (503) until ChangeLogService has
+        // prepared it.
         if !endpoints.trackedTables.isEmpty {
             await Self.prepareSync(endpoints, on: database, within: .seconds(3), logger: logger)
         }
@@ -181,13 +184,47 @@ struct Serve: AsyncParsableCommand {
         logger.notice("stopped")
     }
 
-    /// Prepares `database` for the sync reads of `endpoints` if it answers within `limit`;
-    /// a table or column the database lacks is logged as an error at its line, and any other
-    /// failure, or no answer in time, is logged and left to ``ChangeLogService``.
-    static func prepareSync(_ endpoints: EndpointSet, on database: Database, within limit: Duration, logger: Logger) async {
-        let preparation = Task { try await endpoints.prepareSync(on: database) }
-        let outcome = await withTaskGroup(of: Result<Void, any Error>?.self) { group in
-            group.addTask { await preparation.result }
+    /// Prepares every statement of `endpoints` on `database` without running it
+    /// (``SpoutEndpoints/EndpointSet/statementProblems(on:)``) if the database can be reached
+    /// within `limit`: throws a ``SpoutEndpoints/ConfigurationError`` listing the statements it
+    /// refuses, one `file:line: message` per line (the start stops, status 78). A database that
+    /// cannot be reached, does not answer in time, or fails during the check is logged and the
+    /// check skipped: Spout starts while its database is down. Only reaching it is bounded: a
+    /// database that answers is given the time the check takes (a few round trips per
+    /// statement).
+    static func checkStatements(_ endpoints: EndpointSet, on database: Database, within limit: Duration, logger: Logger) async throws {
+        let reaching = Task { try await database.withSession(DatabaseWork(readOnly: true)) { session in try await session.run { _ in } } }
+        switch await Self.result(of: reaching, within: limit) {
+        case .success?:
+            break
+        case .failure(let error)?:
+            logger.warning(
+                "the endpoints' SQL is not checked: the database cannot be reached (spout check checks it)",
+                metadata: ["error": "\(String(reflecting: error))"])
+            return
+        case nil:
+            reaching.cancel()
+            logger.warning(
+                "the endpoints' SQL is not checked: the database did not answer within \(limit.components.seconds) s of the start (spout check checks it)")
+            return
+        }
+        let problems: [StatementProblem]
+        do {
+            problems = try await endpoints.statementProblems(on: database)
+        } catch {
+            logger.warning(
+                "the endpoints' SQL is not checked: the database failed during the check (spout check checks it)",
+                metadata: ["error": "\(String(reflecting: error))"])
+            return
+        }
+        if let error = StatementProblem.configurationError(problems) { throw error }
+        logger.debug("every statement prepares", metadata: ["endpoints": .stringConvertible(endpoints.endpoints.count)])
+    }
+
+    /// What `task` ends with if it ends within `limit`; nil otherwise (the task goes on).
+    static func result<T: Sendable>(of task: Task<T, any Error>, within limit: Duration) async -> Result<T, any Error>? {
+        let outcome = await withTaskGroup(of: Result<T, any Error>?.self) { group in
+            group.addTask { await task.result }
             group.addTask {
                 try? await Task.sleep(for: limit)
                 return nil
@@ -196,7 +233,15 @@ struct Serve: AsyncParsableCommand {
             group.cancelAll()
             return first
         }
-        switch outcome {
+        return outcome
+    }
+
+    /// Prepares `database` for the sync reads of `endpoints` if it answers within `limit`;
+    /// a table or column the database lacks is logged as an error at its line, and any other
+    /// failure, or no answer in time, is logged and left to ``ChangeLogService``.
+    static func prepareSync(_ endpoints: EndpointSet, on database: Database, within limit: Duration, logger: Logger) async {
+        let preparation = Task { try await endpoints.prepareSync(on: database) }
+        switch await Self.result(of: preparation, within: limit) {
         case .success?: return
         case .failure(let error as ConfigurationError)?:
             logger.error("sync reads answer 503: \(error)")

@@ -6,14 +6,16 @@ import SpoutEndpoints
 /// Exit statuses (documented in docs/configuration.md, "Exit status"):
 /// - 0: the command finished (for `serve`: a signal stopped it and it drained);
 /// - 64 (`EX_USAGE`): a command-line mistake; the message is followed by the usage;
-/// - 78 (`EX_CONFIG`): a ``ConfigurationError``; only `file:line:column: problem` is printed;
+/// - 78 (`EX_CONFIG`): a ``ConfigurationError`` (a statement the database does not prepare
+///   included); only `file:line:column: problem` is printed;
+/// - 69 (`EX_UNAVAILABLE`): `spout check` could not reach the database, so it checked no SQL;
 /// - 1: any other failure; only `Error: ` and the problem are printed.
 @main
 struct Spout: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "spout",
         abstract: "Streams SQL query results as JSON over HTTP.",
-        subcommands: [Serve.self, Load.self, LoadPets.self, Generate.self, Export.self, Explain.self, Token.self, Keys.self],
+        subcommands: [Serve.self, Check.self, Load.self, LoadPets.self, Generate.self, Export.self, Explain.self, Token.self, Keys.self],
         defaultSubcommand: Serve.self
     )
 

@@ -134,9 +134,14 @@ import Testing
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
         }
         let port = Int(UInt16(bigEndian: address.sin_port))
+        // A service whose SQL prepares on an empty database: the start gets as far as listening.
+        let directory = try Self.serviceDirectory(
+            configuration: "endpoints: [endpoints/*.yaml]\n",
+            endpoints: ["answer.yaml": "paths:\n  /answer:\n    get:\n      sql: SELECT 42 AS answer\n"])
+        defer { withExtendedLifetime(directory) {} }
         let result = try await Self.spout([
-            "serve", "--config", Repository.configFile, "--database", "sqlite::memory:", "--no-seed", "--host", "127.0.0.1",
-            "--port", String(port),
+            "serve", "--config", (directory.path as NSString).appendingPathComponent("spout.yaml"), "--database", "sqlite::memory:",
+            "--no-seed", "--host", "127.0.0.1", "--port", String(port),
         ])
         #expect(result.status == 1)
         #expect(

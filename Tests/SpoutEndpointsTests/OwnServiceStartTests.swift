@@ -73,6 +73,8 @@ struct OwnServiceStartTests {
     func shippedExampleKeepsItsHint(_ dialect: SQLDialect) async throws {
         guard let database = try TestDatabases.make(dialect, prefix: "spout_t_own") else { return }
         defer { database.drop() }
+        // The shipped SQL prepares only where its tables are (the start checks it).
+        _ = try await onThread { try SampleData.fixture.load(into: database) }
         let server = try await ServerProcess.start(
             arguments: ["--config", Repository.configFile, "--database", database.url, "--no-seed"])
         let log = server.log
