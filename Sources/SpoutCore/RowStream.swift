@@ -51,6 +51,12 @@ public struct RowStream: Sendable {
     /// round trip instead of `BEGIN`, `DECLARE`, `FETCH`, `CLOSE`, `COMMIT`). Meant for results
     /// read whole; a stream that waits for a slow client keeps its statement open meanwhile.
     public var isLimitedBySQL = false
+    /// Whether the statement's rows are read whole before any is encoded or any attachment
+    /// fetched (``DatabaseConnection/queryAll(_:)``), never through a cursor that others
+    /// interleave with. For a statement that writes (`INSERT ... RETURNING`): PostgreSQL
+    /// declares no server-side cursor for one, and a write's answer is held whole before it is
+    /// sent anyway.
+    public var readsWhole = false
     let database: Database?
 
     /// A stream not tied to a database; write it with ``write(as:shape:to:on:dateFormat:attachmentBatchSize:fetchSize:)``.
@@ -163,6 +169,12 @@ public struct RowStream: Sendable {
         let window = attachmentBatchSize ?? self.database?.configuration.attachmentBatchSize ?? 500
         let executor = AttachmentExecutor(connection: connection, batchSize: window)
 
+        if self.readsWhole {
+            let parsed = try self.statement(for: connection.dialect)
+            let result = try connection.queryAll([BoundStatement(parsed, try parsed.bind(self.arguments))])
+            let rows = result.first ?? QueryResult(columns: [], rows: [])
+            return try self.encode(BufferedCursor(rows), executor: executor, format: format, shape: shape, dateFormat: dateFormat, sink: sink)
+        }
         let options = self.queryOptions(shape: shape, window: shape == .array ? window : 1, fetchSize: fetchSize)
         // A single row whose attachments stream reads them through cursors of their own.
         let interleaves = options.interleaved || self.streamsAttachments(shape: shape)

@@ -249,14 +249,17 @@ struct EndpointFileParser {
         var ownParameters: Set<String> = page == nil ? [] : [EndpointPage.sizeParameter, EndpointPage.afterParameter]
         if sync != nil { ownParameters.insert(EndpointSync.sinceParameter) }
         let declared = Set(parameters.map(\.name)).subtracting(ownParameters)
-        try self.checkParameters(of: sql, allowed: { _ in declared }, owner: title, detail: nil, claimsAllowed: claimsAllowed)
+        let lists = Set(parameters.filter(\.type.isList).map(\.name))
+        try self.checkParameters(
+            of: sql, allowed: { _ in declared }, lists: lists, owner: title, detail: nil, claimsAllowed: claimsAllowed)
         try self.checkOptionalClauses(of: sql)
         if let versionSQL {
             try self.checkParameters(
-                of: versionSQL, allowed: { _ in declared }, owner: "versionSql of \(title)", detail: nil, claimsAllowed: claimsAllowed)
+                of: versionSQL, allowed: { _ in declared }, lists: lists, owner: "versionSql of \(title)", detail: nil,
+                claimsAllowed: claimsAllowed)
         }
         try self.checkDetailParameters(
-            details, parentSQL: sql, declared: declared, owner: title, path: "", claimsAllowed: claimsAllowed)
+            details, parentSQL: sql, declared: declared, lists: lists, owner: title, path: "", claimsAllowed: claimsAllowed)
 
         var endpoint = Endpoint(
             method: method, path: path, summary: summary, sql: sql, parameters: parameters, result: result,
@@ -887,7 +890,7 @@ struct EndpointFileParser {
     /// Checks the parameters of `details` and of their details: each binds from its parent's
     /// labels (`parentSQL`'s, on each dialect) or from the endpoint's `declared` parameters.
     private func checkDetailParameters(
-        _ details: [EndpointDetail], parentSQL: EndpointSQL, declared: Set<String>, owner: String, path: String,
+        _ details: [EndpointDetail], parentSQL: EndpointSQL, declared: Set<String>, lists: Set<String>, owner: String, path: String,
         claimsAllowed: Bool
     ) throws(ConfigurationError) {
         for detail in details {
@@ -903,9 +906,9 @@ struct EndpointFileParser {
                     }
                     return declared.union(parent.labels)
                 },
-                owner: owner, detail: detailPath, claimsAllowed: claimsAllowed)
+                lists: lists, owner: owner, detail: detailPath, claimsAllowed: claimsAllowed)
             try self.checkDetailParameters(
-                detail.details, parentSQL: detail.sql, declared: declared, owner: owner,
+                detail.details, parentSQL: detail.sql, declared: declared, lists: lists, owner: owner,
                 path: detailPath + String(EndpointDetail.pathSeparator), claimsAllowed: claimsAllowed)
         }
     }
@@ -968,9 +971,12 @@ struct EndpointFileParser {
 
     /// Checks that `sql` parses for every dialect and that each of its parameters is in
     /// `allowed(dialect)` or, with `claimsAllowed` (the endpoint needs a verified token), is a
-    /// claim (`:claims.sub`); errors point into the SQL text (its file and line).
+    /// claim (`:claims.sub`), and that no parameter of `lists` (the endpoint's list parameters)
+    /// stands alone in `IN (...)` (``ListInClause``); errors point into the SQL text (its file
+    /// and line).
     private func checkParameters(
-        of sql: EndpointSQL, allowed: (SQLDialect) -> Set<String>, owner: String, detail: String?, claimsAllowed: Bool
+        of sql: EndpointSQL, allowed: (SQLDialect) -> Set<String>, lists: Set<String>, owner: String, detail: String?,
+        claimsAllowed: Bool
     ) throws(ConfigurationError) {
         for dialect in SQLDialect.allCases {
             let text = sql.text(for: dialect)
@@ -987,7 +993,12 @@ struct EndpointFileParser {
             }
             let names = allowed(dialect)
             var line = firstLine
-            for segment in parsed.segments {
+            for (index, segment) in parsed.segments.enumerated() {
+                if case .parameter(let name) = segment, lists.contains(name),
+                    ListInClause.isAlone(in: parsed.segments, at: index)
+                {
+                    throw ConfigurationError(file: file, line: line, message: ListInClause.message(parameter: name))
+                }
                 switch segment {
                 case .sql(let piece):
                     line += piece.utf8.count(where: { $0 == 0x0A })

@@ -179,7 +179,11 @@ struct EndpointHandler: Sendable {
         }
         let subject = identity?.claims?.value(at: "sub")?.sqlValue.requestText(null: "", bytes: { _ in "" })
         let key = self.endpoint.readOnly ? nil : try IdempotencyKey(request, endpoint: self.endpoint.title, subject: subject)
-        return try await self.runInTransaction(stream, request: request, session: session, identified: identity != nil, idempotency: key)
+        // A write's rows are read whole: no server-side cursor, which PostgreSQL does not
+        // declare for INSERT/UPDATE/DELETE ... RETURNING.
+        var written = stream
+        written.readsWhole = true
+        return try await self.runInTransaction(written, request: request, session: session, identified: identity != nil, idempotency: key)
     }
 
 
