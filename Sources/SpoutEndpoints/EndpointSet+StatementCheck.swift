@@ -69,7 +69,7 @@ private struct EndpointStatementCheck {
         // The endpoint file's checks made sure the SQL pages on every dialect.
         guard let keyset = try? KeysetQuery(self.endpoint.sql.text(for: self.dialect), key: page.key) else { return [] }
         for text in [keyset.first, keyset.next] {
-            guard let parsed = try? ParsedSQL(text, dialect: self.dialect) else { continue }
+            guard let parsed = try? Self.asRun(text, dialect: self.dialect) else { continue }
             do {
                 _ = try self.checker.describe(parsed, bytesParameters: self.bytesParameters, parameterTypes: false)
             } catch let refused as StatementRefused {
@@ -104,7 +104,7 @@ private struct EndpointStatementCheck {
         let firstLine = sql.overrides[self.dialect] == nil ? sql.firstLine : 1
         do {
             // The endpoint file's checks made sure it parses on every dialect.
-            var statement = try ParsedSQL(sql.text(for: self.dialect), dialect: self.dialect)
+            var statement = try Self.asRun(sql.text(for: self.dialect), dialect: self.dialect)
             if let parentColumns {
                 statement = try self.asChild(statement, parentColumns: parentColumns)
             }
@@ -119,6 +119,16 @@ private struct EndpointStatementCheck {
             problems.append(StatementProblem(file: file, line: firstLine + error.line - 1, message: "\(what): invalid SQL: \(error.reason)"))
             return nil
         }
+    }
+
+    /// `text` as a request that gives every optional filter runs it: each optional clause
+    /// reduced to its predicate (``SpoutCore/FilteredSQL``; `:p IS NULL` alone leaves `:p`
+    /// without a type on PostgreSQL, and never runs).
+    private static func asRun(_ text: String, dialect: SQLDialect) throws -> ParsedSQL {
+        guard let filtered = try? FilteredSQL(text, dialect: dialect) else { return try ParsedSQL(text, dialect: dialect) }
+        var given: [String: SQLValue] = [:]
+        for name in filtered.written.parameterNames { given[name] = .integer(0) }
+        return try filtered.statement(for: given)
     }
 
     /// `child` as the driver's child queries run it for one parent row: its parameters named
