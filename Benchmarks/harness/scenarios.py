@@ -94,7 +94,10 @@ class LoadScenario(Scenario):
         output = run_command([context.options.binary, "load", str(self.data), "--database", database.url,
                               "--sql-directory", str(ROOT / "sql")])
         seconds = time.monotonic() - started
-        (context.work / f"load-{database.name}.log").write_text(output.stdout + output.stderr)
+        # The shipped endpoints include the pets, whose SQL Spout prepares at start.
+        pets = run_command([context.options.binary, "load-pets", "--database", database.url,
+                            "--sql-directory", str(ROOT / "sql")])
+        (context.work / f"load-{database.name}.log").write_text(output.stdout + output.stderr + pets.stdout + pets.stderr)
         match = re.search(r"^loaded ([0-9]+) rows", output.stdout + output.stderr, re.MULTILINE)
         return seconds, int(match.group(1)) if match else 0
 

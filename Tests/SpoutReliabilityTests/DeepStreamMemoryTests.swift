@@ -79,7 +79,7 @@ struct DeepStreamMemoryTests {
     }
 
     /// Generates `employees` employees and loads them into the empty database at `url` with
-    /// the `spout` executable under test (`spout generate`, `spout load`), as a user would:
+    /// the `spout` executable under test (`spout generate`, `spout load`, `spout load-pets`), as a user would:
     /// under CI the release binary (seconds), else the debug build next to the tests.
     static func load(employees: Int, into url: String) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spout-deep-data-\(UUID().uuidString)")
@@ -88,6 +88,8 @@ struct DeepStreamMemoryTests {
         for arguments in [
             ["generate", directory.path, "--employees", String(employees)],
             ["load", directory.path, "--database", url, "--sql-directory", RepositoryPaths.sqlDirectory],
+            // The shipped endpoints include the pets, whose SQL the start prepares.
+            ["load-pets", "--database", url, "--sql-directory", RepositoryPaths.sqlDirectory],
         ] {
             let run = try await ChildProcess.run(executable: spout, arguments: arguments)
             try #require(run.status == 0, "spout \(arguments[0]) failed: \(run.standardError)")
