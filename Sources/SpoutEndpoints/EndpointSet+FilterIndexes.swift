@@ -7,13 +7,17 @@ extension EndpointSet {
     /// with such a filter reads every row the rest of the statement reads.
     ///
     /// A filter is served when a column its predicate names is the first column of an index
-    /// (of any table the database's catalog lists: PostgreSQL's `pg_index` outside the system
-    /// schemas, SQLite's `pragma_index_list` plus `INTEGER PRIMARY KEY` columns). Names are
-    /// compared without case; an index on an expression serves nothing here, so a filter on
-    /// `lower(name)` is reported even with an index on `lower(name)`. Returns nothing when the
-    /// catalog cannot be read.
-    public func unindexedFilters(on database: Database) -> [String] {
-        guard let indexed = try? database.withConnection(readOnly: true, { try Self.leadingIndexColumns(on: $0) }) else { return [] }
+    /// of a table the database's catalog lists (``SpoutCore/SchemaCatalogReading``: the
+    /// driver's, with SQLite's `INTEGER PRIMARY KEY` as an index). Names are compared without
+    /// case; an index on an expression serves nothing here, so a filter on `lower(name)` is
+    /// reported even with an index on `lower(name)`. Returns nothing when the catalog cannot
+    /// be read.
+    public func unindexedFilters(on database: Database) async -> [String] {
+        let tables = try? await database.withSession(DatabaseWork(readOnly: true)) { session in
+            try await session.run { connection in try (connection as? any SchemaCatalogReading)?.schemaTables() }
+        }
+        guard let tables = tables ?? nil else { return [] }
+        let indexed = tables.leadingIndexColumns
         var messages: [String] = []
         for endpoint in self.endpoints where endpoint.method == .get {
             guard let clauses = try? OptionalClauses(endpoint.sql.text(for: database.dialect)) else { continue }
@@ -25,40 +29,5 @@ extension EndpointSet {
             }
         }
         return messages
-    }
-
-    /// The first column of every index the database's catalog lists, upper-cased.
-    private static func leadingIndexColumns(on connection: any DatabaseConnection) throws -> Set<String> {
-        let catalog: [String]
-        switch connection.dialect {
-        case .postgres:
-            catalog = [
-                """
-                SELECT a.attname::text FROM pg_index i
-                JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-                JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
-                WHERE n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%'
-                """
-            ]
-        case .sqlite:
-            catalog = [
-                """
-                SELECT ii.name FROM sqlite_schema m, pragma_index_list(m.name) il, pragma_index_info(il.name) ii
-                WHERE m.type = 'table' AND ii.seqno = 0
-                """,
-                """
-                SELECT p.name FROM sqlite_schema m, pragma_table_info(m.name) p
-                WHERE m.type = 'table' AND p.pk = 1 AND upper(p.type) = 'INTEGER'
-                """,
-            ]
-        }
-        let results = try connection.queryAll(try catalog.map { BoundStatement(try ParsedSQL($0, dialect: connection.dialect), []) })
-        var columns = Set<String>()
-        for result in results {
-            for row in result.rows {
-                if case .text(let name)? = row.first { columns.insert(name.uppercased()) }
-            }
-        }
-        return columns
     }
 }

@@ -19,11 +19,14 @@ extension EndpointSet {
     /// start's check of every statement reports it). Only integers, fractional numbers, dates,
     /// timestamps and booleans are compared: text, `uuid`, `json` and other types take what
     /// Spout sends as they would from a client.
-    public func parameterTypeConflicts(on database: Database) -> [String] {
+    public func parameterTypeConflicts(on database: Database) async -> [String] {
         guard database.dialect == .postgres else { return [] }
-        let conflicts = try? database.withConnection(readOnly: true) { connection -> [String] in
-            guard let checker = connection as? any StatementChecking else { return [] }
-            return self.endpoints.flatMap { Self.conflicts(of: $0, on: checker) }
+        let endpoints = self.endpoints
+        let conflicts = try? await database.withSession(DatabaseWork(readOnly: true)) { session in
+            try await session.run { connection -> [String] in
+                guard let checker = connection as? any StatementChecking else { return [] }
+                return endpoints.flatMap { Self.conflicts(of: $0, on: checker) }
+            }
         }
         return conflicts ?? []
     }

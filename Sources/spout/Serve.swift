@@ -133,13 +133,13 @@ struct Serve: AsyncParsableCommand {
         try await admin?.start()
         try await server.start()
         // Optional filters no index serves and parameters declared unlike the database reads
-        // them, where the database can say so: a few catalog reads and PREPAREs on one
-        // connection, off the startup path (a database still starting delays nothing).
+        // them, where the database can say so: a few catalog reads and prepared statements,
+        // off the startup path (a database still starting delays nothing).
         Task.detached {
             for message in await endpoints.rowSecurityBypassWarnings(on: database) {
                 logger.error("\(message)")
             }
-            for message in endpoints.unindexedFilters(on: database) + endpoints.parameterTypeConflicts(on: database) {
+            for message in await endpoints.unindexedFilters(on: database) + endpoints.parameterTypeConflicts(on: database) {
                 logger.warning("\(message)")
             }
         }

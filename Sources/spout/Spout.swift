@@ -15,7 +15,7 @@ struct Spout: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "spout",
         abstract: "Streams SQL query results as JSON over HTTP.",
-        subcommands: [Serve.self, Check.self, Load.self, LoadPets.self, Generate.self, Export.self, Explain.self, Token.self, Keys.self],
+        subcommands: [Serve.self, Check.self, Init.self, Load.self, LoadPets.self, Generate.self, Export.self, Explain.self, Token.self, Keys.self],
         defaultSubcommand: Serve.self
     )
 

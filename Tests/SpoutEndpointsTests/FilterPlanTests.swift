@@ -95,12 +95,12 @@ struct FilterPlanTests {
     @Test("startup names the optional filters no index serves", arguments: [SQLDialect.postgres, .sqlite])
     func unindexedFiltersAreNamed(dialect: SQLDialect) async throws {
         try await Self.withEmployees(dialect) { database, endpoints in
-            let before = endpoints.unindexedFilters(on: database).filter { $0.hasPrefix("GET /employees:") }
+            let before = await endpoints.unindexedFilters(on: database).filter { $0.hasPrefix("GET /employees:") }
             #expect(before.isEmpty, "\(before)")
             try await onThread {
                 try database.withConnection(readOnly: false) { try $0.executeScript("DROP INDEX employees_last_name_idx") }
             }
-            let after = endpoints.unindexedFilters(on: database).filter { $0.hasPrefix("GET /employees:") }
+            let after = await endpoints.unindexedFilters(on: database).filter { $0.hasPrefix("GET /employees:") }
             #expect(after.count == 1, "\(after)")
             #expect(after.first?.contains(":lastName (") == true, "\(after)")
             #expect(after.first?.contains("employees/employees.sql") == true, "\(after)")

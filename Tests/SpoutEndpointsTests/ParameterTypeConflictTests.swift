@@ -66,10 +66,10 @@ struct ParameterTypeConflictTests {
         let database = try temporary.open()
         defer { database.close() }
 
-        let first = try await onThread { endpoints.parameterTypeConflicts(on: database) }
+        let first = await endpoints.parameterTypeConflicts(on: database)
         // Run again on the same pool: the check leaves no prepared statement or failed
         // transaction behind.
-        let second = try await onThread { endpoints.parameterTypeConflicts(on: database) }
+        let second = await endpoints.parameterTypeConflicts(on: database)
         let served = try await onThread {
             try database.withConnection(readOnly: true) { connection in
                 try connection.queryAll([BoundStatement(try ParsedSQL("SELECT count(*) AS n FROM employees", dialect: dialect), [])])
@@ -100,7 +100,7 @@ struct ParameterTypeConflictTests {
         _ = try await onThread { try SampleData.generated(employees: 20, seed: 3).load(into: temporary) }
         let database = try temporary.open()
         defer { database.close() }
-        let conflicts = try await onThread { try Repository.shippedEndpoints().parameterTypeConflicts(on: database) }
+        let conflicts = try await Repository.shippedEndpoints().parameterTypeConflicts(on: database)
         #expect(conflicts.isEmpty, "\(conflicts)")
     }
 }
