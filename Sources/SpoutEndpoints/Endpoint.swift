@@ -167,6 +167,9 @@ public struct Endpoint: Sendable {
     /// What a request's bearer token must satisfy, from the endpoint file's `auth: {token:
     /// jwt}` when it covers this endpoint's method; nil when the endpoint takes no token.
     public var tokenPolicy: TokenPolicy? = nil
+    /// The endpoint's own `auth` in its file, which replaces the file's for it; nil when it has
+    /// none (the file's applies, or `auth: none` opened it).
+    public var ownAuth: EndpointAuth? = nil
     /// Keyset pagination (`page:`): a request with `pageSize` or `after` gets one page and a
     /// `Link` to the next; nil when the endpoint is not paged.
     public var page: EndpointPage? = nil

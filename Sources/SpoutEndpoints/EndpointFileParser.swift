@@ -30,7 +30,7 @@ struct EndpointFileParser {
     static let endpointKeys = [
         "description", "sql", "sqlFile", "parameters", "result", "details", "detailsParameter", "timeoutMs",
         "rowLimit", "readOnly", "location", "mediaType", "mediaTypeColumn", "body", "mediaTypeParameter", "maxBodyBytes", "consistency", "page", "sync", "cache", "versionSql", "versionSqlFile",
-        "unknownParameters",
+        "unknownParameters", "auth",
     ]
     static let pageKeys = ["key", "size", "maxSize"]
     static let syncKeys = ["key", "tables"]
@@ -70,14 +70,22 @@ struct EndpointFileParser {
             let methods = try pathEntry.value.mapping("path '\(pathEntry.name)'", allowed: Array(Self.methods.keys).sorted())
             for methodEntry in methods.entries {
                 let method = Self.methods[methodEntry.name]!
-                let covered = auth.map { $0.section.covers(method) } ?? false
+                // An endpoint's own `auth` replaces the file's for it.
+                let own = try self.endpointAuth(methodEntry.value, method: method, path: pathEntry.name)
+                let applying: (section: EndpointAuth, keys: APIKeySet?)?
+                switch own {
+                case .inherited: applying = auth.flatMap { $0.section.covers(method) ? $0 : nil }
+                case .open: applying = nil
+                case .own(let section, let keys): applying = (section, keys)
+                }
                 var endpoint = try self.endpoint(
                     method: method, path: pathEntry.name, value: methodEntry.value, key: methodEntry.key, tag: tag,
-                    claimsAllowed: covered && auth?.section.token != nil)
-                if let auth, covered {
-                    endpoint.apiKeys = auth.keys
-                    endpoint.tokenPolicy = auth.section.token
+                    claimsAllowed: applying?.section.token != nil)
+                if let applying {
+                    endpoint.apiKeys = applying.keys
+                    endpoint.tokenPolicy = applying.section.token
                 }
+                if case .own(let section, _) = own { endpoint.ownAuth = section }
                 endpoints.append(endpoint)
             }
         }
@@ -85,6 +93,35 @@ struct EndpointFileParser {
     }
 
     // MARK: Auth
+
+    /// What an endpoint's own `auth` says: nothing (the file's applies), `none` (open,
+    /// whatever the file says), or a section of its own, which covers this endpoint alone.
+    private enum OwnAuth {
+        case inherited
+        case open
+        case own(EndpointAuth, APIKeySet?)
+    }
+
+    /// Reads the `auth` of one endpoint (a method under a path): `auth: none`, or a mapping as
+    /// the file's `auth` takes, without `methods` (it covers its own method).
+    private func endpointAuth(_ value: YAMLValue, method: HTTPRequest.Method, path: String) throws(ConfigurationError) -> OwnAuth {
+        // A value that is not a mapping is reported where the endpoint is read.
+        guard let fields = try? value.mapping("\(method.rawValue) \(path)"), let authValue = fields.value("auth") else { return .inherited }
+        if authValue.scalarText != nil {
+            let word = try authValue.string("'auth'").trimmedBlanks
+            guard word == "none" else {
+                throw authValue.error("an endpoint's 'auth' is 'none' (open, whatever the file's 'auth' says) or a mapping, not '\(word)'")
+            }
+            return .open
+        }
+        if let methodsValue = try authValue.mapping("'auth'", allowed: Self.authKeys).value("methods") {
+            throw methodsValue.error("an endpoint's 'auth' covers its own method (\(method.rawValue)): remove 'methods'")
+        }
+        let (section, keys) = try self.auth(authValue)
+        var own = section
+        own.methods = [method]
+        return .own(own, keys)
+    }
 
     /// Reads the `auth` section and the keys of its variable; see ``EndpointAuth``. Messages
     /// name the variable, never a key.
@@ -1006,7 +1043,7 @@ struct EndpointFileParser {
                     throw ConfigurationError(
                         file: file, line: line,
                         message: "parameter :\(name) is a token claim, but \(owner) takes no token; cover it with "
-                            + "'auth: {token: jwt}' in its endpoint file")
+                            + "'auth: {token: jwt}' in its endpoint file or under the endpoint")
                 case .parameter(let name) where !names.contains(name) && RequestIdentity.claimPath(of: name) == nil:
                     let message: String
                     if let detail {

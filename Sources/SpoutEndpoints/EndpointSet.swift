@@ -179,6 +179,15 @@ public struct EndpointSet: Sendable {
                     "auth.variable": "\(auth.environmentVariable)", "auth.keys": "\(auth.keyCount)",
                 ])
         }
+        for endpoint in self.endpoints {
+            guard let auth = endpoint.ownAuth else { continue }
+            let what: Logger.Metadata =
+                auth.token.map { ["auth.anonymous": "\($0.anonymous)", "auth.roles": "\($0.roles.joined(separator: ","))"] }
+                ?? ["auth.variable": "\(auth.environmentVariable)", "auth.keys": "\(auth.keyCount)"]
+            logger.info(
+                auth.token != nil ? "tokens required" : "API keys required",
+                metadata: what.merging(["endpoint": "\(endpoint.title)"]) { first, _ in first })
+        }
         logger.debug("endpoints registered", metadata: ["endpoints.count": "\(self.endpoints.count)"])
         return routes
     }
