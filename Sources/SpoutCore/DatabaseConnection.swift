@@ -188,6 +188,14 @@ public protocol DatabaseConnection: AnyObject, Sendable {
     /// the default only begins.
     func begin(readOnly: Bool, session: RequestSession) throws
 
+    /// Starts a read-write transaction (with `session` applied as
+    /// ``begin(readOnly:session:)`` does, when given) whose statements all read the snapshot
+    /// its first statement takes: a write to a row another transaction changed after that
+    /// fails with ``DatabaseError/Code/serializationFailure``. PostgreSQL: `REPEATABLE READ`.
+    /// The default begins a read-write transaction, for a database whose write transactions
+    /// run one at a time (SQLite's `BEGIN IMMEDIATE`), so nothing changes under them.
+    func beginSnapshot(session: RequestSession?) throws
+
     /// For a connection to a streaming replica: how far its replay is behind the primary, in
     /// milliseconds (0 when it has replayed all it received); nil when the database cannot
     /// tell (the default, and SQLite's). One round trip.
@@ -206,6 +214,9 @@ extension DatabaseConnection {
     public var appliesRequestSessions: Bool { false }
     public func begin(readOnly: Bool, session: RequestSession) throws {
         try self.begin(readOnly: readOnly)
+    }
+    public func beginSnapshot(session: RequestSession?) throws {
+        if let session { try self.begin(readOnly: false, session: session) } else { try self.begin(readOnly: false) }
     }
     public func replicationLag() throws -> Int? { nil }
 }

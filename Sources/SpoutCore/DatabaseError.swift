@@ -20,9 +20,12 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible, CustomDeb
         public static let statementTimeout = Code("statement timeout")
         /// The data is locked by another transaction or process past the wait allowed for it
         /// (SQLite's busy timeout, PostgreSQL's `lock_timeout`), or the transaction was rolled
-        /// back for another's sake (PostgreSQL's serialization failure, a deadlock's victim);
-        /// worth retrying (HTTP 503).
+        /// back for another's sake (a deadlock's victim); worth retrying (HTTP 503).
         public static let busy = Code("database busy")
+        /// A transaction that reads one snapshot (``RequestTransaction/snapshot``) wrote a row
+        /// another transaction changed after it (PostgreSQL's `serialization_failure`): rolled
+        /// back; run again, it sees the change (HTTP 503).
+        public static let serializationFailure = Code("serialization failure")
         /// The server did not answer within the statement timeout and a grace period (stopped,
         /// frozen or cut off by the network); the connection was shut (HTTP 504).
         public static let notAnswering = Code("database not answering")

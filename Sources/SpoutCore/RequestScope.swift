@@ -12,6 +12,12 @@ public enum RequestTransaction: Sendable, Hashable {
     /// A write, or a read that must see one snapshot: in a transaction that commits only when
     /// `body` returns (read-only or not).
     case always(readOnly: Bool)
+    /// A write whose statements all read one snapshot, taken at the first: a write to a row
+    /// another transaction changed after it fails with
+    /// ``DatabaseError/Code/serializationFailure`` instead of overwriting the change
+    /// (``DatabaseConnection/beginSnapshot(session:)``). For a read, a comparison and a write
+    /// that must see nothing change in between (conditional writes).
+    case snapshot
 }
 
 extension DatabaseConnection {
@@ -42,8 +48,12 @@ extension DatabaseConnection {
             readOnly = true
         case .always(let mode):
             readOnly = mode
+        case .snapshot:
+            readOnly = false
         }
-        if let session {
+        if transaction == .snapshot {
+            try self.beginSnapshot(session: session)
+        } else if let session {
             try self.begin(readOnly: readOnly, session: session)
         } else {
             try self.begin(readOnly: readOnly)

@@ -5,7 +5,7 @@ import SpoutHTTP
 /// The responses the database's errors become. Bodies name only the error's code, never
 /// ``SpoutCore/DatabaseError/message`` (which may hold SQL, database messages or credentials).
 ///
-/// `poolExhausted` and `busy` 503 with `Retry-After: 1`, `connectionFailed` and
+/// `poolExhausted`, `busy` and `serializationFailure` 503 with `Retry-After: 1`, `connectionFailed` and
 /// `connectionLost` 503, `statementTimeout` and `notAnswering` 504, `storageFull` 507,
 /// `uniqueViolation` 409, `constraintViolation` 422, `invalidValue` and `unrepresentableText`
 /// 400, `permissionDenied` 403 (its database message goes to the access log: a missing grant
@@ -13,7 +13,7 @@ import SpoutHTTP
 extension DatabaseError: HTTPResponseError {
     public var status: HTTPResponse.Status {
         switch self.code {
-        case .poolExhausted, .busy, .connectionFailed, .connectionLost: return .serviceUnavailable
+        case .poolExhausted, .busy, .serializationFailure, .connectionFailed, .connectionLost: return .serviceUnavailable
         case .statementTimeout, .notAnswering: return .gatewayTimeout
         case .storageFull: return .insufficientStorage
         case .uniqueViolation: return .conflict
@@ -27,7 +27,7 @@ extension DatabaseError: HTTPResponseError {
     public var logsCause: Bool { self.code == .permissionDenied }
 
     public var headers: HTTPFields {
-        self.code == .poolExhausted || self.code == .busy ? [.retryAfter: "1"] : HTTPFields()
+        [.poolExhausted, .busy, .serializationFailure].contains(self.code) ? [.retryAfter: "1"] : HTTPFields()
     }
 
     public var responseBody: [UInt8] {

@@ -55,13 +55,17 @@ struct EndpointHandler: Sendable {
     let syncState: SyncState
     /// Where writes' answers by idempotency key are kept, and for how long.
     let idempotency: IdempotencyState
+    /// For a write: what its `If-Match` and `If-None-Match` are compared with; nil when no GET
+    /// gives it (``EndpointSet/representation(of:)``), and then those fields are a 400.
+    let representation: CurrentRepresentation?
 
     init(
         endpoint: Endpoint, database: Database, timeout: Duration?, documentation: APIDocumentation, logger: Logger,
         keys: InstanceKeys, tracesIntoDatabase: Bool = false,
         identity: (settings: SpoutConfiguration.Identity, verifier: TokenVerifier?) = (.init(), nil), syncState: SyncState = SyncState(),
-        idempotency: IdempotencyState = IdempotencyState()
+        idempotency: IdempotencyState = IdempotencyState(), representation: (endpoint: Endpoint, sources: [String])? = nil
     ) {
+        self.representation = representation.map { CurrentRepresentation(endpoint: $0.endpoint, sources: $0.sources, dialect: database.dialect) }
         self.syncState = syncState
         self.idempotency = idempotency
         self.identity = identity
@@ -139,7 +143,7 @@ struct EndpointHandler: Sendable {
                 authorization: request.headers[values: .authorization].first, apiKey: request.headers[values: .apiKey].first, policy: policy,
                 verifier: self.identity.verifier,
                 settings: self.identity.settings)
-            known.bind(self.claimNames, into: &request.arguments)
+            known.bind(self.claimNames.union(self.representation?.claimNames ?? []), into: &request.arguments)
             identity = known
         }
         try self.checkRequired(request.arguments)
@@ -179,11 +183,30 @@ struct EndpointHandler: Sendable {
         }
         let subject = identity?.claims?.value(at: "sub")?.sqlValue.requestText(null: "", bytes: { _ in "" })
         let key = self.endpoint.readOnly ? nil : try IdempotencyKey(request, endpoint: self.endpoint.title, subject: subject)
+        let condition = self.endpoint.readOnly ? nil : try self.condition(request)
         // A write's rows are read whole: no server-side cursor, which PostgreSQL does not
         // declare for INSERT/UPDATE/DELETE ... RETURNING.
         var written = stream
         written.readsWhole = true
-        return try await self.runInTransaction(written, request: request, session: session, identified: identity != nil, idempotency: key)
+        return try await self.runInTransaction(
+            written, request: request, session: session, identified: identity != nil, idempotency: key, condition: condition)
+    }
+
+    /// A write's conditions and the statement that reads what they are compared with; nil
+    /// when the request sends none. A condition on a write without a current representation
+    /// is a 400 naming the field: ignoring it would let the write overwrite what the client
+    /// meant to protect.
+    private func condition(_ request: Request) throws -> ConditionalWrite? {
+        guard let conditions = WriteConditions(request) else { return nil }
+        guard let representation = self.representation else {
+            throw HTTPError(
+                status: .badRequest,
+                message:
+                    "\(conditions.fieldName) is not supported by \(self.endpoint.title): no GET endpoint of one row at the resource's path gives its current representation"
+            )
+        }
+        let current = try representation.stream(on: self.database, writeArguments: request.arguments)
+        return ConditionalWrite(conditions: conditions, current: current, shape: representation.shape)
     }
 
 
@@ -396,12 +419,28 @@ struct EndpointHandler: Sendable {
         case body([UInt8]?, key: [SQLValue])
     }
 
+    /// A write's conditions (``WriteConditions``) and the current representation's statement.
+    private struct ConditionalWrite: Sendable {
+        var conditions: WriteConditions
+        var current: RowStream
+        var shape: ResultShape
+    }
+
     /// Runs a write (or a read that is not a row result) in one transaction and answers what it
     /// did. With an idempotency key, the key is claimed first in the same transaction: a
     /// replay gets the answer kept for it and applies nothing, another request under the key
     /// is 422, and a new key's answer is kept with the write (``IdempotencyKey``).
+    ///
+    /// With a `condition`, the transaction reads one snapshot (``SpoutCore/RequestTransaction/snapshot``):
+    /// after the key's claim, the current representation is read and compared, and a failed
+    /// condition is a 412 with it (``PreconditionFailed``); the write's answer carries the
+    /// `ETag` of the representation it made. A concurrent write that changed the row after the
+    /// snapshot (``SpoutCore/DatabaseError/Code/serializationFailure``), or a create under
+    /// `If-None-Match` that meets a row inserted meanwhile (a unique violation), runs the
+    /// transaction once more, which then sees that row.
     private func runInTransaction(
-        _ stream: RowStream, request: Request, session: RequestSession?, identified: Bool, idempotency: IdempotencyKey?
+        _ stream: RowStream, request: Request, session: RequestSession?, identified: Bool, idempotency: IdempotencyKey?,
+        condition: ConditionalWrite?
     ) async throws -> Response {
         let format: OutputFormat
         if self.endpoint.result.shape != nil {
@@ -413,21 +452,52 @@ struct EndpointHandler: Sendable {
             format = .json()
         }
         if idempotency != nil { try await self.idempotency.ensure(on: self.database, logger: self.logger) }
+        var retried = false
+        while true {
+            do {
+                return try await self.transaction(
+                    stream, request: request, format: format, session: session, identified: identified, idempotency: idempotency,
+                    condition: condition)
+            } catch let failed as PreconditionFailed {
+                return failed.response
+            } catch let error as DatabaseError where !retried && condition.map({ Self.isResolvedByRereading(error, $0.conditions) }) == true {
+                retried = true
+            } catch {
+                self.logger.debug(
+                    "endpoint transaction rolled back",
+                    metadata: ["request.id": "\(request.id)", "endpoint": "\(self.endpoint.title)", "error": "\(error)"])
+                if let constraints = self.constraints, constraints.mayTrace(error) {
+                    throw await constraints.trace(error, arguments: request.arguments, on: self.database)
+                }
+                throw UnrepresentableText.naming(error, arguments: request.arguments)
+            }
+        }
+    }
+
+    /// Whether a conditional write that failed with `error` should run once more: another
+    /// transaction changed the row after its snapshot, or inserted the row a create under
+    /// `If-None-Match` meant to make. Run again, it compares with that row.
+    private static func isResolvedByRereading(_ error: DatabaseError, _ conditions: WriteConditions) -> Bool {
+        error.code == .serializationFailure || (error.code == .uniqueViolation && conditions.ifNoneMatch != nil)
+    }
+
+    /// One attempt of ``runInTransaction(_:request:session:identified:idempotency:condition:)``.
+    private func transaction(
+        _ stream: RowStream, request: Request, format: OutputFormat, session: RequestSession?, identified: Bool,
+        idempotency: IdempotencyKey?, condition: ConditionalWrite?
+    ) async throws -> Response {
         let retention = self.idempotency.retentionSeconds
-        do {
-            let result = self.endpoint.result
-            let dateFormat = self.database.configuration.dateFormat
-            let work = DatabaseWork(
-                readOnly: self.endpoint.readOnly, statementTimeout: self.timeout, transaction: .always(readOnly: self.endpoint.readOnly),
-                session: session, cancelsWithTask: self.endpoint.readOnly)
-            let spans = DatabaseSpans(request.span, database: self.database)
-            return try await self.database.withSession(work) { session in
-                let run = {
-                    try await session.run { connection -> Response in
-                        guard let idempotency, let store = connection as? any IdempotencyStore else {
-                            let outcome = try Self.run(stream, result: result, format: format, dateFormat: dateFormat, on: connection)
-                            return try self.response(to: outcome, of: stream, request: request, format: format, identified: identified)
-                        }
+        let result = self.endpoint.result
+        let dateFormat = self.database.configuration.dateFormat
+        let work = DatabaseWork(
+            readOnly: self.endpoint.readOnly, statementTimeout: self.timeout,
+            transaction: condition == nil ? .always(readOnly: self.endpoint.readOnly) : .snapshot,
+            session: session, cancelsWithTask: self.endpoint.readOnly)
+        let spans = DatabaseSpans(request.span, database: self.database)
+        return try await self.database.withSession(work) { session in
+            let run = {
+                try await session.run { connection -> Response in
+                    if let idempotency, let store = connection as? any IdempotencyStore {
                         switch try store.claimIdempotencyKey(
                             scope: idempotency.scope, key: idempotency.key, requestHash: idempotency.requestHash, retentionSeconds: retention)
                         {
@@ -435,23 +505,50 @@ struct EndpointHandler: Sendable {
                         case .otherRequest: throw IdempotencyKeyReused()
                         case .claimed: break
                         }
-                        let outcome = try Self.run(stream, result: result, format: format, dateFormat: dateFormat, on: connection)
-                        let response = try self.response(to: outcome, of: stream, request: request, format: format, identified: identified)
-                        try store.storeIdempotentAnswer(scope: idempotency.scope, key: idempotency.key, answer: IdempotencyKey.stored(response))
-                        return response
                     }
+                    if let condition {
+                        let current = try CurrentRepresentation.read(
+                            condition.current, shape: condition.shape, as: format, dateFormat: dateFormat, on: connection)
+                        guard condition.conditions.hold(for: current?.tag) else {
+                            throw PreconditionFailed(response: self.preconditionFailed(current, condition.conditions, format: format, identified: identified))
+                        }
+                    }
+                    let outcome = try Self.run(stream, result: result, format: format, dateFormat: dateFormat, on: connection)
+                    var response = try self.response(to: outcome, of: stream, request: request, format: format, identified: identified)
+                    if let condition,
+                        let made = try CurrentRepresentation.read(
+                            condition.current, shape: condition.shape, as: format, dateFormat: dateFormat, on: connection)
+                    {
+                        response.headers.replaceOrAdd(.eTag, made.tag.description)
+                    }
+                    if let idempotency, let store = connection as? any IdempotencyStore {
+                        try store.storeIdempotentAnswer(scope: idempotency.scope, key: idempotency.key, answer: IdempotencyKey.stored(response))
+                    }
+                    return response
                 }
-                return try await DatabaseSpans.measure(spans, "transaction", run)
             }
-        } catch {
-            self.logger.debug(
-                "endpoint transaction rolled back",
-                metadata: ["request.id": "\(request.id)", "endpoint": "\(self.endpoint.title)", "error": "\(error)"])
-            if let constraints = self.constraints, constraints.mayTrace(error) {
-                throw await constraints.trace(error, arguments: request.arguments, on: self.database)
-            }
-            throw UnrepresentableText.naming(error, arguments: request.arguments)
+            return try await DatabaseSpans.measure(spans, "transaction", run)
         }
+    }
+
+    /// The 412 of a failed condition: the current row as the GET answers it, with its `ETag`,
+    /// or, when there is none, an error naming the field.
+    private func preconditionFailed(
+        _ current: (body: [UInt8], tag: EntityTag)?, _ conditions: WriteConditions, format: OutputFormat, identified: Bool
+    ) -> Response {
+        var response: Response
+        if let current {
+            response = Response(status: .preconditionFailed, body: .bytes(current.body, contentType: format.contentType))
+            response.headers[.eTag] = current.tag.description
+        } else {
+            let message = "precondition failed (\(conditions.fieldName)): the resource has no current row"
+            response = Response(
+                status: .preconditionFailed, body: .bytes(ErrorResponse(status: .preconditionFailed, message: message).body, contentType: "application/json"))
+        }
+        if identified {
+            for field in self.cachingHeaders { response.headers.replaceOrAdd(field.name, field.value) }
+        }
+        return response
     }
 
     /// What a write answers for `outcome`, inside its transaction (a write that changed no row

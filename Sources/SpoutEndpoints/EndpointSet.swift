@@ -139,7 +139,7 @@ public struct EndpointSet: Sendable {
                 endpoint: endpoint, database: database, timeout: endpoint.timeout ?? self.defaultStatementTimeout,
                 documentation: documentation, logger: logger, keys: keys, tracesIntoDatabase: self.tracesIntoDatabase,
                 identity: (self.identity, self.tokenVerifier), syncState: self.syncState,
-                idempotency: self.idempotencyState)
+                idempotency: self.idempotencyState, representation: self.representation(of: endpoint))
             routes.append(
                 Route(
                     endpoint.method, endpoint.path, parameters: handler.routeParameters, summary: endpoint.summary,

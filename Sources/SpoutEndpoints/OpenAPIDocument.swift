@@ -135,6 +135,21 @@ struct OpenAPIDocument {
                     "schema": ["type": "string", "minLength": .integer(1), "maxLength": .integer(255), "pattern": "^[!#-~]+$"],
                 ])
         }
+        if self.endpoints.representation(of: endpoint) != nil {
+            parameters.append(
+                [
+                    "name": "If-Match", "in": "header", "required": false,
+                    "description":
+                        "Applies the write only if the resource's current row still has one of these ETags (from its GET), or exists (*); else 412 with the current row",
+                    "schema": ["type": "string"],
+                ])
+            parameters.append(
+                [
+                    "name": "If-None-Match", "in": "header", "required": false,
+                    "description": "* applies the write only if the resource has no row yet; else 412 with the current row",
+                    "schema": ["type": "string"],
+                ])
+        }
         if !parameters.isEmpty { operation.set("parameters", .array(parameters)) }
         if hasBody && !bodyProperties.isEmpty {
             var schema: JSONValue = ["type": "object", "properties": .object(bodyProperties)]
@@ -362,6 +377,17 @@ struct OpenAPIDocument {
         if endpoint.result != .rows { responses.set("404", ["$ref": "#/components/responses/NotFound"]) }
         if endpoint.result.shape != nil { responses.set("406", ["$ref": "#/components/responses/NotAcceptable"]) }
         if !endpoint.readOnly { responses.set("409", ["$ref": "#/components/responses/Conflict"]) }
+        if let current = self.endpoints.representation(of: endpoint) {
+            responses.set(
+                "412",
+                [
+                    "description": .string(
+                        "Precondition Failed: If-Match or If-None-Match does not hold; the body is the current row as GET \(current.endpoint.path) answers it, with its ETag (an error when there is no row)"
+                    ),
+                    "headers": ["ETag": ["schema": ["type": "string"]]],
+                    "content": ["application/json": ["schema": self.rowSchema(current.endpoint)]],
+                ])
+        }
         if endpoint.method.readsArguments(fromBodyFor: endpoint.parameters) {
             responses.set("415", ["$ref": "#/components/responses/UnsupportedMediaType"])
         }

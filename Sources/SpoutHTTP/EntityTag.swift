@@ -52,11 +52,28 @@ public struct EntityTag: Sendable, Hashable, CustomStringConvertible {
     /// comma-separated tags equal under weak comparison (ignoring `W/` and a coding's mark).
     public func isMatched(byIfNoneMatch field: String?) -> Bool {
         guard let field else { return false }
+        return self.isNamed(by: field, strong: false)
+    }
+
+    /// Whether an `If-Match` field value names this tag: `*`, or one of its comma-separated
+    /// tags equal under strong comparison (RFC 9110 §8.8.3.2: neither tag weak), ignoring a
+    /// coding's mark as every comparison here does (a client that was sent `"…-gzip"` names
+    /// the same row as one sent `"…"`).
+    public func isMatched(byIfMatch field: String) -> Bool {
+        self.isNamed(by: field, strong: true)
+    }
+
+    /// Whether `field` is `*` or lists this tag; `strong`: weak tags never match.
+    private func isNamed(by field: String, strong: Bool) -> Bool {
         let trimmed = field.trimmingBlanks
         if trimmed == "*" { return true }
+        if strong && self.isWeak { return false }
         for candidate in trimmed.split(separator: ",") {
             var tag = Substring(candidate.trimmingBlanks)
-            if tag.hasPrefix("W/") { tag = tag.dropFirst(2) }
+            if tag.hasPrefix("W/") {
+                if strong { continue }
+                tag = tag.dropFirst(2)
+            }
             guard tag.count >= 2, tag.hasPrefix("\""), tag.hasSuffix("\"") else { continue }
             var opaque = tag.dropFirst().dropLast()
             if let suffix = Self.codingSuffixes.first(where: { opaque.hasSuffix($0) }) { opaque = opaque.dropLast(suffix.count) }

@@ -13,7 +13,25 @@ extension PostgresConnection {
     /// local to the transaction; all in one pipeline, one round trip. When a statement fails
     /// (a role the connection's user may not take), what was opened is rolled back.
     public func begin(readOnly: Bool, session: RequestSession) throws {
-        var statements = try self.beginStatements(readOnly: readOnly).map { BoundStatement(try ParsedSQL.cached($0, dialect: .postgres), []) }
+        try self.begin(readOnly: readOnly, snapshot: false, session: session)
+    }
+
+    /// `BEGIN ISOLATION LEVEL REPEATABLE READ, READ WRITE`, with the session's settings in the
+    /// same round trip when there is one: a row another transaction changes after the first
+    /// statement's snapshot cannot be written (40001, ``SpoutCore/DatabaseError/Code/serializationFailure``).
+    public func beginSnapshot(session: RequestSession?) throws {
+        guard let session else {
+            try self.runCommand(self.beginStatements(readOnly: false, snapshot: true).joined(separator: "; "))
+            self.stateMachine.transactionBegun(implicit: false)
+            return
+        }
+        try self.begin(readOnly: false, snapshot: true, session: session)
+    }
+
+    private func begin(readOnly: Bool, snapshot: Bool, session: RequestSession) throws {
+        var statements = try self.beginStatements(readOnly: readOnly, snapshot: snapshot).map {
+            BoundStatement(try ParsedSQL.cached($0, dialect: .postgres), [])
+        }
         statements.append(try self.sessionStatement(session))
         do {
             try self.runSettings(statements)

@@ -490,19 +490,21 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         self.stateMachine.transactionBegun(implicit: false)
     }
 
-    /// What ``begin(readOnly:)`` sends, one statement each, for libpq's current status.
-    func beginStatements(readOnly: Bool) -> [String] {
+    /// What ``begin(readOnly:)`` sends, one statement each, for libpq's current status;
+    /// `snapshot`: at `REPEATABLE READ` (``beginSnapshot(session:)``).
+    func beginStatements(readOnly: Bool, snapshot: Bool = false) -> [String] {
         switch self.stateMachine.beginRequested(readOnly: readOnly, status: self.transactionStatus) {
         case .begin(let readOnly):
-            return [Self.begin(readOnly: readOnly)]
+            return [Self.begin(readOnly: readOnly, snapshot: snapshot)]
         case .beginWithSettings(let readOnly, let commitFirst, let statementTimeout):
-            return (commitFirst ? ["COMMIT"] : []) + [Self.begin(readOnly: readOnly), "SET LOCAL statement_timeout = \(statementTimeout)"]
+            return (commitFirst ? ["COMMIT"] : [])
+                + [Self.begin(readOnly: readOnly, snapshot: snapshot), "SET LOCAL statement_timeout = \(statementTimeout)"]
                 + Self.transactionSettings
         }
     }
 
-    private static func begin(readOnly: Bool) -> String {
-        readOnly ? "BEGIN READ ONLY" : "BEGIN READ WRITE"
+    private static func begin(readOnly: Bool, snapshot: Bool) -> String {
+        (snapshot ? "BEGIN ISOLATION LEVEL REPEATABLE READ, " : "BEGIN ") + (readOnly ? "READ ONLY" : "READ WRITE")
     }
 
     /// Without session state, outside a transaction: opens one with the lease's read-only

@@ -13,9 +13,10 @@ enum PostgresErrorMapping {
         case "57014": return cancelRequested ? .cancelled : .statementTimeout
         case "25006": return .readOnly
         // lock_not_available (`lock_timeout` or NOWAIT ran out waiting for a lock), and a
-        // transaction rolled back for another's sake (serialization_failure, deadlock_detected):
-        // contention, which a retry resolves.
-        case "55P03", "40001", "40P01": return .busy
+        // transaction rolled back for another's sake (deadlock_detected): contention, which a
+        // retry resolves.
+        case "55P03", "40P01": return .busy
+        case "40001": return .serializationFailure
         case "53100": return .storageFull
         // insufficient_privilege: a row-level security policy refused the row (a token
         // without the claim a policy checks, another owner's row), or the role lacks a grant.

@@ -4,13 +4,12 @@ import Testing
 
 @testable import SpoutPostgres
 
-/// Errors of contention, which a retry resolves, are ``SpoutCore/DatabaseError/Code/busy``
-/// (HTTP 503 with `Retry-After`): a lock waited for past `lock_timeout`, and a transaction
-/// rolled back for another's sake (here a serialization failure, deterministic where a
-/// deadlock is not).
+/// Errors of contention, which a retry resolves (HTTP 503 with `Retry-After`): a lock waited
+/// for past `lock_timeout` is ``SpoutCore/DatabaseError/Code/busy``, a snapshot's write of a
+/// row changed since is ``SpoutCore/DatabaseError/Code/serializationFailure``.
 @Suite(.serialized)
 struct PostgresContentionTests {
-    @Test("a serialization failure and a lock past lock_timeout are busy", .enabled(if: TestDatabases.postgresEnabled))
+    @Test("a serialization failure is its own code; a lock past lock_timeout is busy", .enabled(if: TestDatabases.postgresEnabled))
     func contentionIsBusy() throws {
         let database = try TestDatabases.makePostgresDatabase(prefix: "spout_drv_contention")
         defer { database.drop() }
@@ -26,7 +25,7 @@ struct PostgresContentionTests {
         try first.executeScript("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT n FROM counter")
         #expect(try second.execute(update, []) == 1)
         let serialization = #expect(throws: DatabaseError.self) { try first.execute(update, []) }
-        #expect(serialization?.code == .busy && serialization?.sqlState == "40001", "\(String(describing: serialization))")
+        #expect(serialization?.code == .serializationFailure && serialization?.sqlState == "40001", "\(String(describing: serialization))")
         try first.executeScript("ROLLBACK")
 
         // The first holds the row; the second waits 100 ms for it and gives up.
@@ -36,5 +35,38 @@ struct PostgresContentionTests {
         #expect(locked?.code == .busy && locked?.sqlState == "55P03", "\(String(describing: locked))")
         try first.executeScript("ROLLBACK")
         #expect(try second.execute(update, []) == 1)
+    }
+
+    @Test("a snapshot transaction, with or without a session, cannot write a row changed after its first read", .enabled(if: TestDatabases.postgresEnabled), arguments: [false, true])
+    func snapshotTransaction(withSession: Bool) throws {
+        let database = try TestDatabases.makePostgresDatabase(prefix: "spout_drv_snapshot")
+        defer { database.drop() }
+        let driver = try PostgresDriver(url: database.url)
+        let first = try driver.connect(readOnly: false, statistics: QueryStatistics())
+        defer { first.close() }
+        let second = try driver.connect(readOnly: false, statistics: QueryStatistics())
+        defer { second.close() }
+        try first.executeScript("CREATE TABLE counter (id INT PRIMARY KEY, n INT NOT NULL); INSERT INTO counter VALUES (1, 0)")
+        let read = try ParsedSQL("SELECT n FROM counter WHERE id = 1", dialect: .postgres)
+        let update = try ParsedSQL("UPDATE counter SET n = n + 1 WHERE id = 1", dialect: .postgres)
+        let session = withSession ? RequestSession(role: nil, claimsJSON: "{}") : nil
+
+        let failure = #expect(throws: DatabaseError.self) {
+            try first.runRequest(statementTimeout: nil, transaction: .snapshot, session: session) {
+                _ = try first.queryAll([BoundStatement(read, [])])
+                #expect(try second.execute(update, []) == 1)
+                try first.execute(update, [])
+            }
+        }
+        #expect(failure?.code == .serializationFailure, "\(String(describing: failure))")
+        #expect(!first.isInTransaction)
+        // The same at the default level (READ COMMITTED) writes over the change.
+        try first.runRequest(statementTimeout: nil, transaction: .always(readOnly: false), session: session) {
+            _ = try first.queryAll([BoundStatement(read, [])])
+            #expect(try second.execute(update, []) == 1)
+            #expect(try first.execute(update, []) == 1)
+        }
+        let count = try first.queryAll([BoundStatement(read, [])]).first?.rows.first?.first
+        #expect(count == .integer(3))
     }
 }

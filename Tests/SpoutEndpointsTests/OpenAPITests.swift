@@ -184,7 +184,8 @@ struct OpenAPITests {
         #expect((created["headers"] as? [String: Any])?["Location"] != nil)
         #expect((create["responses"] as? [String: Any])?["409"] != nil)
         let delete = try #require(paths["/pets/{name}"]?["delete"] as? [String: Any])
-        #expect(Set((delete["responses"] as? [String: Any])?.keys ?? [:].keys) == ["204", "400", "401", "403", "404", "409", "422", "500", "503", "504", "507"])
+        // 412: If-Match names a version of GET /pets/{name} (docs/endpoints.md, Conditional writes).
+        #expect(Set((delete["responses"] as? [String: Any])?.keys ?? [:].keys) == ["204", "400", "401", "403", "404", "409", "412", "422", "500", "503", "504", "507"])
         // The pets' writes take a verified token; their reads are open.
         #expect((delete["security"] as? [[String: [String]]]) == [["bearerJWT": []]])
         #expect((paths["/pets"]?["get"] as? [String: Any])?["security"] == nil)
