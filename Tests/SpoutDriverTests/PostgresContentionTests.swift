@@ -37,14 +37,17 @@ struct PostgresContentionTests {
         #expect(try second.execute(update, []) == 1)
     }
 
-    @Test("a snapshot transaction, with or without a session, cannot write a row changed after its first read", .enabled(if: TestDatabases.postgresEnabled), arguments: [false, true])
-    func snapshotTransaction(withSession: Bool) throws {
+    @Test(
+        "a snapshot transaction, with or without a session or session state, cannot write a row changed after its first read",
+        .enabled(if: TestDatabases.postgresEnabled), arguments: [false, true], [true, false])
+    func snapshotTransaction(withSession: Bool, preparedStatements: Bool) throws {
         let database = try TestDatabases.makePostgresDatabase(prefix: "spout_drv_snapshot")
         defer { database.drop() }
-        let driver = try PostgresDriver(url: database.url)
-        let first = try driver.connect(readOnly: false, statistics: QueryStatistics())
+        let first = try PostgresDriver(url: database.url, preparedStatements: preparedStatements).connect(readOnly: false, statistics: QueryStatistics())
         defer { first.close() }
-        let second = try driver.connect(readOnly: false, statistics: QueryStatistics())
+        // The other writer commits each statement (without session state it would hold an
+        // implicit transaction, and its lock, until its lease ended).
+        let second = try PostgresDriver(url: database.url).connect(readOnly: false, statistics: QueryStatistics())
         defer { second.close() }
         try first.executeScript("CREATE TABLE counter (id INT PRIMARY KEY, n INT NOT NULL); INSERT INTO counter VALUES (1, 0)")
         let read = try ParsedSQL("SELECT n FROM counter WHERE id = 1", dialect: .postgres)
@@ -52,7 +55,9 @@ struct PostgresContentionTests {
         let session = withSession ? RequestSession(role: nil, claimsJSON: "{}") : nil
 
         let failure = #expect(throws: DatabaseError.self) {
-            try first.runRequest(statementTimeout: nil, transaction: .snapshot, session: session) {
+            try first.runRequest(statementTimeout: .seconds(5), transaction: .snapshot, session: session) {
+                let isolation = try ParsedSQL("SELECT current_setting('transaction_isolation')", dialect: .postgres)
+                #expect(try first.queryAll([BoundStatement(isolation, [])]).first?.rows.first?.first == .text("repeatable read"))
                 _ = try first.queryAll([BoundStatement(read, [])])
                 #expect(try second.execute(update, []) == 1)
                 try first.execute(update, [])
