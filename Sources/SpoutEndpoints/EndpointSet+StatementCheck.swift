@@ -13,6 +13,12 @@ extension EndpointSet {
     /// Nothing runs and nothing is written. Throws the ``SpoutCore/DatabaseError`` of a
     /// database that cannot be reached or fails meanwhile: then nothing was judged.
     public func statementProblems(on database: Database) async throws -> [StatementProblem] {
+        try await self.statementCheck(on: database).problems
+    }
+
+    /// ``statementProblems(on:)``, with the columns the database described for each result
+    /// that prepared (``resultColumns``).
+    public func statementCheck(on database: Database) async throws -> StatementCheck {
         let endpoints = self.endpoints
         let dialect = database.dialect
         return try await database.withSession(DatabaseWork(readOnly: true)) { session in
@@ -20,12 +26,25 @@ extension EndpointSet {
                 guard let checker = connection as? any StatementChecking else {
                     throw DatabaseError(.unsupported, message: "this database cannot check statements without running them")
                 }
-                return try endpoints.flatMap { endpoint in
-                    try EndpointStatementCheck(endpoint: endpoint, dialect: dialect, checker: checker).problems()
+                var check = StatementCheck()
+                for endpoint in endpoints {
+                    var columns: [String: [Column]] = [:]
+                    check.problems += try EndpointStatementCheck(endpoint: endpoint, dialect: dialect, checker: checker)
+                        .problems(columns: &columns)
+                    check.resultColumns[endpoint.title] = columns
                 }
+                return check
             }
         }
     }
+}
+
+/// What ``EndpointSet/statementCheck(on:)`` found.
+public struct StatementCheck: Sendable {
+    /// One per statement the database refused, in endpoint order.
+    public var problems: [StatementProblem] = []
+    /// The columns of each result that prepared, as ``EndpointSet/resultColumns`` keeps them.
+    public var resultColumns: [String: [String: [Column]]] = [:]
 }
 
 /// The check of one endpoint's statements (``EndpointSet/statementProblems(on:)``).
@@ -39,17 +58,20 @@ private struct EndpointStatementCheck {
         Set(self.endpoint.parameters.filter { $0.type == .bytes }.map(\.name))
     }
 
-    func problems() throws -> [StatementProblem] {
+    /// The problems of the endpoint's statements; `columns` gets the columns of each result
+    /// that prepared, by detail path (`""`: the endpoint's own).
+    func problems(columns described: inout [String: [Column]]) throws -> [StatementProblem] {
         var problems: [StatementProblem] = []
         let title = self.endpoint.title
         let columns = try self.check(self.endpoint.sql, what: "the SQL of \(title)", into: &problems)
+        described[""] = columns
         if let columns, let page = self.endpoint.page {
             problems += try self.checkPages(page, columns: columns.map(\.label))
         }
         if let version = self.endpoint.versionSQL {
             _ = try self.check(version, what: "versionSql of \(title)", into: &problems)
         }
-        try self.checkDetails(self.endpoint.details, parentColumns: columns, path: "", into: &problems)
+        try self.checkDetails(self.endpoint.details, parentColumns: columns, path: "", into: &problems, described: &described)
         return problems
     }
 
@@ -84,14 +106,17 @@ private struct EndpointStatementCheck {
     /// Checks `details` as they run below a parent whose rows have `parentColumns` (nil when
     /// the parent did not prepare: then each detail is checked on its own).
     private func checkDetails(
-        _ details: [EndpointDetail], parentColumns: [Column]?, path: String, into problems: inout [StatementProblem]
+        _ details: [EndpointDetail], parentColumns: [Column]?, path: String, into problems: inout [StatementProblem],
+        described: inout [String: [Column]]
     ) throws {
         for detail in details {
             let detailPath = path + detail.name
             let columns = try self.check(
                 detail.sql, what: "detail '\(detailPath)' of \(self.endpoint.title)", parentColumns: parentColumns, into: &problems)
+            described[detailPath] = columns
             try self.checkDetails(
-                detail.details, parentColumns: columns, path: detailPath + String(EndpointDetail.pathSeparator), into: &problems)
+                detail.details, parentColumns: columns, path: detailPath + String(EndpointDetail.pathSeparator), into: &problems,
+                described: &described)
         }
     }
 

@@ -53,6 +53,11 @@ public struct EndpointSet: Sendable {
     /// Whether each request's transaction shows its trace context to the database
     /// (`database.traceContext`, ``SpoutCore/RequestSession/traceContext``).
     public var tracesIntoDatabase = false
+    /// The columns of each endpoint's result and of its details', as the database described
+    /// them when the start checked the statements (``statementCheck(on:)``): by endpoint
+    /// title (`GET /pets`), then by detail path (`""` for the endpoint itself, `pets.events`).
+    /// The OpenAPI document types its response properties from them; empty when unchecked.
+    public var resultColumns: [String: [String: [Column]]] = [:]
 
     /// The path of the generated OpenAPI document.
     public static let openAPIPath = "/openapi.json"
@@ -149,7 +154,7 @@ public struct EndpointSet: Sendable {
                     maximumBodySize: endpoint.maxBodyBytes, errorFields: handler.errorFields,
                     handler: handler.handle))
         }
-        let openAPI = OpenAPIDocument(endpoints: self).bytes
+        let openAPI = OpenAPIDocument(endpoints: self, dateFormat: database.configuration.dateFormat).bytes
         routes.append(
             Route(.get, Self.openAPIPath, summary: "The OpenAPI 3.1 document of this service") { _ in
                 .bytes(openAPI, contentType: "application/json")
@@ -218,8 +223,9 @@ public struct EndpointSet: Sendable {
         return router
     }
 
-    /// The OpenAPI 3.1 document (JSON) describing every endpoint.
-    public func openAPIDocument() -> [UInt8] {
-        OpenAPIDocument(endpoints: self).bytes
+    /// The OpenAPI 3.1 document (JSON) describing every endpoint, dates written as
+    /// `dateFormat` writes them.
+    public func openAPIDocument(dateFormat: DateFormat = .epochMilliseconds) -> [UInt8] {
+        OpenAPIDocument(endpoints: self, dateFormat: dateFormat).bytes
     }
 }

@@ -21,6 +21,8 @@ import SpoutHTTP
 /// with their 401 (`InvalidToken`) and 403 (`InsufficientScope`) responses.
 struct OpenAPIDocument {
     let endpoints: EndpointSet
+    /// How results write dates and timestamps (the database configuration's `dateFormat`).
+    var dateFormat: DateFormat = .epochMilliseconds
 
     var bytes: [UInt8] { Array(self.document.text(pretty: true).utf8) }
 
@@ -248,8 +250,10 @@ struct OpenAPIDocument {
     /// An object with the labels the SQL shows (open to others when the list is incomplete),
     /// and an array property for each detail, its items described the same way, to any depth.
     private func rowSchema(_ endpoint: Endpoint) -> JSONValue {
-        var properties: [(String, JSONValue)] = endpoint.labels.map { ($0, [:]) }
-        properties += self.detailProperties(endpoint.details, parameter: endpoint.detailsParameter ?? "details", prefix: "")
+        let columns = self.endpoints.resultColumns[endpoint.title]
+        var properties: [(String, JSONValue)] = endpoint.labels.map { ($0, self.columnSchema($0, of: columns?[""])) }
+        properties += self.detailProperties(
+            endpoint.details, parameter: endpoint.detailsParameter ?? "details", prefix: "", columns: columns ?? [:])
         var schema: JSONValue = ["type": "object"]
         if !properties.isEmpty { schema.set("properties", .object(properties)) }
         if endpoint.labelsComplete && !endpoint.labels.isEmpty {
@@ -260,19 +264,51 @@ struct OpenAPIDocument {
 
     /// The array properties of `details`, whose paths start with `prefix`: each present when
     /// the details `parameter` includes its path.
-    private func detailProperties(_ details: [EndpointDetail], parameter: String, prefix: String) -> [(String, JSONValue)] {
+    private func detailProperties(
+        _ details: [EndpointDetail], parameter: String, prefix: String, columns: [String: [Column]]
+    ) -> [(String, JSONValue)] {
         details.map { detail in
             let path = prefix + detail.name
             var description = "Present when \(parameter) includes \(path)."
             if let summary = detail.summary { description = summary + " " + description }
-            let nested = self.detailProperties(detail.details, parameter: parameter, prefix: path + String(EndpointDetail.pathSeparator))
+            let nested = self.detailProperties(
+                detail.details, parameter: parameter, prefix: path + String(EndpointDetail.pathSeparator), columns: columns)
+            let own = detail.labels.map { ($0, self.columnSchema($0, of: columns[path])) }
             return (
                 detail.name,
-                [
-                    "type": "array", "description": .string(description),
-                    "items": ["type": "object", "properties": .object(detail.labels.map { ($0, [:]) } + nested)],
-                ]
+                ["type": "array", "description": .string(description), "items": ["type": "object", "properties": .object(own + nested)]]
             )
+        }
+    }
+
+    /// The schema of result column `label` among `columns` (as the database described them at
+    /// start); `{}` (any value) when unknown. Every column may be null: a statement does not
+    /// say which cannot.
+    private func columnSchema(_ label: String, of columns: [Column]?) -> JSONValue {
+        guard let column = columns?.first(where: { $0.label == label }) else { return [:] }
+        return self.schema(of: column.type)
+    }
+
+    /// How a value of `type` is written in JSON (docs/endpoints.md, "Same JSON from PostgreSQL
+    /// and SQLite"), or null.
+    private func schema(of type: ColumnType) -> JSONValue {
+        func nullable(_ name: String) -> JSONValue { .array([.string(name), .string("null")]) }
+        let epoch = self.dateFormat == .epochMilliseconds
+        switch type {
+        case .integer: return ["type": nullable("integer"), "format": "int64"]
+        case .double: return ["type": nullable("number"), "format": "double"]
+        case .decimal: return ["type": nullable("number"), "description": "An exact decimal, written with all its digits"]
+        case .bool: return ["type": nullable("boolean")]
+        case .text, .time: return ["type": nullable("string")]
+        case .date:
+            return epoch
+                ? ["type": nullable("integer"), "description": "A date: epoch milliseconds of its midnight, UTC"]
+                : ["type": nullable("string"), "format": "date"]
+        case .timestamp:
+            return epoch ? ["type": nullable("integer"), "description": "Epoch milliseconds"] : ["type": nullable("string"), "format": "date-time"]
+        case .bytes: return ["type": nullable("string"), "contentEncoding": "base64"]
+        case .array(let element): return ["type": nullable("array"), "items": self.schema(of: element)]
+        case .json, .unknown: return [:]
         }
     }
 

@@ -62,14 +62,14 @@ struct Serve: AsyncParsableCommand {
             file: self.config, environment: environment,
             overrides: .init(host: self.host, port: self.port, databaseURL: self.database)
         )
-        let endpoints = try EndpointSet.load(configuration: settings, environment: environment)
+        var loaded = try EndpointSet.load(configuration: settings, environment: environment)
 
-        if endpoints.tokenVerifier == nil && endpoints.endpoints.contains(where: { $0.tokenPolicy != nil }) {
+        if loaded.tokenVerifier == nil && loaded.endpoints.contains(where: { $0.tokenPolicy != nil }) {
             logger.notice(
                 "no key verifies tokens: endpoints with 'auth: {token: jwt}' refuse every token (401); set \(settings.identity.secretFromEnvironment), identity.jwksFile, identity.jwksUrl or identity.apiKeys (the same on every instance behind one load balancer)"
             )
         }
-        if let verifier = endpoints.tokenVerifier, verifier.hasKeyURL {
+        if let verifier = loaded.tokenVerifier, verifier.hasKeyURL {
             // Fetched before the first request, so that it does not wait; a failure is logged
             // and retried on use (every identity.jwksCooldownSeconds at most).
             let count = await verifier.publicKeys.refreshNow()
@@ -94,7 +94,9 @@ struct Serve: AsyncParsableCommand {
         // Every statement prepares, or the start stops at the first that does not (file, line,
         // the database's message). A database that does not answer within a few seconds
         // delays nothing: the statements are then not checked, and the log says so.
-        try await Self.checkStatements(endpoints, on: database, within: .seconds(5), logger: logger)
+        // The columns it describes type the OpenAPI document's responses.
+        loaded.resultColumns = try await Self.checkStatements(loaded, on: database, within: .seconds(5), logger: logger)
+        let endpoints = loaded
         // Syncable endpoints need the change log. A tracked table or column that is not there is
         // logged at its line, and those reads answer 503; a database that does not answer
         // within a few seconds delays nothing: sync reads wait (503) until ChangeLogService has
@@ -192,7 +194,11 @@ struct Serve: AsyncParsableCommand {
     /// check skipped: Spout starts while its database is down. Only reaching it is bounded: a
     /// database that answers is given the time the check takes (a few round trips per
     /// statement).
-    static func checkStatements(_ endpoints: EndpointSet, on database: Database, within limit: Duration, logger: Logger) async throws {
+    /// Returns the columns the database described (``SpoutEndpoints/EndpointSet/resultColumns``),
+    /// empty when the check was skipped.
+    static func checkStatements(
+        _ endpoints: EndpointSet, on database: Database, within limit: Duration, logger: Logger
+    ) async throws -> [String: [String: [Column]]] {
         let reaching = Task { try await database.withSession(DatabaseWork(readOnly: true)) { session in try await session.run { _ in } } }
         switch await Self.result(of: reaching, within: limit) {
         case .success?:
@@ -201,24 +207,25 @@ struct Serve: AsyncParsableCommand {
             logger.warning(
                 "the endpoints' SQL is not checked: the database cannot be reached (spout check checks it)",
                 metadata: ["error": "\(String(reflecting: error))"])
-            return
+            return [:]
         case nil:
             reaching.cancel()
             logger.warning(
                 "the endpoints' SQL is not checked: the database did not answer within \(limit.components.seconds) s of the start (spout check checks it)")
-            return
+            return [:]
         }
-        let problems: [StatementProblem]
+        let check: StatementCheck
         do {
-            problems = try await endpoints.statementProblems(on: database)
+            check = try await endpoints.statementCheck(on: database)
         } catch {
             logger.warning(
                 "the endpoints' SQL is not checked: the database failed during the check (spout check checks it)",
                 metadata: ["error": "\(String(reflecting: error))"])
-            return
+            return [:]
         }
-        if let error = StatementProblem.configurationError(problems) { throw error }
+        if let error = StatementProblem.configurationError(check.problems) { throw error }
         logger.debug("every statement prepares", metadata: ["endpoints": .stringConvertible(endpoints.endpoints.count)])
+        return check.resultColumns
     }
 
     /// What `task` ends with if it ends within `limit`; nil otherwise (the task goes on).
