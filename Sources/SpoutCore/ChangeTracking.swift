@@ -10,6 +10,24 @@ public struct TrackedTable: Sendable, Hashable {
     }
 }
 
+/// One change in the log: who wrote it, to which table, which key.
+public struct LoggedChange: Sendable, Hashable {
+    /// What wrote it, such that all the changes of one writer become visible at once: the
+    /// transaction id on PostgreSQL, the change's own position on SQLite. At or after the
+    /// position a read of the log started from, when it was read from there.
+    public var writer: Int64
+    /// The table's ``TrackedTable/logName``.
+    public var table: String
+    /// The key of the synced row it touched, as the log holds it (``ChangeKeyText``).
+    public var key: [SQLValue]
+
+    public init(writer: Int64, table: String, key: [SQLValue]) {
+        self.writer = writer
+        self.table = table
+        self.key = key
+    }
+}
+
 /// Where the change log stands when a sync read starts.
 public struct ChangeLogPosition: Sendable, Hashable {
     /// The position the read's new cursor holds: every change a later read must see is at or
@@ -62,6 +80,9 @@ public struct ChangeLogStatements: Sendable {
     public var position: ParsedSQL
     /// `:position`, `:tables` (``tablesArgument``) → distinct keys as JSON array text.
     public var changedKeys: ParsedSQL
+    /// `:position` → every change at or after it, of every table: the writer
+    /// (``LoggedChange/writer``), the table's log name, the key as JSON array text.
+    public var changes: ParsedSQL
     /// `:seconds` → the newest position older than that many seconds, or NULL.
     public var newestPrunable: ParsedSQL
     /// `:horizon` → deletes the changes at or before it.
@@ -75,8 +96,8 @@ public struct ChangeLogStatements: Sendable {
     public var tablesArgument: @Sendable ([String]) -> SQLValue
 
     public init(
-        tableExists: ParsedSQL, tableColumns: ParsedSQL, position: ParsedSQL, changedKeys: ParsedSQL, newestPrunable: ParsedSQL,
-        prune: ParsedSQL, advanceHorizon: ParsedSQL, installedTriggers: ParsedSQL,
+        tableExists: ParsedSQL, tableColumns: ParsedSQL, position: ParsedSQL, changedKeys: ParsedSQL, changes: ParsedSQL,
+        newestPrunable: ParsedSQL, prune: ParsedSQL, advanceHorizon: ParsedSQL, installedTriggers: ParsedSQL,
         tablesArgument: @escaping @Sendable ([String]) -> SQLValue
     ) {
         self.installedTriggers = installedTriggers
@@ -84,6 +105,7 @@ public struct ChangeLogStatements: Sendable {
         self.tableColumns = tableColumns
         self.position = position
         self.changedKeys = changedKeys
+        self.changes = changes
         self.newestPrunable = newestPrunable
         self.prune = prune
         self.advanceHorizon = advanceHorizon
@@ -148,6 +170,30 @@ extension ChangeTracking {
             guard case .text(let text)? = row.first else { return nil }
             return ChangeKeyText.values(text)
         }
+    }
+
+    /// The log's position, then every change at or after `position` (one round trip on
+    /// PostgreSQL): what a poller of the log reads (``ChangeFeed``). The position is read
+    /// first, so a change not at or after it is among the changes (the protocol's contract).
+    public func changes(since position: Int64) throws -> (position: ChangeLogPosition, changes: [LoggedChange]) {
+        let statements = try self.changeLogStatements
+        let results = try self.queryAll([
+            BoundStatement(statements.position, []),
+            BoundStatement(statements.changes, try statements.changes.bind(["position": .integer(position)])),
+        ])
+        let row = results.first?.rows.first ?? []
+        guard row.count == 2, case .integer(let now) = row[0] else {
+            throw DatabaseError(.other, message: "the change log's position could not be read")
+        }
+        var horizon: Int64 = 0
+        if case .integer(let value) = row[1] { horizon = value }
+        let changes: [LoggedChange] = results[1].rows.compactMap { row in
+            guard row.count == 3, case .integer(let writer) = row[0], case .text(let table) = row[1], case .text(let text) = row[2],
+                let key = ChangeKeyText.values(text)
+            else { return nil }
+            return LoggedChange(writer: writer, table: table, key: key)
+        }
+        return (ChangeLogPosition(position: now, horizon: horizon), changes)
     }
 
     /// Deletes the changes older than `seconds` and moves the horizon past them, in a

@@ -24,6 +24,21 @@ public enum SyncQuery {
         return "SELECT \(columns) FROM (\n\(self.trimmed(sql))\n) AS spout_sync WHERE \(self.condition(key: key, count: count))"
     }
 
+    /// The `key` columns of at most `limit` rows of `sql`, in no particular order.
+    public static func keys(of sql: String, key: [String], limit: Int) -> String {
+        let columns = key.map(self.quoted).joined(separator: ", ")
+        return "SELECT \(columns) FROM (\n\(self.trimmed(sql))\n) AS spout_sync LIMIT \(limit)"
+    }
+
+    /// `arguments` (the statement's) and the values of `batch`'s keys (``keyParameter(_:_:)``).
+    public static func arguments(_ arguments: [String: SQLValue], keys batch: [[SQLValue]]) -> [String: SQLValue] {
+        var arguments = arguments
+        for (row, key) in batch.enumerated() {
+            for (column, value) in key.enumerated() { arguments[self.keyParameter(row, column)] = value }
+        }
+        return arguments
+    }
+
     /// `keys` in batches of at most `size`, each padded to a power of two with its last key.
     public static func batches(of keys: [[SQLValue]], size: Int) -> [[[SQLValue]]] {
         stride(from: 0, to: keys.count, by: size).map { start in

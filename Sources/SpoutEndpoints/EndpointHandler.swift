@@ -58,14 +58,19 @@ struct EndpointHandler: Sendable {
     /// For a write: what its `If-Match` and `If-None-Match` are compared with; nil when no GET
     /// gives it (``EndpointSet/representation(of:)``), and then those fields are a 400.
     let representation: CurrentRepresentation?
+    /// The live notices of the database, and the syncable endpoints that serve them (named by
+    /// the 406 of an endpoint that does not); nil: not served here.
+    let notices: (hub: LiveNotices, syncable: [String])?
 
     init(
         endpoint: Endpoint, database: Database, timeout: Duration?, documentation: APIDocumentation, logger: Logger,
         keys: InstanceKeys, tracesIntoDatabase: Bool = false,
         identity: (settings: SpoutConfiguration.Identity, verifier: TokenVerifier?) = (.init(), nil), syncState: SyncState = SyncState(),
-        idempotency: IdempotencyState = IdempotencyState(), representation: (endpoint: Endpoint, sources: [String])? = nil
+        idempotency: IdempotencyState = IdempotencyState(), representation: (endpoint: Endpoint, sources: [String])? = nil,
+        notices: (hub: LiveNotices, syncable: [String])? = nil
     ) {
         self.representation = representation.map { CurrentRepresentation(endpoint: $0.endpoint, sources: $0.sources, dialect: database.dialect) }
+        self.notices = notices
         self.syncState = syncState
         self.idempotency = idempotency
         self.identity = identity
@@ -135,6 +140,8 @@ struct EndpointHandler: Sendable {
         if request.method == .get || request.method == .head, request.hasQueryKey("api") {
             return self.documentation.response(for: request.path)
         }
+        let asksForEvents = request.method == .get && LiveNoticeRequest.asksForEvents(request.headers[values: .accept])
+        if asksForEvents && self.endpoint.sync == nil { throw self.noEventStream() }
         // Who asks is decided first: a refused token is a 401 or 403 before any SQL runs.
         var identity: RequestIdentity?
         var request = request
@@ -150,6 +157,9 @@ struct EndpointHandler: Sendable {
         try self.checkKnown(request.query)
         let selected = try self.selectedDetails(request)
         let session = self.session(for: identity, request)
+        if asksForEvents, let sync = self.endpoint.sync {
+            return try await self.liveNotices(sync, request: request, identity: identity, session: session)
+        }
         if let sync = self.endpoint.sync, case .text(let since)? = request.arguments[EndpointSync.sinceParameter] {
             return try await self.syncRead(sync, since: since, request: request, details: selected, identity: identity, session: session)
         }
@@ -226,23 +236,9 @@ struct EndpointHandler: Sendable {
         let context = self.syncContext(request.arguments, identity: identity)
         var position: Int64?
         if text != EndpointSync.fromTheBeginning {
-            let reason: String
-            do {
-                let sealed = try PageCursor.Sealed(text)
-                switch try await self.keys.openingCursorKey(id: sealed.keyID) {
-                case .key(let key):
-                    if case .integer(let value)? = try sealed.open(with: key, context: context, keyCount: 1).values.first { position = value }
-                    reason = "sync cursor not valid here (changed, made for another query or caller, or sealed with another key)"
-                case .retired:
-                    reason = "sync cursor too old: the key that sealed it was retired by a key rotation; sync again from since=0"
-                case .unknown:
-                    reason = "sync cursor sealed with a key this server does not hold; sync again from since=0"
-                }
-            } catch {
-                reason = "sync cursor not valid here (changed, made for another query or caller, or sealed with another key)"
-            }
-            if position == nil {
-                throw ArgumentError(.rejected(reason), parameter: EndpointSync.sinceParameter, value: text)
+            switch await self.openSyncCursor(text, context: context) {
+            case .success(let value): position = value
+            case .failure(let refused): throw ArgumentError(.rejected(refused.reason), parameter: EndpointSync.sinceParameter, value: text)
             }
         }
         // In hand before the read's own session starts (reading the keys takes a lease).
@@ -252,6 +248,82 @@ struct EndpointHandler: Sendable {
             statementTimeout: self.timeout, session: session,
             seal: { PageCursor(values: [.integer($0)]).sealed(with: cursorKey, context: context) })
         return Response(headers: self.cachingHeaders, body: .produced(result))
+    }
+
+    /// The position of the sync cursor `text` sealed for `context`, or why it does not open here.
+    private func openSyncCursor(_ text: String, context: [UInt8]) async -> Result<Int64, PageCursor.Refused> {
+        let notValid = PageCursor.Refused(reason: "sync cursor not valid here (changed, made for another query or caller, or sealed with another key)")
+        do {
+            let sealed = try PageCursor.Sealed(text)
+            switch try await self.keys.openingCursorKey(id: sealed.keyID) {
+            case .key(let key):
+                if case .integer(let value)? = try sealed.open(with: key, context: context, keyCount: 1).values.first { return .success(value) }
+                return .failure(notValid)
+            case .retired:
+                return .failure(PageCursor.Refused(reason: "sync cursor too old: the key that sealed it was retired by a key rotation; sync again from since=0"))
+            case .unknown:
+                return .failure(PageCursor.Refused(reason: "sync cursor sealed with a key this server does not hold; sync again from since=0"))
+            }
+        } catch {
+            return .failure(notValid)
+        }
+    }
+
+    // MARK: Live notices
+
+    /// The 406 of an endpoint that is not syncable, asked for an event stream: it names those
+    /// that are.
+    private func noEventStream() -> HTTPError {
+        let syncable = self.notices?.syncable ?? []
+        let alternatives = syncable.isEmpty ? "this service has no syncable endpoint" : "syncable endpoints: " + syncable.joined(separator: ", ")
+        return HTTPError(
+            status: .notAcceptable,
+            message: "not acceptable: \(self.endpoint.title) is not syncable and answers no text/event-stream (live notices); \(alternatives)")
+    }
+
+    /// An event stream of live notices (``LiveNoticeStream``) for the caller's result, from the
+    /// cursor of `Last-Event-ID` (else `since`, else now); a cursor that does not open here is
+    /// a 400 naming where it came from.
+    private func liveNotices(_ sync: EndpointSync, request: Request, identity: RequestIdentity?, session: RequestSession?) async throws
+        -> Response
+    {
+        guard let notices = self.notices else {
+            throw HTTPError(status: .serviceUnavailable, message: "live notices are not served here", headers: [.retryAfter: "60"])
+        }
+        guard self.syncState.isReady else {
+            throw HTTPError(
+                status: .serviceUnavailable, message: "live notices are not ready: the database's change log has not been checked since the start",
+                headers: [.retryAfter: "5"])
+        }
+        let context = self.syncContext(request.arguments, identity: identity)
+        var start: Int64?
+        if let lastEventID = request.headers[values: LiveNoticeRequest.lastEventID].first {
+            switch await self.openSyncCursor(lastEventID, context: context) {
+            case .success(let position): start = position
+            case .failure(let refused):
+                throw HTTPError(status: .badRequest, message: "Last-Event-ID: \(refused.reason.replacing("sync cursor", with: "event id"))")
+            }
+        } else if case .text(let text)? = request.arguments[EndpointSync.sinceParameter], text != EndpointSync.fromTheBeginning {
+            switch await self.openSyncCursor(text, context: context) {
+            case .success(let position): start = position
+            case .failure(let refused): throw ArgumentError(.rejected(refused.reason), parameter: EndpointSync.sinceParameter, value: text)
+            }
+        }
+        let cursorKey = try await self.keys.sealingCursorKey()
+        let stream = try self.stream(arguments: request.arguments, details: [])
+        var probeSession = session
+        probeSession?.traceContext = nil
+        let probe = NoticeProbe(
+            sql: stream.sql, arguments: stream.arguments, key: sync.key, tables: sync.tables.map(\.logName), session: probeSession,
+            statementTimeout: self.timeout)
+        let key = NoticeGroup.Key(
+            endpoint: self.endpoint.title, context: context,
+            session: probeSession.map { RequestSession(role: $0.role, claimsJSON: identity?.claims.map(LiveNoticeRequest.groupingClaims)) })
+        let subscription = LiveNotices.Subscription(
+            key: key, probe: probe, seal: { PageCursor(values: [.integer($0)]).sealed(with: cursorKey, context: context) }, start: start)
+        return Response(
+            headers: self.cachingHeaders,
+            body: .produced(LiveNoticeStream(notices: notices.hub, subscription: subscription, expires: LiveNoticeRequest.expiry(of: identity))))
     }
 
     /// What a sync cursor is bound to: this endpoint, the request's arguments except the

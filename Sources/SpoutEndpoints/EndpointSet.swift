@@ -50,6 +50,9 @@ public struct EndpointSet: Sendable {
     public let syncState = SyncState()
     /// Where writes' answers by idempotency key are kept, and for how long.
     public var idempotencyState = IdempotencyState()
+    /// How live notices run, and where they are counted (nil: not counted).
+    public var noticeSettings = LiveNoticeSettings()
+    public var noticeMetrics: NoticeMetrics? = nil
     /// Whether each request's transaction shows its trace context to the database
     /// (`database.traceContext`, ``SpoutCore/RequestSession/traceContext``).
     public var tracesIntoDatabase = false
@@ -83,6 +86,7 @@ public struct EndpointSet: Sendable {
         endpoints.identity = configuration.identity
         endpoints.tracesIntoDatabase = configuration.database.traceContext
         endpoints.idempotencyState = IdempotencyState(retention: .seconds(configuration.database.idempotencyRetentionHours * 3_600))
+        endpoints.noticeSettings = configuration.liveNoticeSettings
         endpoints.tokenVerifier = try Self.tokenVerifier(configuration: configuration, environment: environment)
         return endpoints
     }
@@ -138,13 +142,18 @@ public struct EndpointSet: Sendable {
     public func makeRoutes(database: Database, logger: Logger, keys: InstanceKeys? = nil) -> [Route] {
         let keys = keys ?? InstanceKeys(cursorSecret: self.cursorSecret, database: database, logger: logger)
         let documentation = APIDocumentation(endpoints: self)
+        // One hub of live notices per database served: one poller of its change log.
+        let syncable = self.endpoints.filter { $0.sync != nil }.map(\.title)
+        let notices: (hub: LiveNotices, syncable: [String])? =
+            syncable.isEmpty
+            ? nil : (LiveNotices(database: database, settings: self.noticeSettings, metrics: self.noticeMetrics, logger: logger), syncable)
         var routes: [Route] = []
         for endpoint in self.endpoints {
             let handler = EndpointHandler(
                 endpoint: endpoint, database: database, timeout: endpoint.timeout ?? self.defaultStatementTimeout,
                 documentation: documentation, logger: logger, keys: keys, tracesIntoDatabase: self.tracesIntoDatabase,
                 identity: (self.identity, self.tokenVerifier), syncState: self.syncState,
-                idempotency: self.idempotencyState, representation: self.representation(of: endpoint))
+                idempotency: self.idempotencyState, representation: self.representation(of: endpoint), notices: notices)
             routes.append(
                 Route(
                     endpoint.method, endpoint.path, parameters: handler.routeParameters, summary: endpoint.summary,

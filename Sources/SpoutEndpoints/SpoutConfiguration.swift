@@ -38,6 +38,10 @@ public struct SpoutConfiguration: Sendable, Hashable {
         public var socketSendBufferBytes = 0
         /// Streamed responses one client address may have at once (429 beyond); 0 for no cap.
         public var maxStreamsPerAddress = 16
+        /// Event streams of live notices open at once, in all (503 beyond) and per client
+        /// address (429 beyond); 0 for no cap.
+        public var maxSubscribers = 10_000
+        public var maxSubscribersPerAddress = 64
 
         public init() {}
     }
@@ -89,6 +93,8 @@ public struct SpoutConfiguration: Sendable, Hashable {
         public var spool = Spool()
         /// `Server-Timing` on row responses sent whole.
         public var timingHeader = false
+        /// How long an event stream of live notices goes without a byte before a heartbeat.
+        public var heartbeatSeconds = 15
 
         public init() {}
     }
@@ -131,6 +137,9 @@ public struct SpoutConfiguration: Sendable, Hashable {
         public var streamReserve = 2
         /// How long a stream waits for a connection before a 503, in milliseconds.
         public var streamAcquireTimeoutMs = 30_000
+        /// How often live notices read the change log's position while anyone subscribes, in
+        /// milliseconds.
+        public var changePollMs = 250
         /// How long the change log keeps a change for sync reads, in hours: a sync cursor older
         /// than that is answered 410 and its client syncs again from the beginning.
         public var changeRetentionHours = 168
@@ -462,6 +471,18 @@ public struct SpoutConfiguration: Sendable, Hashable {
     public var resolvedSQLDirectory: String { Self.resolve(self.sqlDirectory, against: self.baseDirectory) }
 
     /// The pool and encoding settings for `Drivers.open(_:configuration:)`.
+    /// How live notices run (``LiveNoticeSettings``), from `server.heartbeatSeconds`,
+    /// `server.limits.maxSubscribers`, `server.limits.maxSubscribersPerAddress` and
+    /// `database.changePollMs`.
+    public var liveNoticeSettings: LiveNoticeSettings {
+        var settings = LiveNoticeSettings()
+        settings.heartbeat = .seconds(self.server.heartbeatSeconds)
+        settings.pollInterval = .milliseconds(self.database.changePollMs)
+        settings.maximumSubscribers = self.server.limits.maxSubscribers
+        settings.maximumSubscribersPerAddress = self.server.limits.maxSubscribersPerAddress
+        return settings
+    }
+
     public var databaseConfiguration: DatabaseConfiguration {
         DatabaseConfiguration(
             maximumConnections: self.database.poolSize,

@@ -134,11 +134,7 @@ struct SyncResult: ResponseProducer {
 
     /// The request's arguments and the keys of `batch` (``SyncQuery/keyParameter(_:_:)``).
     private func arguments(for batch: [[SQLValue]]) -> [String: SQLValue] {
-        var arguments = self.stream.arguments
-        for (row, key) in batch.enumerated() {
-            for (column, value) in key.enumerated() { arguments[SyncQuery.keyParameter(row, column)] = value }
-        }
-        return arguments
+        SyncQuery.arguments(self.stream.arguments, keys: batch)
     }
 }
 

@@ -148,8 +148,10 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             // connection is back in the pool), then stop the producer and its statement.
             exchange.keepAlive = false
             if let sink = exchange.sink { exchange.bytes = sink.snapshot.byteCount }
-            self.environment.metrics?.clientDisconnects.increment()
-            self.log(exchange, failure: "client closed the connection")
+            // An event stream ends when its client leaves: that is its ordinary end.
+            let isEventStream = exchange.streamHead?.headers.first(name: "content-type") == "text/event-stream"
+            if !isEventStream { self.environment.metrics?.clientDisconnects.increment() }
+            self.log(exchange, failure: isEventStream ? nil : "client closed the connection")
             exchange.sink?.close()
             exchange.task?.cancel()
         } else if case .receiving(_, _, let exchange) = self.state {

@@ -44,7 +44,7 @@ public final class ResponseExchange: Sendable {
     let metrics: ServerMetrics?
     let streams: StreamServices?
     /// The address the request's streams count under (``StreamAdmission/clientAddress(peer:forwardedFor:trustedProxies:)``).
-    let clientAddress: String
+    public let clientAddress: String
     /// Whether responses may be compressed (``ServerConfiguration/compression``).
     let compresses: Bool
 
@@ -185,13 +185,26 @@ public final class ResponseExchange: Sendable {
         return self.makeSink(status: status, headers: headers, encoder: encoder)
     }
 
-    /// A sink for this exchange's body, with the spool when the server has one, attached to the
-    /// connection with the head it sends before the first chunk.
-    private func makeSink(status: HTTPResponse.Status, headers: HTTPFields, encoder: (any StreamEncoder)?) -> StreamingResponseSink {
+    /// Prepares an event stream (`200`, `text/event-stream`, chunked) and returns its sink, fed
+    /// by ``StreamingResponseSink/offer(_:whenWritable:)``: never compressed (each event must
+    /// reach the client when it is written) nor spooled (its producer keeps what the client
+    /// has not taken yet). Ends with ``finishStream(_:result:timing:trailers:)`` like any stream.
+    public func startEventStream(headers: HTTPFields) -> StreamingResponseSink {
+        var headers = headers
+        headers.replaceOrAdd(.contentType, "text/event-stream")
+        self.metrics?.streamsInFlight.increment()
+        return self.makeSink(status: .ok, headers: headers, encoder: nil, spooled: false)
+    }
+
+    /// A sink for this exchange's body, with the spool when the server has one and `spooled`,
+    /// attached to the connection with the head it sends before the first chunk.
+    private func makeSink(
+        status: HTTPResponse.Status, headers: HTTPFields, encoder: (any StreamEncoder)?, spooled: Bool = true
+    ) -> StreamingResponseSink {
         let handler = self.handler
         let number = self.number
         let sink = StreamingResponseSink(
-            allocator: self.allocator, hop: self.hop, maximumChunksInFlight: self.chunksInFlight, spool: self.streams?.spool,
+            allocator: self.allocator, hop: self.hop, maximumChunksInFlight: self.chunksInFlight, spool: spooled ? self.streams?.spool : nil,
             requestID: self.request.id, encoder: encoder
         ) { chunk, isFirst in
             handler.value.streamChunk(number, chunk, isFirst: isFirst)

@@ -97,6 +97,8 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
     private var whenDrained: (@Sendable (_ complete: Bool) -> Void)?
     /// The spool file could not be read back: the body cannot be completed.
     private var spoolFailed = false
+    /// Runs once the channel can take a chunk again, after ``offer(_:whenWritable:)`` was refused.
+    private var onWritable: (@Sendable () -> Void)?
 
     init(
         allocator: ByteBufferAllocator, hop: LoopHop, maximumChunksInFlight: Int = 2, spool: SpoolService? = nil,
@@ -157,13 +159,7 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
             guard let spool = self.spool else {
                 // No spool: hand the chunk over now, or wait for the channel.
                 if self.isWritable && self.chunksInFlight < self.maximumChunksInFlight {
-                    self.accept(chunk)
-                    let isFirst = self.deliveredCount == 0
-                    self.deliveredCount += 1
-                    self.chunksInFlight += 1
-                    self.lock.unlock()
-                    let deliver = self.deliverChunk
-                    self.hop.execute { deliver(chunk, isFirst) }
+                    self.handOverNow(chunk)
                     return
                 }
                 self.waitForChange()
@@ -299,6 +295,50 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
         return true
     }
 
+    /// Hands `bytes` to the channel now if it can take them, never waiting: for an event
+    /// stream, whose producer serves many streams and keeps what it could not send (a sink
+    /// made without a spool or a coding: ``ResponseExchange/startEventStream(headers:)``).
+    /// Returns false, taking nothing, while the channel cannot take them; `whenWritable` then
+    /// runs once (on the event loop) when it can again. Throws ``ChannelClosed`` after
+    /// ``close()``.
+    public func offer(_ bytes: [UInt8], whenWritable: @escaping @Sendable () -> Void) throws -> Bool {
+        precondition(self.spool == nil && self.compression == nil, "offer(_:whenWritable:) needs a sink without a spool or a coding")
+        self.lock.lock()
+        if self.isClosed {
+            self.lock.unlock()
+            throw ChannelClosed()
+        }
+        guard self.isWritable && self.chunksInFlight < self.maximumChunksInFlight else {
+            self.onWritable = whenWritable
+            self.lock.unlock()
+            return false
+        }
+        self.handOverNow(self.allocator.buffer(bytes: bytes))
+        return true
+    }
+
+    /// Hands `chunk` to the event loop now, without a spool (holding the lock on entry; it is
+    /// released on return).
+    private func handOverNow(_ chunk: ByteBuffer) {
+        self.accept(chunk)
+        let isFirst = self.deliveredCount == 0
+        self.deliveredCount += 1
+        self.chunksInFlight += 1
+        self.lock.unlock()
+        let deliver = self.deliverChunk
+        self.hop.execute { deliver(chunk, isFirst) }
+    }
+
+    /// The ``offer(_:whenWritable:)`` callback to run now that the channel may take a chunk
+    /// (holding the lock).
+    private func takeWritableAction() -> (@Sendable () -> Void)? {
+        guard !self.isClosed, self.isWritable, self.chunksInFlight < self.maximumChunksInFlight, let action = self.onWritable else {
+            return nil
+        }
+        self.onWritable = nil
+        return action
+    }
+
     /// Records the rest of the body, which the connection handler sends.
     private func record(_ last: [UInt8]) throws {
         try self.withLock {
@@ -394,19 +434,23 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
     /// A chunk handed over by ``write(_:)`` or the pump has been written; `channelIsWritable` is
     /// the channel's writability after the write.
     func chunkWritten(channelIsWritable: Bool) {
-        self.withLockSignalling {
+        let writable = self.withLockSignalling {
             self.chunksInFlight -= 1
             self.isWritable = channelIsWritable
+            return self.takeWritableAction()
         }
         self.pump()
+        writable?()
     }
 
     /// The channel's writability changed (`channelWritabilityChanged`).
     func writabilityChanged(_ isWritable: Bool) {
-        self.withLockSignalling {
+        let writable = self.withLockSignalling {
             self.isWritable = isWritable
+            return self.takeWritableAction()
         }
         if isWritable { self.pump() }
+        writable?()
     }
 
     /// Runs `action` on the event loop once every chunk written so far has been handed to the
@@ -455,6 +499,7 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
         let onClose: (@Sendable () -> Void)? = self.withLockSignalling {
             guard !self.isClosed else { return nil }
             self.isClosed = true
+            self.onWritable = nil
             if !self.isWritingFile { self.releaseSpool() }
             defer { self.onClose = nil }
             return self.onClose

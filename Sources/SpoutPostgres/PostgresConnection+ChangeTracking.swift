@@ -101,6 +101,9 @@ extension PostgresConnection: ChangeTracking {
                 SELECT DISTINCT row_key::text FROM spout_changes
                 WHERE xid >= CAST(:position AS bigint) AND table_name = ANY(CAST(:tables AS text[]))
                 """, dialect: .postgres),
+            changes: try ParsedSQL(
+                "SELECT xid, table_name, row_key::text FROM spout_changes WHERE xid >= CAST(:position AS bigint)",
+                dialect: .postgres),
             newestPrunable: try ParsedSQL(
                 """
                 SELECT max(xid) FROM spout_changes

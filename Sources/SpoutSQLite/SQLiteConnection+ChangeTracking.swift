@@ -76,6 +76,8 @@ extension SQLiteConnection: ChangeTracking {
                 SELECT DISTINCT row_key FROM spout_changes
                 WHERE position >= :position AND table_name IN (SELECT value FROM json_each(:tables))
                 """, dialect: .sqlite),
+            changes: try ParsedSQL(
+                "SELECT position, table_name, row_key FROM spout_changes WHERE position >= :position", dialect: .sqlite),
             newestPrunable: try ParsedSQL(
                 "SELECT max(position) FROM spout_changes WHERE changed_at < CAST(strftime('%s', 'now') AS INTEGER) - :seconds",
                 dialect: .sqlite),

@@ -107,7 +107,9 @@ struct Serve: AsyncParsableCommand {
         let metricsPort = settings.server.metrics.port
         // Page cursor keys every instance on the database shares, and the settings they compare.
         let keys = InstanceKeys(cursorSecret: settings.cursorSecret, database: database, logger: logger)
-        var router = endpoints.makeRouter(database: database, logger: logger, keys: keys)
+        var served = endpoints
+        served.noticeMetrics = metrics.map { NoticeMetrics(registry: $0.registry) }
+        var router = served.makeRouter(database: database, logger: logger, keys: keys)
         if let metrics, let databaseMetrics, metricsPort == 0 {
             router.addMetrics(metrics, databaseMetrics: databaseMetrics, databases: [database])
         }

@@ -73,7 +73,7 @@ struct CORSConfigurationTests {
              "'server.cors.allowedOrigins': 'app.example.com' is not an origin; write scheme://host or scheme://host:port without a path (https://app.example.com), or *"),
             ("server:\n  cors:\n    allowedHeaders: [\"X Header\"]\n", 3, "'server.cors.allowedHeaders': 'X Header' is not a header name"),
             ("server:\n  cors:\n    maxAgeSeconds: 100000\n", 3, "'server.cors.maxAgeSeconds' must be in 0...86400, not 100000"),
-            ("server:\n  hots: x\n", 2, "unknown key 'hots' in 'server' (known keys: host, port, limits, spool, cors, timingHeader, metrics)"),
+            ("server:\n  hots: x\n", 2, "unknown key 'hots' in 'server' (known keys: host, port, limits, spool, cors, timingHeader, heartbeatSeconds, metrics)"),
         ])
     func fileErrors(yaml: String, line: Int, message: String) throws {
         let error = #expect(throws: ConfigurationError.self) {

@@ -33,7 +33,7 @@ import Testing
         let file = (directory.path as NSString).appendingPathComponent("spout.yaml")
         let result = try await Self.spout(["serve", "--config", file])
         #expect(result.status == 78)
-        #expect(result.standardError == "\(file):3:3: unknown key 'hots' in 'server' (known keys: host, port, limits, spool, cors, timingHeader, metrics)\n")
+        #expect(result.standardError == "\(file):3:3: unknown key 'hots' in 'server' (known keys: host, port, limits, spool, cors, timingHeader, heartbeatSeconds, metrics)\n")
         #expect(!result.standardError.contains("Usage:"))
         #expect(result.standardOutput.isEmpty)
     }

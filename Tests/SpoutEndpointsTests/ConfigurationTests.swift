@@ -130,7 +130,9 @@ struct ConfigurationTests {
         #expect(table["tracing.samplePercent"] == "SPOUT_TRACING_SAMPLE_PERCENT")
         #expect(table["database.answerGraceMs"] == "SPOUT_DATABASE_ANSWER_GRACE_MS")
         #expect(table["server.limits.maxBufferedBodyBytes"] == "SPOUT_LIMITS_MAX_BUFFERED_BODY_BYTES")
-        #expect(table.count == 68)
+        #expect(table["server.limits.maxSubscribersPerAddress"] == "SPOUT_LIMITS_MAX_SUBSCRIBERS_PER_ADDRESS")
+        #expect(table["database.changePollMs"] == "SPOUT_DATABASE_CHANGE_POLL_MS")
+        #expect(table.count == 72)
         #expect(Set(table.values).count == table.count)
     }
 
@@ -153,7 +155,7 @@ struct ConfigurationTests {
     @Test(
         "file errors name the file, the line and the problem",
         arguments: [
-            ("server:\n  port: 80\n  hots: x\n", 3, "unknown key 'hots' in 'server' (known keys: host, port, limits, spool, cors, timingHeader, metrics)"),
+            ("server:\n  port: 80\n  hots: x\n", 3, "unknown key 'hots' in 'server' (known keys: host, port, limits, spool, cors, timingHeader, heartbeatSeconds, metrics)"),
             ("server:\n  port: eighty\n", 2, "'server.port' must be an integer, not 'eighty'"),
             ("server:\n  port: 70000\n", 2, "'server.port' must be in 0...65535, not 70000"),
             ("database:\n  seed:\n    enabled: yes\n", 3, "'database.seed.enabled' must be true or false, not 'yes'"),

@@ -3,6 +3,7 @@ import JWTKit
 import SpoutCore
 import SpoutData
 import SpoutEndpoints
+import SpoutHTTP
 import SpoutTestDatabases
 import SpoutTestServer
 import SpoutTestSupport
@@ -18,12 +19,13 @@ struct IdentityAPITests {
     /// `identity`.
     static func withService(
         _ endpoints: EndpointSet, database: Database, identity: SpoutConfiguration.Identity = .init(),
-        verifier: TokenVerifier? = nil, _ body: (InProcessServer) async throws -> Void
+        verifier: TokenVerifier? = nil, configuration: ServerConfiguration = InProcessServer.testConfiguration,
+        _ body: (InProcessServer) async throws -> Void
     ) async throws {
         var endpoints = endpoints
         endpoints.identity = identity
         endpoints.tokenVerifier = try verifier ?? Self.fixtures.get().verifier(identity)
-        try await InProcessServer.serving(endpoints, database: database, body)
+        try await InProcessServer.serving(endpoints, database: database, configuration: configuration, body)
     }
 
     static func send(

@@ -4,6 +4,7 @@ import SpoutCore
 import SpoutData
 import SpoutDrivers
 import SpoutEndpoints
+import SpoutHTTP
 import SpoutTestDatabases
 import SpoutTestServer
 import SpoutTestSupport
@@ -18,13 +19,14 @@ struct SyncReadTests {
     /// tracking set up by the tables' owner (on PostgreSQL, the cluster's superuser; the
     /// ordinary role may read the change log, as docs/endpoints.md says to grant).
     static func withSyncedPets(
-        _ backend: SQLDialect, _ body: (InProcessServer, Database, _ ownerURL: String) async throws -> Void
+        _ backend: SQLDialect, endpoints: EndpointSet? = nil, configuration: ServerConfiguration = InProcessServer.testConfiguration,
+        _ body: (InProcessServer, Database, _ ownerURL: String) async throws -> Void
     ) async throws {
         let store = try IdentityDatabase.make(backend) { connection in
             try PetsLoader(sqlDirectory: Repository.sqlDirectory).load(into: connection)
         }
         defer { store.drop() }
-        let endpoints = try Repository.shippedEndpoints()
+        let endpoints = try endpoints ?? Repository.shippedEndpoints()
         let owner = try Drivers.open(store.temporary.url)
         try await endpoints.prepareSync(on: owner)
         if backend == .postgres {
@@ -39,7 +41,7 @@ struct SyncReadTests {
         defer { database.close() }
         // Spout's own role finds everything in place and changes nothing.
         try await endpoints.prepareSync(on: database)
-        try await IdentityAPITests.withService(endpoints, database: database) { service in
+        try await IdentityAPITests.withService(endpoints, database: database, configuration: configuration) { service in
             try await body(service, database, store.temporary.url)
         }
     }
