@@ -247,8 +247,14 @@ enum ProcessStatus {
         defer { closedir(directory) }
         var count = 0
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name != "." && name != ".." { count += 1 }
+            // The name is read in place, three bytes at most: a record is only as long as its
+            // name, so copying the whole `d_name` field could read past the directory's buffer.
+            let isDots = withUnsafePointer(to: &entry.pointee.d_name) { field in
+                field.withMemoryRebound(to: UInt8.self, capacity: 3) { name in
+                    name[0] == UInt8(ascii: ".") && (name[1] == 0 || (name[1] == UInt8(ascii: ".") && name[2] == 0))
+                }
+            }
+            if !isDots { count += 1 }
         }
         return count - 1  // the directory stream's own descriptor
         #else
