@@ -87,8 +87,12 @@ struct LiveNoticesTests {
             let got = try await Self.change(gwen)
             #expect(try Self.position(gave.from) >= Self.position(detail.id))
             #expect(try Self.position(got.from) == Self.position(gave.from))
+            // A delta may bring again a row the client already has (on PostgreSQL a cursor is
+            // the oldest transaction still running, so a change that ended meanwhile can come
+            // twice); what it must bring is the pet Gwen got.
             let gwenDelta = try await SyncReadTests.sync(service, "owner=Gwen", since: got.from)
-            #expect(gwenDelta.rows.map(\.name) == ["Puffball"])
+            let names = gwenDelta.rows.map(\.name)
+            #expect(names.contains("Puffball") && Set(names).isSubset(of: ["Puffball", "Chirpy"]), "\(names)")
         }
     }
 

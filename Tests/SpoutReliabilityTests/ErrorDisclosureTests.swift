@@ -39,6 +39,20 @@ struct ErrorDisclosureTests {
             """
     }
 
+    /// Endpoints whose SQL prepares and fails only when it runs: what a started `spout serve`
+    /// can hold, since the start prepares every statement (PostgreSQL).
+    static let runtimeFailures = """
+        paths:
+          /broken/now:
+            get:
+              sql: SELECT 1 / (count(*) - count(*)) AS x FROM pet
+              result: object
+          /broken/late:
+            get:
+              sql: "SELECT g AS id, CASE WHEN g < 100000 THEN g ELSE 1 / (g - g) END AS v FROM (SELECT generate_series(1, 200000) AS g) AS s"
+
+        """
+
     static let databaseWords = ["xyzzy", "ERROR", "SQLITE", "sqlite3", "syntax", "relation", "column", "function", "does not exist", "no such", "division", "malformed", "JSON"]
 
     @Test("SQL errors answer a generic 500 body; an error mid-stream truncates the body without details",
@@ -109,7 +123,7 @@ struct ErrorDisclosureTests {
         let base = "127.0.0.1:\(cluster.port)/spout_pw"
         try await onThread { try SampleData.seed("postgresql://spout_pw:\(Self.password)@\(base)", employees: 10) }
         let directory = try ServiceDirectory(
-            databaseURL: "sqlite:unused", extraEndpoints: ["broken.yaml": Self.endpoints(.postgres)], poolSize: 2)
+            databaseURL: "sqlite:unused", extraEndpoints: ["broken.yaml": Self.runtimeFailures], poolSize: 2)
         defer { directory.remove() }
 
         let runs: [(url: String, secret: String, works: Bool)] = [
@@ -122,7 +136,7 @@ struct ErrorDisclosureTests {
                 arguments: ["--config", directory.configFile, "--database", run.url, "--no-seed"],
                 environment: ["SPOUT_LOG_LEVEL": "trace"])
             var bodies = ""
-            for target in ["/pets", "/pets/Fluffy", "/broken/table", "/broken/late", "/ready", "/employees/10001?details=titles"] {
+            for target in ["/pets", "/pets/Fluffy", "/broken/now", "/broken/late", "/ready", "/employees/10001?details=titles"] {
                 let response = try await RawHTTP.get(port: server.port, target)
                 bodies += response.text
                 if run.works {
