@@ -15,6 +15,13 @@ import Synchronization
 ///   short requests go first.
 /// - A released connection is reset (``DatabaseConnection/reset()``); a broken one, or one
 ///   that cannot be reset, is closed and its slot freed, so the next lease opens a new one.
+/// - A broken connection is taken as news about its server (gone, restarted, demoted to a
+///   standby: ``DatabaseError/Code/connectionLost``, ``DatabaseError/Code/serverReadOnly``),
+///   not about that connection alone: every connection opened before it broke is retired. The
+///   idle ones are closed at once, the leased ones when they come back, so none is lent again
+///   and the next leases open connections where the URL leads now. The same happens when a new
+///   connection reaches another server (``DatabaseConnection/serverAddress``) than the last one
+///   did: `observer` hears of it (``DatabaseObserver/serverChanged(database:from:to:)``).
 /// - Deadlines and repeated cancel requests go by `clock` (``DatabaseClock``); leases run
 ///   their blocking work on `threads`, the owning ``Database``'s.
 final class ConnectionPool: Sendable {
@@ -40,6 +47,24 @@ final class ConnectionPool: Sendable {
         /// A timer whose number is not this one's was superseded and does nothing.
         var expiryTimer: UInt64 = 0
         var expiryDue: Duration?
+        /// Connections opened in an earlier generation than this are retired: closed when idle
+        /// or given back.
+        var generation: UInt64 = 0
+        /// The generation each open connection was opened in.
+        var openedIn: [ObjectIdentifier: UInt64] = [:]
+        /// The server the newest connection reached (``DatabaseConnection/serverAddress``).
+        var server: String?
+
+        /// Starts a new generation, retiring every connection opened up to now; returns the
+        /// idle ones, for the caller to close outside the lock.
+        mutating func retireConnections() -> [any DatabaseConnection] {
+            self.generation += 1
+            let retired = self.idle
+            self.idle = []
+            self.slotsInUse -= retired.count
+            for connection in retired { self.openedIn[ObjectIdentifier(connection)] = nil }
+            return retired
+        }
     }
 
     let driver: any DatabaseDriver
@@ -58,13 +83,18 @@ final class ConnectionPool: Sendable {
     let clock: any DatabaseClock
     /// Where leases of this pool run blocking work (the owning ``Database``'s threads).
     let threads: DatabaseThreads
+    /// Hears that the pool's connections reached another server (the owning ``Database``'s
+    /// observer).
+    let observer: (any DatabaseObserver)?
     private let state = Mutex(State())
 
     init(
         driver: any DatabaseDriver, readOnly: Bool, maximumConnections: Int, acquireTimeout: Duration,
         statementTimeout: Int? = nil, statistics: QueryStatistics, name: String = "primary", streamLimit: Int? = nil,
-        streamAcquireTimeout: Duration? = nil, clock: any DatabaseClock = SystemDatabaseClock(), threads: DatabaseThreads
+        streamAcquireTimeout: Duration? = nil, clock: any DatabaseClock = SystemDatabaseClock(), threads: DatabaseThreads,
+        observer: (any DatabaseObserver)? = nil
     ) {
+        self.observer = observer
         self.clock = clock
         self.threads = threads
         self.streamAcquireTimeout = streamAcquireTimeout ?? acquireTimeout
@@ -209,12 +239,27 @@ final class ConnectionPool: Sendable {
     /// `fromStream` says whether the lease counted against ``streamLimit``.
     func giveBack(_ connection: (any DatabaseConnection)?, fromStream: Bool) {
         var usable = connection
-        if let candidate = usable, candidate.isBroken || !candidate.reset() || !self.restoreStatementTimeout(candidate) {
+        let broken = connection?.isBroken ?? false
+        if let candidate = usable, broken || !candidate.reset() || !self.restoreStatementTimeout(candidate) {
             candidate.close()
             usable = nil
         }
+        var retired: [any DatabaseConnection] = []
         let (waiter, lease): (Waiter?, ConnectionLease?) = self.state.withLock { state in
             if fromStream { state.streamLeases -= 1 }
+            if let connection {
+                let generation = state.openedIn.removeValue(forKey: ObjectIdentifier(connection))
+                // The first connection of its generation to break retires the others.
+                if broken, generation == state.generation {
+                    retired = state.retireConnections()
+                }
+                if let candidate = usable, let generation, generation < state.generation {
+                    retired.append(candidate)
+                    usable = nil
+                } else if let candidate = usable, let generation {
+                    state.openedIn[ObjectIdentifier(candidate)] = generation
+                }
+            }
             if state.isClosed {
                 state.slotsInUse -= 1
                 return (nil, nil)
@@ -232,6 +277,7 @@ final class ConnectionPool: Sendable {
             }
             return (nil, nil)
         }
+        for connection in retired { connection.close() }
         if let waiter, let lease {
             waiter.resume(.success(lease))
         } else if self.state.withLock({ $0.isClosed }) {
@@ -249,8 +295,28 @@ final class ConnectionPool: Sendable {
             connection.close()
             throw error
         }
+        let server = connection.serverAddress
+        let (previous, retired) = self.state.withLock { state -> (String?, [any DatabaseConnection]) in
+            var previous: String?
+            var retired: [any DatabaseConnection] = []
+            if let server, let known = state.server, known != server {
+                previous = known
+                retired = state.retireConnections()
+            }
+            if let server { state.server = server }
+            state.openedIn[ObjectIdentifier(connection)] = state.generation
+            return (previous, retired)
+        }
+        for connection in retired { connection.close() }
+        if let previous, let server {
+            self.observer?.serverChanged(database: self.name, from: previous, to: server)
+        }
         return connection
     }
+
+    /// The server the pool's newest connection reached (``DatabaseConnection/serverAddress``);
+    /// nil before the first, or when the driver has no servers.
+    var server: String? { self.state.withLock { $0.server } }
 
     /// Puts the pool's statement timeout back after a lease (nothing to send when the lease
     /// kept it); false when that fails.

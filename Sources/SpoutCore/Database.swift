@@ -67,7 +67,7 @@ public final class Database: Sendable {
             name: name,
             streamLimit: configuration.streamConnectionLimit,
             streamAcquireTimeout: max(configuration.acquireTimeout, configuration.streamAcquireTimeout),
-            clock: clock, threads: threads
+            clock: clock, threads: threads, observer: observer
         )
         self.readPool = driver.hasReadOnlyConnections
             ? ConnectionPool(
@@ -80,7 +80,7 @@ public final class Database: Sendable {
                 name: name,
                 streamLimit: configuration.streamConnectionLimit,
                 streamAcquireTimeout: max(configuration.acquireTimeout, configuration.streamAcquireTimeout),
-                clock: clock, threads: threads
+                clock: clock, threads: threads, observer: observer
             )
             : self.writePool
     }
@@ -117,6 +117,11 @@ public final class Database: Sendable {
     public func query(_ sql: ParsedSQL, _ arguments: [String: SQLValue] = [:]) -> RowStream {
         RowStream(sql, arguments, database: self)
     }
+
+    /// The server this database's newest connection reached, as `host:port`
+    /// (``DatabaseConnection/serverAddress``): with a multi-host URL, the one that is the
+    /// primary now. Nil before the first connection, and for SQLite.
+    public var server: String? { self.writePool.server ?? self.readPool.server }
 
     /// Connections currently open or leased, per pool (for tests and metrics).
     public var connectionsInUse: (read: Int, write: Int) {

@@ -201,6 +201,11 @@ public protocol DatabaseConnection: AnyObject, Sendable {
     /// tell (the default, and SQLite's). One round trip.
     func replicationLag() throws -> Int?
 
+    /// The server this connection reached, as `host:port` (PostgreSQL: the host and port of a
+    /// multi-host URL it connected to), for `/ready`, logs and telling a failover; nil when
+    /// there is no server (the default, and SQLite's). Never blocks.
+    var serverAddress: String? { get }
+
     /// The roles among `roles` (nil: the role this connection logged in as) that row-level
     /// security does not apply to (PostgreSQL: a superuser, or `BYPASSRLS`), by name; roles
     /// the database does not know are left out. Empty for a database without row-level
@@ -219,6 +224,7 @@ extension DatabaseConnection {
         if let session { try self.begin(readOnly: false, session: session) } else { try self.begin(readOnly: false) }
     }
     public func replicationLag() throws -> Int? { nil }
+    public var serverAddress: String? { nil }
 }
 
 extension DatabaseConnection {

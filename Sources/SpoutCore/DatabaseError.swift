@@ -46,6 +46,11 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible, CustomDeb
         public static let unrepresentableText = Code("text not representable in the database's encoding")
         /// A write was attempted on a read-only transaction or connection.
         public static let readOnly = Code("read only")
+        /// The server takes no writes any more: it is a standby (a primary demoted by a
+        /// failover, or a server a pooler now points at). Not the request's fault: the driver
+        /// gives the connection up, so the pool opens the next one where the URL leads, to the
+        /// primary once there is one again (HTTP 503 with `Retry-After`).
+        public static let serverReadOnly = Code("database server read only")
         /// The SQL text is malformed or refers to unknown objects.
         public static let invalidSQL = Code("invalid SQL")
         /// The database refused the statement for the role or identity it ran as: a

@@ -57,6 +57,11 @@ public protocol DatabaseObserver: Sendable {
     /// The server of `database` did not answer within the statement timeout and the grace
     /// period; its connection was shut (``DatabaseError/Code/notAnswering``).
     func serverNotAnswering(database: String)
+    /// A new connection of `database` reached `server` (``DatabaseConnection/serverAddress``),
+    /// another server than the pool's connections reached before (`previous`): a failover or a
+    /// switchover moved the database. Connections to the previous server are closed as they
+    /// come back to the pool (``ConnectionPool``). Heard by the database's own observer only.
+    func serverChanged(database: String, from previous: String, to server: String)
 }
 
 extension DatabaseObserver {
@@ -65,47 +70,54 @@ extension DatabaseObserver {
     public func statementCancelled() {}
     public func statementTimedOut() {}
     public func serverNotAnswering(database: String) {}
+    public func serverChanged(database: String, from previous: String, to server: String) {}
 }
 
-/// Two observers heard as one: a database's own and a call's.
-struct ObserverPair: DatabaseObserver {
+/// Two observers heard as one: a database's own and a call's, or the server's metrics and its
+/// log.
+public struct ObserverPair: DatabaseObserver {
     let first: any DatabaseObserver
     let second: any DatabaseObserver
 
     /// Both when both are there, else whichever is.
-    static func combining(_ first: (any DatabaseObserver)?, _ second: (any DatabaseObserver)?) -> (any DatabaseObserver)? {
+    public static func combining(_ first: (any DatabaseObserver)?, _ second: (any DatabaseObserver)?) -> (any DatabaseObserver)? {
         guard let first else { return second }
         guard let second else { return first }
         return ObserverPair(first: first, second: second)
     }
 
-    func connectionAcquired(database: String, after wait: Duration) {
+    public func connectionAcquired(database: String, after wait: Duration) {
         self.first.connectionAcquired(database: database, after: wait)
         self.second.connectionAcquired(database: database, after: wait)
     }
 
-    func acquireTimedOut(database: String) {
+    public func acquireTimedOut(database: String) {
         self.first.acquireTimedOut(database: database)
         self.second.acquireTimedOut(database: database)
     }
 
-    func connectionReleased(database: String, after held: Duration, work: DatabaseWork) {
+    public func connectionReleased(database: String, after held: Duration, work: DatabaseWork) {
         self.first.connectionReleased(database: database, after: held, work: work)
         self.second.connectionReleased(database: database, after: held, work: work)
     }
 
-    func statementCancelled() {
+    public func statementCancelled() {
         self.first.statementCancelled()
         self.second.statementCancelled()
     }
 
-    func statementTimedOut() {
+    public func statementTimedOut() {
         self.first.statementTimedOut()
         self.second.statementTimedOut()
     }
 
-    func serverNotAnswering(database: String) {
+    public func serverNotAnswering(database: String) {
         self.first.serverNotAnswering(database: database)
         self.second.serverNotAnswering(database: database)
+    }
+
+    public func serverChanged(database: String, from previous: String, to server: String) {
+        self.first.serverChanged(database: database, from: previous, to: server)
+        self.second.serverChanged(database: database, from: previous, to: server)
     }
 }

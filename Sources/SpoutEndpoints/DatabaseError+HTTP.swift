@@ -5,15 +5,19 @@ import SpoutHTTP
 /// The responses the database's errors become. Bodies name only the error's code, never
 /// ``SpoutCore/DatabaseError/message`` (which may hold SQL, database messages or credentials).
 ///
-/// `poolExhausted`, `busy` and `serializationFailure` 503 with `Retry-After: 1`, `connectionFailed` and
-/// `connectionLost` 503, `statementTimeout` and `notAnswering` 504, `storageFull` 507,
+/// `poolExhausted`, `busy`, `serializationFailure`, `connectionFailed`, `connectionLost` and
+/// `serverReadOnly` (the server became a standby: a failover under way) 503 with
+/// `Retry-After: 1`: each is worth the same request again shortly, and a write refused this
+/// way was not applied (one lost mid-commit may have been: a retry with the same
+/// `Idempotency-Key` applies it exactly once); `statementTimeout` and `notAnswering` 504,
+/// `storageFull` 507,
 /// `uniqueViolation` 409, `constraintViolation` 422, `invalidValue` and `unrepresentableText`
 /// 400, `permissionDenied` 403 (its database message goes to the access log: a missing grant
 /// is the operator's to fix), anything else a generic 500.
 extension DatabaseError: HTTPResponseError {
     public var status: HTTPResponse.Status {
         switch self.code {
-        case .poolExhausted, .busy, .serializationFailure, .connectionFailed, .connectionLost: return .serviceUnavailable
+        case .poolExhausted, .busy, .serializationFailure, .connectionFailed, .connectionLost, .serverReadOnly: return .serviceUnavailable
         case .statementTimeout, .notAnswering: return .gatewayTimeout
         case .storageFull: return .insufficientStorage
         case .uniqueViolation: return .conflict
@@ -27,7 +31,7 @@ extension DatabaseError: HTTPResponseError {
     public var logsCause: Bool { self.code == .permissionDenied }
 
     public var headers: HTTPFields {
-        [.poolExhausted, .busy, .serializationFailure].contains(self.code) ? [.retryAfter: "1"] : HTTPFields()
+        self.status == .serviceUnavailable ? [.retryAfter: "1"] : HTTPFields()
     }
 
     public var responseBody: [UInt8] {

@@ -3,7 +3,8 @@ import SpoutCore
 import SpoutHTTP
 
 /// The databases' metrics: pools, waits for a connection, cancelled and timed-out statements,
-/// servers that stopped answering, and how long streams lease connections. The observer of every database the server opens
+/// servers that stopped answering, switches to another server (a failover), and how long
+/// streams lease connections. The observer of every database the server opens
 /// (``SpoutCore/Database/observer``), so what ``SpoutCore/Database/withSession(_:observer:retryOnPrimary:_:)``
 /// does is counted where it happens, not by the HTTP layer; its families live in the server's
 /// registry (``SpoutHTTP/ServerMetrics/registry``) and are served with the rest.
@@ -54,6 +55,10 @@ public final class DatabaseMetrics: DatabaseObserver {
         self.registry.makeCounter(descriptor: Family.notAnswering.descriptor, labels: [("database", database)]).increment()
     }
 
+    public func serverChanged(database: String, from previous: String, to server: String) {
+        self.registry.makeCounter(descriptor: Family.serverChanges.descriptor, labels: [("database", database)]).increment()
+    }
+
     // MARK: Pools
 
     /// Sets the pool gauges of `databases` and their replicas to what they hold now: called
@@ -77,6 +82,7 @@ public final class DatabaseMetrics: DatabaseObserver {
         // Each pool's series exists from the first scrape (at 0), so a rate or an alert on it
         // has a series before the first server stops answering.
         _ = self.registry.makeCounter(descriptor: Family.notAnswering.descriptor, labels: labels)
+        _ = self.registry.makeCounter(descriptor: Family.serverChanges.descriptor, labels: labels)
     }
 }
 
@@ -86,6 +92,7 @@ extension DatabaseMetrics {
         case statementCancels = "spout_statement_cancels_total"
         case statementTimeouts = "spout_statement_timeouts_total"
         case notAnswering = "spout_database_not_answering_total"
+        case serverChanges = "spout_database_server_changes_total"
         case acquireTimeouts = "spout_pool_acquire_timeouts_total"
         case acquireWait = "spout_pool_acquire_wait_seconds"
         case streamConnectionSeconds = "spout_stream_connection_seconds_total"
@@ -100,6 +107,7 @@ extension DatabaseMetrics {
             case .statementCancels: "Statements cancelled because their client left."
             case .statementTimeouts: "Statements stopped by the statement timeout."
             case .notAnswering: "Waits for a database server's answer given up past the statement timeout and its grace period, by pool."
+            case .serverChanges: "New connections that reached another server than the pool's before (a failover or switchover), by pool."
             case .acquireTimeouts: "Requests answered 503 because no database connection was free within the acquire timeout."
             case .acquireWait: "Time database work waited for a connection, in seconds, by pool."
             case .streamConnectionSeconds: "Seconds database connections were leased by streamed responses."

@@ -6,7 +6,9 @@ import SpoutHTTP
 extension Router {
     /// `GET /ready`: 200 `{"status":"ready"}` when every database in `databases` answers
     /// `SELECT 1` within ``readinessLimit`` (``SpoutCore/Database/answers(within:)``), else 503.
-    /// The body lists each read replica, whether it answers, and what is known of it; replicas
+    /// The body names the server the primary's connections reach (`"primary":"host:port"`, the
+    /// one a multi-host URL settled on; none for SQLite) and lists each read replica (with its
+    /// server), whether it answers, and what is known of it; replicas
     /// do not decide readiness (reads fall back to the primary). Every database is asked at
     /// once, so the answer comes within the limit however many there are, and a server that
     /// hangs (frozen, cut off) costs the probe the limit, never its own wait. A route of the
@@ -46,10 +48,12 @@ extension Router {
                 entry.add("inUse", up && status.isAvailable)
                 if let lag = status.lagMilliseconds { entry.add("lagMs", lag) }
                 if let problem = status.problem { entry.add("problem", problem) }
+                if let server = replica.database.server { entry.add("server", server) }
                 return entry
             }
             var body = JSONObjectWriter()
             body.add("status", "ready")
+            if let server = databases.first?.server { body.add("primary", server) }
             if !entries.isEmpty { body.add("replicas", objects: entries) }
             if let keys {
                 if keys.source == .thisProcess { body.add("cursorKeys", keys.source.rawValue) }

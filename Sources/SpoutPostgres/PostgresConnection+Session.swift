@@ -21,7 +21,11 @@ extension PostgresConnection {
     /// statement's snapshot cannot be written (40001, ``SpoutCore/DatabaseError/Code/serializationFailure``).
     public func beginSnapshot(session: RequestSession?) throws {
         guard let session else {
-            try self.runCommand(self.beginStatements(readOnly: false, snapshot: true).joined(separator: "; "))
+            do {
+                try self.runCommand(self.beginStatements(readOnly: false, snapshot: true).joined(separator: "; "))
+            } catch {
+                throw self.standbyRefusal(of: error, readOnly: false)
+            }
             self.stateMachine.transactionBegun(implicit: false)
             return
         }
@@ -37,7 +41,7 @@ extension PostgresConnection {
             try self.runSettings(statements)
         } catch {
             if self.isInTransaction { try? self.rollback() }
-            throw error
+            throw self.standbyRefusal(of: error, readOnly: readOnly)
         }
         self.stateMachine.transactionBegun(implicit: false)
     }

@@ -78,6 +78,9 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     /// and settings, each sent and waited for once): how tests tell what a request costs in
     /// latency, where ``SpoutCore/QueryStatistics`` counts the request's statements.
     private(set) var roundTrips = 0
+    /// The server the connection reached, `host:port` (libpq's `PQhost` and `PQport`: with a
+    /// multi-host URL, the host it settled on; a Unix socket's directory as the host).
+    public let serverAddress: String?
     /// The `application_name` the server reported for the session when it opened: what a
     /// traced transaction's name follows (``tracedApplicationName(_:)``).
     let applicationName: String
@@ -149,12 +152,22 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         self.handle = connection
         self.statistics = statistics
         self.applicationName = PQparameterStatus(connection, "application_name").map { String(cString: $0) } ?? ""
+        self.serverAddress = Self.address(of: connection)
         self.stateMachine = PostgresConnectionStateMachine(keepsSessionState: keepsSessionState)
         self.cancelState = Mutex(CancelState(handle: PostgresCancelHandle(cancel)))
     }
 
     deinit {
         self.close()
+    }
+
+    /// `host:port` of an open connection (`[host]:port` for an IPv6 address); nil when libpq
+    /// knows no host.
+    private static func address(of connection: OpaquePointer) -> String? {
+        guard let host = PQhost(connection).map({ String(cString: $0) }), !host.isEmpty else { return nil }
+        let port = PQport(connection).map { String(cString: $0) } ?? ""
+        let shownHost = host.contains(":") && !host.hasPrefix("/") ? "[\(host)]" : host
+        return port.isEmpty ? shownHost : "\(shownHost):\(port)"
     }
 
     // MARK: State
@@ -287,6 +300,15 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         if connectionIsBad || code == .connectionLost {
             self.markBroken()
             code = .connectionLost
+        } else if PostgresErrorMapping.meansStandby(
+            sqlState: sqlState, inHotStandby: PQparameterStatus(handle, "in_hot_standby").map { String(cString: $0) },
+            wantsWrites: self.stateMachine.sessionReadOnly != true)
+        {
+            // The server became (or always was) a standby: another connection of the pool
+            // would find the same, so the pool retires them all and opens the next one where
+            // the URL leads now (the primary, with `target_session_attrs=read-write`).
+            self.markBroken()
+            code = .serverReadOnly
         }
         let violated = result.flatMap { PostgresErrorMapping.violated(in: $0, sqlState: sqlState) }
         return DatabaseError(code, message: message, sqlState: sqlState, violated: violated)
@@ -486,8 +508,23 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     /// default may be read-only (``setReadOnly(_:)``). Without session state the settings
     /// follow in the same round trip (`SET LOCAL`), after committing an implicit transaction.
     public func begin(readOnly: Bool) throws {
-        try self.runCommand(self.beginStatements(readOnly: readOnly).joined(separator: "; "))
+        do {
+            try self.runCommand(self.beginStatements(readOnly: readOnly).joined(separator: "; "))
+        } catch {
+            throw self.standbyRefusal(of: error, readOnly: readOnly)
+        }
         self.stateMachine.transactionBegun(implicit: false)
+    }
+
+    /// `error`, thrown by a `BEGIN`, as ``SpoutCore/DatabaseError/Code/serverReadOnly`` when it
+    /// was a `BEGIN READ WRITE` the server refused for being a standby (the connection is then
+    /// given up, like one that found out on a write).
+    func standbyRefusal(of error: any Error, readOnly: Bool) -> any Error {
+        guard !readOnly, var refusal = error as? DatabaseError, PostgresErrorMapping.beginReadWriteMeansStandby(sqlState: refusal.sqlState)
+        else { return error }
+        self.markBroken()
+        refusal.code = .serverReadOnly
+        return refusal
     }
 
     /// What ``begin(readOnly:)`` sends, one statement each, for libpq's current status;

@@ -40,6 +40,27 @@ enum PostgresErrorMapping {
         }
     }
 
+    /// Whether a statement that failed with `sqlState` failed because the server is a standby
+    /// while the work wanted to write (`wantsWrites`: Spout did not make the session
+    /// read-only; a read-only lease's write is the endpoint's mistake,
+    /// ``SpoutCore/DatabaseError/Code/readOnly``, wherever it runs):
+    /// read_only_sql_transaction (25006) in a transaction Spout opened `READ WRITE` can only
+    /// come from recovery, which keeps every transaction read-only; feature_not_supported
+    /// (0A000), which `BEGIN READ WRITE` and `SET transaction_read_only = off` answer during
+    /// recovery, only when the server says it is in hot standby (`in_hot_standby`, reported
+    /// by every server since PostgreSQL 14 when the session starts and when it changes).
+    static func meansStandby(sqlState: String?, inHotStandby: String?, wantsWrites: Bool) -> Bool {
+        guard wantsWrites else { return false }
+        return sqlState == "25006" || (sqlState == "0A000" && inHotStandby == "on")
+    }
+
+    /// Whether `BEGIN READ WRITE` failed with `sqlState` because the server is in recovery: it
+    /// answers nothing else with feature_not_supported (0A000), behind a pooler too, which may
+    /// not pass `in_hot_standby` on.
+    static func beginReadWriteMeansStandby(sqlState: String?) -> Bool {
+        sqlState == "0A000"
+    }
+
     /// libpq's `PG_DIAG_SQLSTATE` field code (`'C'`).
     static let sqlStateField = Int32(UInt8(ascii: "C"))
 

@@ -90,7 +90,8 @@ struct Serve: AsyncParsableCommand {
         let database = try Drivers.open(
             url, replicaURLs: settings.database.replicaUrls,
             maximumLag: settings.database.replicaMaxLagMs > 0 ? .milliseconds(settings.database.replicaMaxLagMs) : nil,
-            configuration: settings.databaseConfiguration, observer: databaseMetrics)
+            configuration: settings.databaseConfiguration,
+            observer: ObserverPair.combining(databaseMetrics, DatabaseEventLog(logger: logger)))
         // Every statement prepares, or the start stops at the first that does not (file, line,
         // the database's message). A database that does not answer within a few seconds
         // delays nothing: the statements are then not checked, and the log says so.

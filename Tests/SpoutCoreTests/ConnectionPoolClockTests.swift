@@ -306,6 +306,12 @@ final class CountingObserver: DatabaseObserver {
     let released = Recorder<String>()
     let acquireTimeouts = Recorder<String>()
     let statementTimeouts = Recorder<Void>()
+    /// `database: previous -> server`.
+    let serverChanges = Recorder<String>()
+
+    func serverChanged(database: String, from previous: String, to server: String) {
+        self.serverChanges.append("\(database): \(previous) -> \(server)")
+    }
 
     func connectionAcquired(database: String, after wait: Duration) {
         self.acquired.append(database)

@@ -54,14 +54,14 @@ struct ResponseMappingTests {
         let cases: [(DatabaseError.Code, HTTPResponse.Status)] = [
             (.poolExhausted, 503), (.connectionFailed, 503), (.connectionLost, 503), (.statementTimeout, 504),
             (.uniqueViolation, 409), (.constraintViolation, 422), (.invalidValue, 400), (.invalidSQL, 500),
-            (.other, 500), (.readOnly, 500),
+            (.other, 500), (.readOnly, 500), (.serverReadOnly, 503), (.busy, 503),
         ]
         for (code, expected) in cases {
             let (status, body, headers) = self.status(DatabaseError(code, message: secret, sqlState: "42P01"))
             #expect(status == expected, "\(code)")
             #expect(!body.contains("hunter2") && !body.contains("SELECT") && !body.contains("42P01"))
             #expect(body.hasPrefix(#"{"error":""#))
-            #expect((headers[.retryAfter] == "1") == (code == .poolExhausted))
+            #expect((headers[.retryAfter] == "1") == (expected == .serviceUnavailable), "\(code)")
         }
     }
 

@@ -18,7 +18,7 @@ struct PromtoolTests {
             // The families the traffic made are all there, so the linter saw each kind.
             for family in [
                 "spout_http_requests_total", "spout_http_request_duration_seconds", "spout_http_time_to_first_byte_seconds",
-                "spout_pool_acquire_wait_seconds", "spout_pool_connections_open", "spout_streams_in_flight",
+                "spout_pool_acquire_wait_seconds", "spout_pool_connections_open", "spout_database_server_changes_total", "spout_streams_in_flight",
                 "process_cpu_seconds_total", "process_resident_memory_bytes", "process_open_fds", "process_start_time_seconds",
             ] {
                 #expect(text.contains("\n# HELP \(family) ") || text.hasPrefix("# HELP \(family) "), "no HELP for \(family)")

@@ -17,11 +17,13 @@ final class FakeDriver: DatabaseDriver {
     let counts = Mutex(Counts())
     /// When set, opening a connection throws it.
     let openError = Mutex<DatabaseError?>(nil)
+    /// The server new connections reach (``FakeConnection/serverAddress``); nil: none.
+    let server = Mutex<String?>(nil)
 
     func connect(readOnly: Bool, statistics: QueryStatistics) throws -> any DatabaseConnection {
         if let error = self.openError.withLock({ $0 }) { throw error }
         self.counts.withLock { $0.opened += 1 }
-        return FakeConnection(driver: self)
+        return FakeConnection(driver: self, server: self.server.withLock { $0 })
     }
 
     var snapshot: Counts { self.counts.withLock { $0 } }
@@ -30,11 +32,13 @@ final class FakeDriver: DatabaseDriver {
 /// A connection of ``FakeDriver``.
 final class FakeConnection: DatabaseConnection {
     let driver: FakeDriver
+    let serverAddress: String?
     private let broken = Atomic<Bool>(false)
     private let transaction = Atomic<Bool>(false)
 
-    init(driver: FakeDriver) {
+    init(driver: FakeDriver, server: String? = nil) {
         self.driver = driver
+        self.serverAddress = server
     }
 
     var dialect: SQLDialect { .sqlite }

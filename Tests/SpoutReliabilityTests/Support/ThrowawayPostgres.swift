@@ -53,10 +53,18 @@ final class ThrowawayPostgres: Sendable {
     /// A `launcher` (a program and its arguments that end by running the rest, such as
     /// `unshare … sh -c '… exec "$@"' sh`) runs `scripts/throwaway-postgres`, so the server runs
     /// where the launcher puts it.
-    static func create(passwordAuthentication: Bool = false, tls: Bool = false, launcher: [String] = []) throws -> ThrowawayPostgres {
+    /// `settings` are server settings beside the script's own (which they override).
+    static func create(
+        passwordAuthentication: Bool = false, tls: Bool = false, settings: [String: String] = [:], launcher: [String] = []
+    ) throws -> ThrowawayPostgres {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spout-pg-\(UUID().uuidString)").path
-        let options = (passwordAuthentication ? ["--password-auth"] : []) + (tls ? ["--tls"] : [])
+        let options = (passwordAuthentication ? ["--password-auth"] : []) + (tls ? ["--tls"] : []) + Self.options(settings)
         return try Self.started(directory, ["start", directory] + options, launcher: launcher)
+    }
+
+    /// `--set NAME=VALUE` for each setting, in a stable order.
+    private static func options(_ settings: [String: String]) -> [String] {
+        settings.sorted { $0.key < $1.key }.flatMap { ["--set", "\($0.key)=\($0.value)"] }
     }
 
     var dataDirectory: String { self.directory + "/data" }
@@ -78,9 +86,28 @@ final class ThrowawayPostgres: Sendable {
 
     /// A streaming replica of this cluster (`pg_basebackup -R`) in a directory of its own,
     /// started on another free port. Call ``remove()`` on it as on any cluster.
-    func makeReplica() throws -> ThrowawayPostgres {
+    /// `settings` are the replica's own (its copy of this cluster's configuration is read first).
+    func makeReplica(settings: [String: String] = [:]) throws -> ThrowawayPostgres {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spout-pg-replica-\(UUID().uuidString)").path
-        return try Self.started(directory, ["replica", self.directory, directory])
+        return try Self.started(directory, ["replica", self.directory, directory] + Self.options(settings))
+    }
+
+    /// Stops the server at once, as a failing machine would (immediate mode: no checkpoint,
+    /// every session cut), keeping the cluster.
+    func crash() throws {
+        try Self.run(Self.command, ["crash", self.directory])
+    }
+
+    /// Ends a replica's recovery: it becomes a primary; returns once it takes writes.
+    func promote() throws {
+        try Self.run(Self.command, ["promote", self.directory])
+    }
+
+    /// Makes this stopped former primary a streaming replica of `primary` (`pg_rewind -R`: both
+    /// need `wal_log_hints` and `full_page_writes` on, and this one's WAL back to where they
+    /// diverged, `wal_keep_size`) and starts it on its own port.
+    func rejoin(following primary: ThrowawayPostgres) throws {
+        try Self.run(Self.command, ["rejoin", self.directory, primary.directory])
     }
 
     /// Runs `scripts/throwaway-postgres` with `arguments`, which start a cluster in `directory`,
