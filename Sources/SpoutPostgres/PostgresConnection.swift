@@ -302,7 +302,7 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
             code = .connectionLost
         } else if PostgresErrorMapping.meansStandby(
             sqlState: sqlState, inHotStandby: PQparameterStatus(handle, "in_hot_standby").map { String(cString: $0) },
-            wantsWrites: self.stateMachine.sessionReadOnly != true)
+            wantsWrites: self.stateMachine.wantsWrites(self.transactionStatus))
         {
             // The server became (or always was) a standby: another connection of the pool
             // would find the same, so the pool retires them all and opens the next one where
@@ -530,6 +530,7 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
     /// What ``begin(readOnly:)`` sends, one statement each, for libpq's current status;
     /// `snapshot`: at `REPEATABLE READ` (``beginSnapshot(session:)``).
     func beginStatements(readOnly: Bool, snapshot: Bool = false) -> [String] {
+        self.stateMachine.transactionModeRequested(readOnly: readOnly)
         switch self.stateMachine.beginRequested(readOnly: readOnly, status: self.transactionStatus) {
         case .begin(let readOnly):
             return [Self.begin(readOnly: readOnly, snapshot: snapshot)]

@@ -158,6 +158,9 @@ struct PostgresConnectionStateMachine: Sendable, Equatable {
     private(set) var statementTimeout: Int? = 0
     /// The `default_transaction_read_only` in effect, or nil when unknown.
     private(set) var sessionReadOnly: Bool?
+    /// Whether the last `BEGIN` sent asked for a read-only transaction: what the open
+    /// transaction is, once it began (nil: none sent yet).
+    private(set) var transactionReadOnly: Bool?
 
     init(keepsSessionState: Bool) {
         self.keepsSessionState = keepsSessionState
@@ -372,6 +375,18 @@ struct PostgresConnectionStateMachine: Sendable, Equatable {
             implicitIsOpen = self.isInTransaction(status)
         }
         return .beginWithSettings(readOnly: readOnly, commitFirst: implicitIsOpen, statementTimeout: self.statementTimeout ?? 0)
+    }
+
+    /// A `BEGIN` asking for a read-only (or a read-write) transaction is about to be sent.
+    mutating func transactionModeRequested(readOnly: Bool) {
+        self.transactionReadOnly = readOnly
+    }
+
+    /// Whether the statements now running may write: the open transaction's mode when one is
+    /// open (libpq's `status`), else the session's default; true when unknown.
+    func wantsWrites(_ status: TransactionStatus) -> Bool {
+        let readOnly = self.isInTransaction(status) ? (self.transactionReadOnly ?? self.sessionReadOnly) : self.sessionReadOnly
+        return readOnly != true
     }
 
     /// A `BEGIN` succeeded; `implicit` when it was sent for a statement run outside a

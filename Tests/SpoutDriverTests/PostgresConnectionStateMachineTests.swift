@@ -9,6 +9,20 @@ struct PostgresConnectionStateMachineTests {
     typealias Machine = PostgresConnectionStateMachine
     typealias State = PostgresConnectionStateMachine.State
 
+    /// A write refused for read-only-ness means "a standby" only where the transaction (or,
+    /// outside one, the session) was meant to write: a read-only transaction's refusal is the
+    /// caller's mistake, not a failover.
+    @Test func writesAreWantedByTheOpenTransactionsMode() {
+        var machine = Machine(keepsSessionState: true)
+        #expect(machine.wantsWrites(.idle), "unknown: may write")
+        machine.transactionModeRequested(readOnly: true)
+        #expect(!machine.wantsWrites(.failed))
+        #expect(!machine.wantsWrites(.inTransaction))
+        #expect(machine.wantsWrites(.idle), "outside the transaction, the session's default (unknown)")
+        machine.transactionModeRequested(readOnly: false)
+        #expect(machine.wantsWrites(.failed))
+    }
+
     /// The states a statement is rejected in as `unsupported`, with what the message names.
     static let busyStates: [(State, String)] = [
         (.streaming, "streaming a query in single-row mode"),

@@ -114,8 +114,10 @@ struct LiveNoticesTests {
             // No write follows: this event can only be the catch-up, from the last event's id.
             let resumed = try await Self.change(again)
             #expect(try Self.position(resumed.from) == Self.position(seen.id))
+            // A row may come again (see concerned(_:)); the one written meanwhile must.
             let delta = try await SyncReadTests.sync(service, "owner=Diane", since: resumed.from)
-            #expect(delta.rows.map(\.name) == ["Puffball"])
+            let names = delta.rows.map(\.name)
+            #expect(names.contains("Puffball") && Set(names).isSubset(of: ["Puffball", "Bowser"]), "\(names)")
         }
     }
 
