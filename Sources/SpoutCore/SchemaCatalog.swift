@@ -51,6 +51,29 @@ public struct CatalogTable: Sendable, Hashable {
     public func column(_ name: String) -> CatalogColumn? {
         self.columns.first { $0.name == name }
     }
+
+    /// ``indexes`` from a catalog's rows, one per key column of each index, in index order:
+    /// `index` tells the indexes apart (rows of one index come together), `column` is nil for
+    /// an expression, which ends the plain-column prefix its index lists. An index that
+    /// starts with an expression is left out.
+    public static func indexes(from rows: [(index: SQLValue, column: String?)]) -> [[String]] {
+        var indexes: [[String]] = []
+        var current: SQLValue?
+        var ended = false
+        for row in rows {
+            if row.index != current {
+                indexes.append([])
+                current = row.index
+                ended = false
+            }
+            guard !ended, let column = row.column else {
+                ended = true
+                continue
+            }
+            indexes[indexes.count - 1].append(column)
+        }
+        return indexes.filter { !$0.isEmpty }
+    }
 }
 
 /// One column of a ``CatalogTable``.

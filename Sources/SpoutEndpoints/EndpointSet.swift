@@ -176,34 +176,29 @@ public struct EndpointSet: Sendable {
                 })
         }
         for file in self.files {
-            guard let auth = file.auth else { continue }
-            if let token = auth.token {
-                logger.info(
-                    "tokens required",
-                    metadata: [
-                        "endpoints.group": "\(file.tag)", "auth.methods": "\(auth.methods.map(\.rawValue).joined(separator: ","))",
-                        "auth.anonymous": "\(token.anonymous)", "auth.roles": "\(token.roles.joined(separator: ","))",
-                    ])
-                continue
-            }
-            logger.info(
-                "API keys required",
-                metadata: [
-                    "endpoints.group": "\(file.tag)", "auth.methods": "\(auth.methods.map(\.rawValue).joined(separator: ","))",
-                    "auth.variable": "\(auth.environmentVariable)", "auth.keys": "\(auth.keyCount)",
-                ])
+            if let auth = file.auth { Self.logRequirement(of: auth, for: ["endpoints.group": "\(file.tag)"], logger: logger) }
         }
         for endpoint in self.endpoints {
-            guard let auth = endpoint.ownAuth else { continue }
-            let what: Logger.Metadata =
-                auth.token.map { ["auth.anonymous": "\($0.anonymous)", "auth.roles": "\($0.roles.joined(separator: ","))"] }
-                ?? ["auth.variable": "\(auth.environmentVariable)", "auth.keys": "\(auth.keyCount)"]
-            logger.info(
-                auth.token != nil ? "tokens required" : "API keys required",
-                metadata: what.merging(["endpoint": "\(endpoint.title)"]) { first, _ in first })
+            if let auth = endpoint.ownAuth { Self.logRequirement(of: auth, for: ["endpoint": "\(endpoint.title)"], logger: logger) }
         }
         logger.debug("endpoints registered", metadata: ["endpoints.count": "\(self.endpoints.count)"])
         return routes
+    }
+
+    /// Logs at start what `auth` asks of the endpoints `scope` names (a file's group, or one
+    /// endpoint with its own `auth`): a token and its policy, or API keys and their variable.
+    private static func logRequirement(of auth: EndpointAuth, for scope: Logger.Metadata, logger: Logger) {
+        var metadata = scope
+        metadata["auth.methods"] = "\(auth.methods.map(\.rawValue).joined(separator: ","))"
+        if let token = auth.token {
+            metadata["auth.anonymous"] = "\(token.anonymous)"
+            metadata["auth.roles"] = "\(token.roles.joined(separator: ","))"
+            logger.info("tokens required", metadata: metadata)
+        } else {
+            metadata["auth.variable"] = "\(auth.environmentVariable)"
+            metadata["auth.keys"] = "\(auth.keyCount)"
+            logger.info("API keys required", metadata: metadata)
+        }
     }
 
     /// The prefixes of endpoint paths (including `/` and the paths themselves) with no GET

@@ -61,24 +61,15 @@ extension PostgresConnection: SchemaCatalogReading {
                 tables[position].foreignKeys.append(key)
             }
         }
-        var lastIndex: (table: Int, oid: SQLValue)?
-        var ended = false
+        var indexRows: [Int: [(index: SQLValue, column: String?)]] = [:]
         for row in results[2].rows {
             guard case .text(let schema) = row[0], case .text(let name) = row[1], let position = positions[TableName(schema: schema, name: name)]
             else { continue }
-            if lastIndex?.table != position || lastIndex?.oid != row[2] {
-                tables[position].indexes.append([])
-                lastIndex = (position, row[2])
-                ended = false
-            }
-            // An expression ends what a plain-column prefix of the index can serve.
-            guard !ended, case .text(let column) = row[3] else {
-                ended = true
-                continue
-            }
-            tables[position].indexes[tables[position].indexes.count - 1].append(column)
+            var column: String?
+            if case .text(let text) = row[3] { column = text }
+            indexRows[position, default: []].append((row[2], column))
         }
-        for position in tables.indices { tables[position].indexes.removeAll { $0.isEmpty } }
+        for (position, rows) in indexRows { tables[position].indexes = CatalogTable.indexes(from: rows) }
         return tables.sorted { ($0.name, $0.schema ?? "") < ($1.name, $1.schema ?? "") }
     }
 

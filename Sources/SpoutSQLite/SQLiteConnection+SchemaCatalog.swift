@@ -71,22 +71,12 @@ extension SQLiteConnection: SchemaCatalogReading {
             table.foreignKeys[table.foreignKeys.count - 1].columns.append(column)
             if case .text(let target) = row[3] { table.foreignKeys[table.foreignKeys.count - 1].referencedColumns.append(target) }
         }
-        var lastIndex: SQLValue?
-        var ended = false
-        for row in results[2].rows {
-            if row[0] != lastIndex {
-                table.indexes.append([])
-                lastIndex = row[0]
-                ended = false
-            }
-            // An expression ends what a plain-column prefix of the index can serve.
-            guard !ended, case .text(let column) = row[1] else {
-                ended = true
-                continue
-            }
-            table.indexes[table.indexes.count - 1].append(column)
-        }
-        table.indexes.removeAll { $0.isEmpty }
+        table.indexes += CatalogTable.indexes(
+            from: results[2].rows.map { row in
+                var column: String?
+                if case .text(let text) = row[1] { column = text }
+                return (row[0], column)
+            })
         return table
     }
 }

@@ -28,9 +28,13 @@ struct Init: AsyncParsableCommand {
     func run() async throws {
         let files: [(path: String, text: String)]
         var summary: String
+        // Where the configuration cannot name the database, the commands that follow must.
+        var databaseArgument = ""
         if let url = self.from {
             let tables = try await Self.tables(of: url)
-            let scaffold = ServiceScaffold(tables: tables, databaseURL: Self.writableURL(url))
+            let named = Self.writableURL(url)
+            if named == nil { databaseArgument = " --database '…'" }
+            let scaffold = ServiceScaffold(tables: tables, databaseURL: named)
             files = scaffold.files()
             summary = "\(scaffold.tables.count) table\(scaffold.tables.count == 1 ? "" : "s"): "
                 + scaffold.tables.map(\.name).joined(separator: ", ")
@@ -53,8 +57,8 @@ struct Init: AsyncParsableCommand {
         }
         let config = root.appendingPathComponent("config/spout.yaml").path
         print("wrote \(files.count) files to \(self.directory): \(summary)")
-        print("next: spout check --config \(config)\(self.from == nil || Self.writableURL(self.from!) != nil ? "" : " --database '…'")")
-        print("      spout serve --config \(config)")
+        print("next: spout check --config \(config)\(databaseArgument)")
+        print("      spout serve --config \(config)\(databaseArgument)")
     }
 
     /// The user's tables of the database at `url`, as its driver's catalog lists them.
