@@ -225,6 +225,17 @@ extension TrackedTable {
         return String(repeating: "0", count: 8 - digits.count) + digits
     }
 
+    /// `column` as `columns` (a table's, as its database lists them) spell it: the exact name,
+    /// else the one name that differs only in ASCII case (an unquoted identifier, which
+    /// PostgreSQL folds to lower case and SQLite compares without case); nil when there is no
+    /// such column or several.
+    public static func spelling(of column: String, among columns: [String]) -> String? {
+        if columns.contains(column) { return column }
+        let folded = column.lowercased()
+        let matches = columns.filter { $0.lowercased() == folded }
+        return matches.count == 1 ? matches[0] : nil
+    }
+
     /// Whether `name` is usable as a tracked table or column without quoting surprises: ASCII
     /// letters, digits and underscores, not starting with a digit.
     public static func isPlainIdentifier(_ name: String) -> Bool {

@@ -37,8 +37,7 @@ extension EndpointSet {
                 guard let columns = found[table.name] ?? nil else {
                     throw place.error("sync table '\(table.name)' of \(endpoint.title) is not a table of the database")
                 }
-                let known = Set(columns.map { $0.lowercased() })
-                for column in table.keyColumns where !known.contains(column.lowercased()) {
+                for column in table.keyColumns where TrackedTable.spelling(of: column, among: columns) == nil {
                     throw place.error(
                         "sync table '\(table.name)' of \(endpoint.title) has no column '\(column)' (its columns: \(columns.joined(separator: ", ")))")
                 }

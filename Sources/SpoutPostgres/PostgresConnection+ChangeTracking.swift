@@ -66,10 +66,14 @@ extension PostgresConnection: ChangeTracking {
             """
         let schema = try self.currentSchema()
         for table in tables {
-            let arguments = ([table.logName, schema] + table.keyColumns).map(Self.literal).joined(separator: ", ")
+            // The trigger reads the key from `to_jsonb(OLD)`, whose members are the columns as
+            // the catalog spells them; an unquoted table name (`to_regclass`) is folded to lower case.
+            let stored = try self.columns(ofTable: table.name) ?? []
+            let keyColumns = table.keyColumns.map { TrackedTable.spelling(of: $0, among: stored) ?? $0 }
+            let arguments = ([table.logName, schema] + keyColumns).map(Self.literal).joined(separator: ", ")
             script += """
                 CREATE OR REPLACE TRIGGER \(Self.identifier("spout_sync_" + table.triggerSuffix))
-                AFTER INSERT OR UPDATE OR DELETE ON \(Self.identifier(table.name))
+                AFTER INSERT OR UPDATE OR DELETE ON \(Self.identifier(table.name.lowercased()))
                 FOR EACH ROW EXECUTE FUNCTION spout_record_change(\(arguments));
 
                 """

@@ -64,7 +64,7 @@ extension SQLiteConnection: ChangeTracking {
     private static let statements = Result {
         ChangeLogStatements(
             tableExists: try ParsedSQL(
-                "SELECT count(*) FROM sqlite_schema WHERE type IN ('table', 'view') AND name = :table", dialect: .sqlite),
+                "SELECT count(*) FROM sqlite_schema WHERE type IN ('table', 'view') AND name = :table COLLATE NOCASE", dialect: .sqlite),
             tableColumns: try ParsedSQL("SELECT name FROM pragma_table_info(:table) ORDER BY cid", dialect: .sqlite),
             position: try ParsedSQL(
                 """

@@ -387,3 +387,28 @@ extension SyncReadTests {
         #expect((get["parameters"] as? [[String: Any]])?.contains { $0["name"] as? String == "Idempotency-Key" } != true)
     }
 }
+
+extension SyncReadTests {
+    @Test("a table and key column named in another case than the catalog's are tracked by their stored names", arguments: PetsAPITests.backends)
+    func otherCase(_ backend: SQLDialect) async throws {
+        let store = try IdentityDatabase.make(backend) { connection in
+            try PetsLoader(sqlDirectory: Repository.sqlDirectory).load(into: connection)
+        }
+        defer { store.drop() }
+        let database = try Drivers.open(store.temporary.url)
+        defer { database.close() }
+        let endpoints = try Self.load(Self.syncYAML.replacing("KEY", with: "name").replacing("TABLES", with: "PET: [Name]")).get()
+        try await endpoints.prepareSync(on: database)
+        #expect(endpoints.syncState.isReady)
+        let table = try #require(endpoints.trackedTables.first)
+        let keys = try await onThread {
+            let connection = try Drivers.driver(for: store.temporary.url).connect(readOnly: false, statistics: QueryStatistics())
+            defer { connection.close() }
+            let log = try #require(connection as? any ChangeTracking)
+            let start = try log.changeLogPosition().position
+            try connection.executeScript("UPDATE pet SET species = 'wolf' WHERE name = 'Bowser'")
+            return try log.changedKeys(since: start, tables: [table.logName])
+        }
+        #expect(keys == [[.text("Bowser")]])
+    }
+}
