@@ -50,6 +50,9 @@ public struct AssignedColumns: Sendable, Hashable {
         return self.parameters[column.lowercased()]
     }
 
+    /// The columns of the written table assigned from a parameter, lower-cased.
+    public var columns: [String] { Array(self.parameters.keys) }
+
     /// Whether the statement assigns any column from a parameter.
     public var isEmpty: Bool { self.parameters.isEmpty }
 

@@ -211,6 +211,17 @@ public protocol DatabaseConnection: AnyObject, Sendable {
     /// the database does not know are left out. Empty for a database without row-level
     /// security (the default, and SQLite's). One round trip.
     func rolesBypassingRowSecurity(_ roles: [String?]) throws -> [String]
+
+    /// Whether the database has a table `name` where an unquoted name in SQL finds it
+    /// (PostgreSQL: on the search path, the name folded to lower case; SQLite: in the main
+    /// database, without case). One round trip.
+    func tableExists(_ name: String) throws -> Bool
+
+    /// Waits until no other transaction holds `key`, then holds it until this connection's
+    /// transaction ends: what serializes several instances' set-up of shared tables on one
+    /// database. PostgreSQL: a transaction advisory lock (`pg_advisory_xact_lock`); SQLite:
+    /// nothing, as its write transactions already exclude each other. Call it in a transaction.
+    func lockUntilTransactionEnds(_ key: Int64) throws
 }
 
 extension DatabaseConnection {

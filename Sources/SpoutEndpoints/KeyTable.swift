@@ -154,26 +154,14 @@ public enum KeyTable {
             recorded_by TEXT NOT NULL
         )
         """
-    /// The transaction advisory lock of PostgreSQL writers ("spout" in ASCII).
+    /// The lock that serializes the tables' writers (``lockAndCreate(on:)``; "spout" in ASCII).
     static let advisoryLock: Int64 = 0x73_70_6f_75_74
 
     // MARK: Reading
 
-    /// Whether `table` exists (in PostgreSQL's search path).
-    static func exists(_ table: String, on connection: any DatabaseConnection) throws -> Bool {
-        let sql: String
-        switch connection.dialect {
-        case .postgres: sql = "SELECT count(*) FROM (SELECT to_regclass('\(table)') AS found) AS t WHERE found IS NOT NULL"
-        case .sqlite: sql = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '\(table)'"
-        }
-        let rows = try self.rows(sql, [:], on: connection)
-        if case .integer(let count)? = rows.first?.first { return count > 0 }
-        return false
-    }
-
     /// Every key, by id; nil when the table is not there.
     public static func read(on connection: any DatabaseConnection) throws -> [StoredKey]? {
-        guard try self.exists(self.keysTable, on: connection) else { return nil }
+        guard try connection.tableExists(self.keysTable) else { return nil }
         let rows = try self.rows("SELECT id, secret, created_at, seals_from, opens_until FROM spout_keys ORDER BY id", [:], on: connection)
         return rows.compactMap { row in
             guard row.count == 5, case .integer(let number) = row[0], let id = UInt32(exactly: number), id != 0, id != .max,
@@ -188,7 +176,7 @@ public enum KeyTable {
 
     /// The recorded fingerprints; nil when the table is not there.
     public static func readFingerprints(on connection: any DatabaseConnection) throws -> [RecordedFingerprint]? {
-        guard try self.exists(self.settingsTable, on: connection) else { return nil }
+        guard try connection.tableExists(self.settingsTable) else { return nil }
         let rows = try self.rows("SELECT name, fingerprint, recorded_at, recorded_by FROM spout_shared_settings ORDER BY name", [:], on: connection)
         return rows.compactMap { row in
             guard row.count == 4, case .text(let name) = row[0], case .text(let fingerprint) = row[1],
@@ -270,14 +258,12 @@ public enum KeyTable {
         }
     }
 
-    /// On PostgreSQL, waits for the other writers (a transaction advisory lock); then creates
-    /// each table that is missing.
+    /// Waits for the other instances' writers (``SpoutCore/DatabaseConnection/lockUntilTransactionEnds(_:)``);
+    /// then creates each table that is missing.
     private static func lockAndCreate(on connection: any DatabaseConnection) throws {
-        if connection.dialect == .postgres {
-            try self.execute("SELECT pg_advisory_xact_lock(\(self.advisoryLock))", [:], on: connection)
-        }
-        if try !self.exists(self.keysTable, on: connection) { try self.execute(self.createKeys, [:], on: connection) }
-        if try !self.exists(self.settingsTable, on: connection) { try self.execute(self.createSettings, [:], on: connection) }
+        try connection.lockUntilTransactionEnds(self.advisoryLock)
+        if try !connection.tableExists(self.keysTable) { try self.execute(self.createKeys, [:], on: connection) }
+        if try !connection.tableExists(self.settingsTable) { try self.execute(self.createSettings, [:], on: connection) }
     }
 
     // MARK: Why the table cannot be used

@@ -30,6 +30,8 @@ final class MemoryConnection: DatabaseConnection, @unchecked Sendable {
     func begin(readOnly: Bool) throws {}
     func commit() throws {}
     func rollback() throws {}
+    func tableExists(_ name: String) throws -> Bool { false }
+    func lockUntilTransactionEnds(_ key: Int64) throws {}
     var isInTransaction: Bool { false }
     func setStatementTimeout(milliseconds: Int?) throws {}
     func setReadOnly(_ readOnly: Bool) throws {}

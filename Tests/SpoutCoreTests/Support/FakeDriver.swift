@@ -53,6 +53,8 @@ final class FakeConnection: DatabaseConnection {
     func begin(readOnly: Bool) throws { self.transaction.store(true, ordering: .relaxed) }
     func commit() throws { self.transaction.store(false, ordering: .relaxed) }
     func rollback() throws { self.transaction.store(false, ordering: .relaxed) }
+    func tableExists(_ name: String) throws -> Bool { false }
+    func lockUntilTransactionEnds(_ key: Int64) throws {}
     var isInTransaction: Bool { self.transaction.load(ordering: .relaxed) }
     func setReadOnly(_ readOnly: Bool) throws {}
     func setStatementTimeout(milliseconds: Int?) throws {}
