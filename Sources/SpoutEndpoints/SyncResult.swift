@@ -18,6 +18,8 @@ import Synchronization
 /// 3. The body streams (``SpoutCore/SyncBodyWriter``): the cursor, the keys to forget, then the
 ///    rows whose keys changed, read by the endpoint's own statement (wrapped to those keys,
 ///    ``SpoutCore/SyncQuery``) with the details asked for, their bytes as the ordinary read's.
+///    When nothing changed since the cursor the body is the new cursor alone, sent whole
+///    (with a `Content-Length`, compressed or not as any small answer).
 ///
 /// A row that changes while this runs may come twice (now and in the next read), never not
 /// at all: the order is the change log's contract.
@@ -54,14 +56,20 @@ struct SyncResult: ResponseProducer {
         let started = Mutex<StreamingResponseSink?>(nil)
         let result: Result<Int, any Error>
         do {
-            let rows = try await self.database.withSession(work) { session in
+            let answer = try await self.database.withSession(work) { session in
                 try await session.run { connection in
                     try self.read(on: connection, format: format) { exchange.startStream(status: status, headers: head) } started: { sink in
                         started.withLock { $0 = sink }
                     }
                 }
             }
-            result = .success(rows)
+            switch answer {
+            case .streamed(let rows):
+                result = .success(rows)
+            case .whole(let body):
+                exchange.send(status: status, headers: head, body: body, rows: 0)
+                return
+            }
         } catch {
             guard started.withLock({ $0 }) != nil else { throw error }
             result = .failure(error)
@@ -69,12 +77,21 @@ struct SyncResult: ResponseProducer {
         if let sink = started.withLock({ $0 }) { exchange.finishStream(sink, result: result) }
     }
 
+    /// What ``read(on:format:startStream:started:)`` answered.
+    private enum Answer: Sendable {
+        /// The body went through the stream's sink: the rows written.
+        case streamed(rows: Int)
+        /// Nothing changed since the cursor: the whole body (the new cursor alone), sent with
+        /// a `Content-Length` instead of a stream.
+        case whole([UInt8])
+    }
+
     /// Steps 1 to 3 on `connection` (blocking); `startStream` makes the sink once nothing can
-    /// fail with a status any more. Returns the rows written.
+    /// fail with a status any more.
     private func read(
         on connection: any DatabaseConnection, format: SyncBodyWriter.Format, startStream: () -> StreamingResponseSink,
         started: (StreamingResponseSink) -> Void
-    ) throws -> Int {
+    ) throws -> Answer {
         guard let log = connection as? any ChangeTracking else {
             throw DatabaseError(.unsupported, message: "this database keeps no change log")
         }
@@ -95,6 +112,13 @@ struct SyncResult: ResponseProducer {
             forget = typed.filter { !present.contains($0) }
             changed = typed.filter { present.contains($0) }
         }
+        if self.since != nil, changed.isEmpty, forget.isEmpty {
+            let whole = CollectingSink()
+            let body = SyncBodyWriter(format: format, sink: whole)
+            try body.begin(cursor: self.seal(position.position))
+            try body.end()
+            return .whole(whole.bytes)
+        }
         let sink = startStream()
         started(sink)
         let body = SyncBodyWriter(format: format, sink: sink)
@@ -111,7 +135,7 @@ struct SyncResult: ResponseProducer {
             }
         }
         try body.end()
-        return body.rows
+        return .streamed(rows: body.rows)
     }
 
     /// The keys among `batch` that the caller's result holds now, typed as the result's key

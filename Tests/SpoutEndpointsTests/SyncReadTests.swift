@@ -135,9 +135,12 @@ struct SyncReadTests {
             copy.apply(first)
             #expect(copy.rows == (try await Self.current(service, query)))
 
-            // Nothing changed: nothing but a cursor.
+            // Nothing changed: nothing but a cursor, sent whole.
             let quiet = try await Self.sync(service, query, since: copy.cursor)
             #expect(quiet.rows.isEmpty && quiet.deleted.isEmpty)
+            let quietResponse = try await service.get("/pets?\(query)&since=\(copy.cursor)")
+            #expect(quietResponse.header("content-length") == String(quietResponse.body.count))
+            #expect(quietResponse.header("transfer-encoding") == nil)
 
             // Another client: a new pet, a change, a pet given away; an event by SQL.
             let diane = try await IdentityAPITests.token("Diane")
