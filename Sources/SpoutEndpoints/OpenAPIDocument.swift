@@ -137,6 +137,15 @@ struct OpenAPIDocument {
                     "schema": ["type": "string", "minLength": .integer(1), "maxLength": .integer(255), "pattern": "^[!#-~]+$"],
                 ])
         }
+        if endpoint.sync != nil {
+            parameters.append(
+                [
+                    "name": "Last-Event-ID", "in": "header", "required": false,
+                    "description":
+                        "With Accept: text/event-stream, the id of the last event received (a sync cursor): the stream resumes from it, and a change made since comes at once",
+                    "schema": ["type": "string"],
+                ])
+        }
         if self.endpoints.representation(of: endpoint) != nil {
             parameters.append(
                 [
@@ -331,11 +340,18 @@ struct OpenAPIDocument {
                 "200",
                 [
                     "description":
-                        "The rows, streamed (JSON array; JSON Lines or CSV when asked for with Accept); with since, a sync read (an object; JSON Lines: a cursor line, then deleted and row lines)",
+                        "The rows, streamed (JSON array; JSON Lines or CSV when asked for with Accept); with since, a sync read (an object; JSON Lines: a cursor line, then deleted and row lines); with Accept: text/event-stream, live notices",
                     "content": [
                         "application/json": ["schema": ["oneOf": [["type": "array", "items": row], delta]]],
                         "application/x-ndjson": ["schema": ["type": "object"]],
                         "text/csv": ["schema": ["type": "string"]],
+                        "text/event-stream": [
+                            "schema": [
+                                "type": "string",
+                                "description":
+                                    "Server-Sent Events: an event `change` whenever the caller's result may have changed, its id and data.cursor a sync cursor to read the change from (since); a comment line as heartbeat; the stream ends when the token expires",
+                            ]
+                        ],
                     ],
                 ])
             responses.set(

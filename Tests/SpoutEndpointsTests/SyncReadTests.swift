@@ -369,7 +369,7 @@ extension SyncReadTests {
 }
 
 extension SyncReadTests {
-    @Test("the OpenAPI document describes sync reads (the delta object, 410) and the writes' Idempotency-Key")
+    @Test("the OpenAPI document describes sync reads (the delta object, 410), live notices (the event stream, Last-Event-ID) and the writes' Idempotency-Key")
     func documented() throws {
         let document = try #require(
             try JSONSerialization.jsonObject(with: Data(try Repository.shippedEndpoints().openAPIDocument())) as? [String: Any])
@@ -388,6 +388,11 @@ extension SyncReadTests {
         let key = (post["parameters"] as? [[String: Any]])?.first { $0["name"] as? String == "Idempotency-Key" }
         #expect(key?["in"] as? String == "header" && key?["required"] as? Bool == false)
         #expect((get["parameters"] as? [[String: Any]])?.contains { $0["name"] as? String == "Idempotency-Key" } != true)
+        // Live notices: the event stream and the header it resumes from.
+        #expect((ok["content"] as? [String: Any])?["text/event-stream"] != nil)
+        let lastEvent = (get["parameters"] as? [[String: Any]])?.first { $0["name"] as? String == "Last-Event-ID" }
+        #expect(lastEvent?["in"] as? String == "header")
+        #expect((post["parameters"] as? [[String: Any]])?.contains { $0["name"] as? String == "Last-Event-ID" } != true)
     }
 }
 
