@@ -16,9 +16,9 @@ import Darwin
 /// while the channel cannot take more (backpressure).
 ///
 /// Contract (what both sides may rely on):
-/// - The producer (a thread-pool thread) calls ``write(_:)`` and ``finish(_:)``; they may block,
-///   never on an event loop. A chunk the channel can take now costs one event-loop hop; rows
-///   cost none.
+/// - The producer (a thread that may block: a database thread, the spool's feeder) calls
+///   ``write(_:)`` and ``finish(_:)``; they may block, never on an event loop. A chunk the
+///   channel can take now costs one event-loop hop; rows cost none.
 /// - Chunks reach the channel in the order written, whole or spooled. A chunk is handed over
 ///   at once while the channel is writable, fewer than ``maximumChunksInFlight`` chunks are
 ///   on their way, and nothing is spooled; otherwise it is queued in memory (up to
