@@ -23,6 +23,17 @@ public enum SQLDialect: String, Sendable, Hashable, CaseIterable {
         }
     }
 
+    /// A condition true when `expression` equals one element of the list parameter
+    /// `:parameter`, bound as one ``SQLValue/array(_:)``: PostgreSQL `= ANY(...)` (an array),
+    /// SQLite `IN (SELECT value FROM json_each(...))` (JSON array text). One parameter for any
+    /// number of elements, so one statement text serves every list.
+    public func membership(_ expression: String, inList parameter: String) -> String {
+        switch self {
+        case .postgres: return "\(expression) = ANY(:\(parameter))"
+        case .sqlite: return "\(expression) IN (SELECT value FROM json_each(:\(parameter)))"
+        }
+    }
+
     /// The placeholder for the parameter numbered `number` (1-based).
     public func placeholder(_ number: Int) -> String {
         switch self {

@@ -4,24 +4,31 @@
 /// claims and labels stay as they are; both databases push the key condition down into it,
 /// so an index on the key serves it and the cost follows the batch, not the table.
 ///
-/// Keys are bound as parameters (``keyParameter(_:_:)``) whose types the database infers from
-/// the key columns. Batches are padded to a power of two by repeating their last key, so an
-/// endpoint's sync reads prepare a handful of statement texts, not one per batch size.
+/// A key of one column is matched against one list parameter (``listParameter``, the
+/// dialect's ``SQLDialect/membership(_:inList:)``), so a batch of any size is one statement
+/// text. A key of several columns is bound as one parameter per value (``keyParameter(_:_:)``),
+/// whose types the database infers from the key columns; its batches are padded to a power of
+/// two by repeating their last key, so an endpoint's sync reads prepare a handful of statement
+/// texts, not one per batch size.
 public enum SyncQuery {
-    /// The parameter of column `column` of the batch's key number `row`.
+    /// The list parameter holding the batch's keys when the key has one column.
+    public static let listParameter = "spout_sync_keys"
+
+    /// The parameter of column `column` of the batch's key number `row`, for a key of several
+    /// columns.
     public static func keyParameter(_ row: Int, _ column: Int) -> String {
         "spout_sync_\(row)_\(column)"
     }
 
     /// The rows of `sql` whose `key` (result labels) is one of `count` keys.
-    public static func rows(of sql: String, key: [String], count: Int) -> String {
-        "SELECT * FROM (\n\(self.trimmed(sql))\n) AS spout_sync WHERE \(self.condition(key: key, count: count))"
+    public static func rows(of sql: String, key: [String], count: Int, dialect: SQLDialect) -> String {
+        "SELECT * FROM (\n\(self.trimmed(sql))\n) AS spout_sync WHERE \(self.condition(key: key, count: count, dialect: dialect))"
     }
 
     /// The `key` columns of the rows of `sql` whose key is one of `count` keys.
-    public static func keys(of sql: String, key: [String], count: Int) -> String {
+    public static func keys(of sql: String, key: [String], count: Int, dialect: SQLDialect) -> String {
         let columns = key.map(self.quoted).joined(separator: ", ")
-        return "SELECT \(columns) FROM (\n\(self.trimmed(sql))\n) AS spout_sync WHERE \(self.condition(key: key, count: count))"
+        return "SELECT \(columns) FROM (\n\(self.trimmed(sql))\n) AS spout_sync WHERE \(self.condition(key: key, count: count, dialect: dialect))"
     }
 
     /// The `key` columns of at most `limit` rows of `sql`, in no particular order.
@@ -30,19 +37,26 @@ public enum SyncQuery {
         return "SELECT \(columns) FROM (\n\(self.trimmed(sql))\n) AS spout_sync LIMIT \(limit)"
     }
 
-    /// `arguments` (the statement's) and the values of `batch`'s keys (``keyParameter(_:_:)``).
+    /// `arguments` (the statement's) and the values of `batch`'s keys: the list parameter for
+    /// keys of one column, else one parameter per value (``keyParameter(_:_:)``).
     public static func arguments(_ arguments: [String: SQLValue], keys batch: [[SQLValue]]) -> [String: SQLValue] {
         var arguments = arguments
+        if batch.allSatisfy({ $0.count == 1 }) {
+            arguments[self.listParameter] = .array(batch.map { $0[0] })
+            return arguments
+        }
         for (row, key) in batch.enumerated() {
             for (column, value) in key.enumerated() { arguments[self.keyParameter(row, column)] = value }
         }
         return arguments
     }
 
-    /// `keys` in batches of at most `size`, each padded to a power of two with its last key.
+    /// `keys` in batches of at most `size`; batches of keys of several columns are padded to a
+    /// power of two with their last key.
     public static func batches(of keys: [[SQLValue]], size: Int) -> [[[SQLValue]]] {
         stride(from: 0, to: keys.count, by: size).map { start in
             var batch = Array(keys[start..<min(start + size, keys.count)])
+            guard batch.contains(where: { $0.count > 1 }) else { return batch }
             var padded = 1
             while padded < batch.count { padded *= 2 }
             while batch.count < padded, let last = batch.last { batch.append(last) }
@@ -67,11 +81,8 @@ public enum SyncQuery {
         }
     }
 
-    private static func condition(key: [String], count: Int) -> String {
-        if key.count == 1 {
-            let list = (0..<count).map { ":" + self.keyParameter($0, 0) }.joined(separator: ", ")
-            return "\(self.quoted(key[0])) IN (\(list))"
-        }
+    private static func condition(key: [String], count: Int, dialect: SQLDialect) -> String {
+        if key.count == 1 { return dialect.membership(self.quoted(key[0]), inList: self.listParameter) }
         return (0..<count).map { row in
             "(" + key.enumerated().map { column, label in "\(self.quoted(label)) = :\(self.keyParameter(row, column))" }
                 .joined(separator: " AND ") + ")"

@@ -19,7 +19,7 @@ struct NoticeProbe: Sendable {
     /// `size` keys.
     func statements(for keys: [[SQLValue]], size: Int, dialect: SQLDialect) throws -> [BoundStatement] {
         try SyncQuery.batches(of: keys, size: size).map { batch in
-            let sql = try ParsedSQL.cached(SyncQuery.keys(of: self.sql, key: self.key, count: batch.count), dialect: dialect)
+            let sql = try ParsedSQL.cached(SyncQuery.keys(of: self.sql, key: self.key, count: batch.count, dialect: dialect), dialect: dialect)
             return BoundStatement(sql, try sql.bind(SyncQuery.arguments(self.arguments, keys: batch)))
         }
     }

@@ -34,8 +34,9 @@ struct SyncResult: ResponseProducer {
     var session: RequestSession?
     /// Seals the cursor of a position for this endpoint, its arguments and the caller.
     var seal: @Sendable (Int64) -> String
-    /// Keys per statement of step 2 and 3.
-    var batchSize = 512
+    /// Keys per statement of step 2 and 3: a key of one column goes in one list parameter, so
+    /// many fit; a key of several columns takes a parameter per value.
+    var batchSize: Int { self.sync.key.count == 1 ? 8192 : 512 }
 
     func produce(status: HTTPResponse.Status, headers: HTTPFields, through exchange: ResponseExchange) async throws {
         let format: SyncBodyWriter.Format
@@ -141,7 +142,7 @@ struct SyncResult: ResponseProducer {
     /// The keys among `batch` that the caller's result holds now, typed as the result's key
     /// columns are.
     private func presentKeys(_ batch: [[SQLValue]], on connection: any DatabaseConnection) throws -> (columns: [Column], rows: [[SQLValue]]) {
-        let sql = try ParsedSQL(SyncQuery.keys(of: self.stream.sql, key: self.sync.key, count: batch.count), dialect: connection.dialect)
+        let sql = try ParsedSQL(SyncQuery.keys(of: self.stream.sql, key: self.sync.key, count: batch.count, dialect: connection.dialect), dialect: connection.dialect)
         let cursor = try connection.query(sql, try sql.bind(self.arguments(for: batch)), options: QueryOptions())
         defer { cursor.close() }
         var rows: [[SQLValue]] = []
@@ -151,7 +152,8 @@ struct SyncResult: ResponseProducer {
 
     /// The endpoint's rows whose keys are `batch`, with its details.
     private func rowsStream(_ batch: [[SQLValue]]) -> RowStream {
-        var stream = RowStream(SyncQuery.rows(of: self.stream.sql, key: self.sync.key, count: batch.count), self.arguments(for: batch))
+        var stream = RowStream(
+            SyncQuery.rows(of: self.stream.sql, key: self.sync.key, count: batch.count, dialect: self.database.dialect), self.arguments(for: batch))
         for attachment in self.stream.attachments { stream.attach(attachment.key, attachment.stream) }
         return stream
     }

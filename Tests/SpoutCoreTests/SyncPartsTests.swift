@@ -51,22 +51,29 @@ struct SyncPartsTests {
         #expect(sink.text == #"{"cursor":"c","deleted":[],"rows":[]}"#)
     }
 
-    @Test("the wrapped statements: trailing semicolons go, one key column is an IN list, several an OR of ANDs")
+    @Test("the wrapped statements: trailing semicolons go, one key column is one list parameter, several an OR of ANDs")
     func statements() {
         #expect(
-            SyncQuery.rows(of: "SELECT name FROM pet ORDER BY name;\n", key: ["name"], count: 2)
-                == "SELECT * FROM (\nSELECT name FROM pet ORDER BY name\n) AS spout_sync WHERE spout_sync.\"name\" IN (:spout_sync_0_0, :spout_sync_1_0)")
+            SyncQuery.rows(of: "SELECT name FROM pet ORDER BY name;\n", key: ["name"], count: 2, dialect: .postgres)
+                == "SELECT * FROM (\nSELECT name FROM pet ORDER BY name\n) AS spout_sync WHERE spout_sync.\"name\" = ANY(:spout_sync_keys)")
         #expect(
-            SyncQuery.keys(of: "SELECT a, b FROM t", key: ["a", "b"], count: 2)
+            SyncQuery.rows(of: "SELECT name FROM pet", key: ["name"], count: 5, dialect: .sqlite)
+                == "SELECT * FROM (\nSELECT name FROM pet\n) AS spout_sync WHERE spout_sync.\"name\" IN (SELECT value FROM json_each(:spout_sync_keys))")
+        #expect(
+            SyncQuery.keys(of: "SELECT a, b FROM t", key: ["a", "b"], count: 2, dialect: .sqlite)
                 == "SELECT spout_sync.\"a\", spout_sync.\"b\" FROM (\nSELECT a, b FROM t\n) AS spout_sync WHERE (spout_sync.\"a\" = :spout_sync_0_0 AND spout_sync.\"b\" = :spout_sync_0_1) OR (spout_sync.\"a\" = :spout_sync_1_0 AND spout_sync.\"b\" = :spout_sync_1_1)")
+        #expect(SyncQuery.arguments(["owner": .text("o")], keys: [[.text("a")], [.text("b")]])
+            == ["owner": .text("o"), "spout_sync_keys": .array([.text("a"), .text("b")])])
+        #expect(SyncQuery.arguments([:], keys: [[.integer(1), .text("x")]]) == ["spout_sync_0_0": .integer(1), "spout_sync_0_1": .text("x")])
     }
 
-    @Test("batches hold at most their size and are padded to a power of two with their last key")
+    @Test("batches hold at most their size; those of keys of several columns are padded to a power of two with their last key")
     func batches() {
-        let keys: [[SQLValue]] = (1...11).map { [.integer(Int64($0))] }
+        let keys: [[SQLValue]] = (1...11).map { [.integer(Int64($0)), .text("x")] }
         let batches = SyncQuery.batches(of: keys, size: 8)
         #expect(batches.map(\.count) == [8, 4])
-        #expect(batches[1] == [[.integer(9)], [.integer(10)], [.integer(11)], [.integer(11)]])
+        #expect(batches[1] == [[.integer(9), .text("x")], [.integer(10), .text("x")], [.integer(11), .text("x")], [.integer(11), .text("x")]])
+        #expect(SyncQuery.batches(of: keys.map { [$0[0]] }, size: 8).map(\.count) == [8, 3])
         #expect(SyncQuery.batches(of: [], size: 8).isEmpty)
     }
 
