@@ -143,7 +143,9 @@ struct SyncResult: ResponseProducer {
     /// columns are.
     private func presentKeys(_ batch: [[SQLValue]], on connection: any DatabaseConnection) throws -> (columns: [Column], rows: [[SQLValue]]) {
         let sql = try ParsedSQL(SyncQuery.keys(of: self.stream.sql, key: self.sync.key, count: batch.count, dialect: connection.dialect), dialect: connection.dialect)
-        let cursor = try connection.query(sql, try sql.bind(self.arguments(for: batch)), options: QueryOptions())
+        // Planned for the keys bound: a plan made for any list (PostgreSQL's generic plan)
+        // tests each row against the list element by element instead of hashing it.
+        let cursor = try connection.query(sql, try sql.bind(self.arguments(for: batch)), options: QueryOptions(planForValues: true))
         defer { cursor.close() }
         var rows: [[SQLValue]] = []
         while try cursor.next() { rows.append((0..<cursor.columns.count).map(cursor.value(at:))) }
