@@ -57,6 +57,23 @@ struct PgBouncerTests {
             #expect(deleted.status == 204)
             #expect(try await bounced.get("/pets/Bouncy").status == 404)
 
+            // What an offline app does, through the pooler: a sync read, a create sent twice
+            // with one Idempotency-Key (applied once, the answer replayed), the delta holding
+            // it, and an update with a stale If-Match refused with 412.
+            let first = try await bounced.get("/pets?owner=Diane&since=0")
+            #expect(first.status == 200, "\(first.text)")
+            let cursor = try #require((try JSONSerialization.jsonObject(with: Data(first.body)) as? [String: Any])?["cursor"] as? String)
+            let replayable = [diane, ("Idempotency-Key", "bouncer-create-1")]
+            let once = try await RawHTTP.postJSON(port: bounced.port, "/pets", #"{"name":"Replayed","species":"cat"}"#, headers: replayable)
+            let twice = try await RawHTTP.postJSON(port: bounced.port, "/pets", #"{"name":"Replayed","species":"cat"}"#, headers: replayable)
+            #expect(once.status == 201 && twice.status == 201 && twice.body == once.body, "\(once.text) / \(twice.text)")
+            #expect(twice.header("idempotent-replayed") == "true")
+            let delta = try await bounced.get("/pets?owner=Diane&since=\(cursor)")
+            #expect(delta.status == 200 && delta.text.contains(#""name":"Replayed""#), "\(delta.text)")
+            let stale = try await RawHTTP.postJSON(
+                port: bounced.port, "/pets/Replayed", #"{"species":"dog"}"#, headers: [diane, ("If-Match", #""stale""#)])
+            #expect(stale.status == 412, "\(stale.status) \(stale.text)")
+
             // An upload of 3 MB (a bytea parameter of 6 MB of hex) reaches PostgreSQL whole
             // through the pooler, as it does straight.
             let upload = (0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
