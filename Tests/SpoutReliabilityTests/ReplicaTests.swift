@@ -57,10 +57,15 @@ struct ReplicaTests {
             #expect(try await Self.waitUntilRuns(on: "replica", service: service, within: .seconds(30)) == "replica")
 
             // Lagging past database.replicaMaxLagMs: skipped until it has caught up.
+            let synced = try await service.get("/pets?owner=Diane&since=0")
+            let cursor = try #require((try JSONSerialization.jsonObject(with: Data(synced.body)) as? [String: Any])?["cursor"] as? String)
             try await onThread { try replica.psql("SELECT pg_wal_replay_pause()") }
             let written = try await RawHTTP.postJSON(
                 port: service.port, "/pets", #"{"name":"Lag","species":"cat","sex":"m","birth":"2021-03-03"}"#, headers: [diane])
             #expect(written.status == 201)
+            // A sync read never answers from the replica, which has not replayed the write.
+            let delta = try await service.get("/pets?owner=Diane&since=\(cursor)")
+            #expect(delta.status == 200 && delta.text.contains(#""name":"Lag""#), "\(delta.text)")
             #expect(
                 try await Self.waitUntilRuns(on: "primary", service: service, within: .seconds(15)) == "primary",
                 "a replica lagging past the limit was still used")
