@@ -80,7 +80,8 @@ public actor SpoutSyncStore {
 
     /// Brings the store up to date with the server and returns what changed. Throws what the
     /// request throws (``SpoutClientError/connectionFailed(_:)`` offline, ``SpoutClientError/server(_:)``
-    /// for an error status); the store keeps its rows then.
+    /// for an error status); the store keeps its rows then. A sync already running is joined,
+    /// not cancelled, when its caller is: others may be waiting for it.
     @discardableResult
     public func sync() async throws -> SpoutSyncChanges {
         if let running = self.running { return try await running.value }

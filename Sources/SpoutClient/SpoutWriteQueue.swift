@@ -60,7 +60,7 @@ public actor SpoutWriteQueue {
         let write = SpoutQueuedWrite(
             idempotencyKey: UUID().uuidString.lowercased(), method: method, path: path, query: query, body: body, ifMatch: ifMatch,
             queuedAt: Date())
-        let query = try JSONEncoder().encode(query.map { [$0.name, $0.value] })
+        let query = try JSONEncoder().encode(query.map { StoredQueryItem(name: $0.name, value: $0.value) })
         try await self.file.run { connection in
             try connection.query(
                 """
@@ -83,21 +83,32 @@ public actor SpoutWriteQueue {
             try connection.query(
                 "SELECT idempotency_key, method, path, query, content_type, body, if_match, queued_at FROM spout_write_queue ORDER BY position"
             ) { row in
-                let pairs = (try? JSONDecoder().decode([[String?]].self, from: Data(row.blob(3)))) ?? []
-                writes.append(
-                    SpoutQueuedWrite(
-                        idempotencyKey: row.text(0) ?? "", method: HTTPRequest.Method(row.text(1) ?? "POST") ?? .post, path: row.text(2) ?? "",
-                        query: pairs.compactMap { pair in pair.first.flatMap { $0 }.map { URLQueryItem(name: $0, value: pair.count > 1 ? pair[1] : nil) } },
-                        body: row.text(4).map { SpoutRequestBody(contentType: $0, bytes: row.blob(5)) }, ifMatch: row.text(6),
-                        queuedAt: Date(timeIntervalSince1970: row.real(7))))
+                writes.append(try Self.write(row))
             }
             return writes
         }
     }
 
+    /// A row of `spout_write_queue` as ``pending()`` selects it.
+    private static func write(_ row: SQLiteFile.Row) throws -> SpoutQueuedWrite {
+        guard let key = row.text(0), let methodName = row.text(1), let method = HTTPRequest.Method(methodName), let path = row.text(2),
+            let pairs = try? JSONDecoder().decode([StoredQueryItem].self, from: Data(row.blob(3)))
+        else { throw SpoutClientError.storeFailed("a queued write of \(row.text(2) ?? "?") cannot be read") }
+        return SpoutQueuedWrite(
+            idempotencyKey: key, method: method, path: path, query: pairs.map { URLQueryItem(name: $0.name, value: $0.value) },
+            body: row.text(4).map { SpoutRequestBody(contentType: $0, bytes: row.blob(5)) }, ifMatch: row.text(6),
+            queuedAt: Date(timeIntervalSince1970: row.real(7)))
+    }
+
+    /// A query item as the file keeps it.
+    private struct StoredQueryItem: Codable {
+        var name: String
+        var value: String?
+    }
+
     /// Sends the queued writes in order until none is left; returns the replies of those
     /// applied by this call, in order. Throws at the first write that did not apply (see the
-    /// type's contract).
+    /// type's contract). Writes enqueued while it runs go out with the next call.
     @discardableResult
     public func send() async throws -> [SpoutReply] {
         if let running = self.running { return try await running.value }
