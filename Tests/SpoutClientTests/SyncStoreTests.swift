@@ -203,6 +203,65 @@ struct SyncStoreTests {
         }
     }
 
+    /// A transport whose bodies end early: every byte but the last ten of the first chunk,
+    /// then ``SpoutClientError/truncatedBody``, as a connection lost mid-body throws.
+    final class CuttingTransport: SpoutTransport {
+        let inner: any SpoutTransport = SpoutClient.defaultTransport()
+
+        func perform(_ request: TransportRequest) async throws -> TransportResponse {
+            let response = try await self.inner.perform(request)
+            return TransportResponse(status: response.status, headers: response.headers, body: CutBody(inner: response.body))
+        }
+
+        final class CutBody: ResponseBodyReader {
+            let inner: any ResponseBodyReader
+            let sent = Mutex(false)
+
+            init(inner: any ResponseBodyReader) {
+                self.inner = inner
+            }
+
+            func nextChunk() async throws -> [UInt8]? {
+                guard !self.sent.withLock({ $0 }), let chunk = try await self.inner.nextChunk(), chunk.count > 10 else {
+                    self.inner.close()
+                    throw SpoutClientError.truncatedBody
+                }
+                self.sent.withLock { $0 = true }
+                return Array(chunk.dropLast(10))
+            }
+
+            func close() { self.inner.close() }
+        }
+    }
+
+    @Test("a sync whose body is cut short changes nothing; the next one applies the whole delta", arguments: SQLDialect.allCases)
+    func truncatedSyncChangesNothing(_ dialect: SQLDialect) async throws {
+        let directory = Self.makeDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await Self.withPets(dialect) { server, _ in
+            let configuration = SpoutClientConfiguration(headers: try await LiveSpout.authorization(sub: "Diane"))
+            let diane = server.client(configuration)
+            let store = try await diane.syncStore(path: "/pets", query: Self.dianes, key: ["name"], directory: directory)
+            try await store.sync()
+            let before = try await store.snapshot()
+            _ = try await diane.send(.post, path: "/pets", body: .form([URLQueryItem(name: "name", value: "Rex")]))
+            _ = try await diane.send(.post, path: "/pets/Puffball", body: .form([URLQueryItem(name: "owner", value: "Gwen")]))
+
+            // The same file through a transport that cuts every body.
+            let cut = try await SpoutClient(baseURL: server.baseURL, configuration: configuration, transport: CuttingTransport())
+                .syncStore(path: "/pets", query: Self.dianes, key: ["name"], directory: directory)
+            #expect(cut.fileURL == store.fileURL)
+            await #expect(throws: SpoutClientError.truncatedBody) { try await cut.sync() }
+            let after = try await store.snapshot()
+            #expect(after.rows == before.rows)
+            #expect(after.syncedAt == before.syncedAt)
+
+            let delta = try await store.sync()
+            #expect(delta.deleted.contains(#"["Puffball"]"#) && delta.upserted.contains(#"["Rex"]"#))
+            #expect(try await store.snapshot().decode(Pet.self).map(\.name) == ["Bowser", "Rex"])
+        }
+    }
+
     @Test("snapshots() gives the stored rows, then the rows after each sync that changed them")
     func snapshotsFollowSyncs() async throws {
         let directory = Self.makeDirectory()
