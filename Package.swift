@@ -18,9 +18,9 @@ import PackageDescription
 //   SpoutData          the test_db dump loader and the data generator
 //   spout              the executable: serve, load, generate
 //   SpoutClient        the Swift client library: rows decoded as they stream, paging, an
-//                      on-disk cache, TLS, pooled keep-alive connections, gzip (NIO and
-//                      swift-nio-ssl on Linux, URLSession on Apple platforms; no dependency
-//                      on the server's modules)
+//                      on-disk cache, sync stores in SQLite files (CSQLite3), TLS, pooled
+//                      keep-alive connections, gzip (NIO and swift-nio-ssl on Linux,
+//                      URLSession on Apple platforms; no dependency on the server's modules)
 //   spout-client-example  prints employees as they stream, through SpoutClient
 let package = Package(
     name: "Spout",
@@ -167,6 +167,8 @@ let package = Package(
         .target(
             name: "SpoutClient",
             dependencies: [
+                // The sync store's and write queue's files (the SDK's libsqlite3 on Apple platforms).
+                "CSQLite3",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -247,7 +249,8 @@ let package = Package(
             name: "SpoutClientTests",
             dependencies: [
                 // SpoutCore: SQLDialect, the one way tests say which database serves them.
-                "SpoutClient", "SpoutTestSupport", "SpoutTestDatabases", "SpoutCore",
+                // SpoutDrivers: the served database's change log pruned (a sync cursor's 410).
+                "SpoutClient", "SpoutTestSupport", "SpoutTestDatabases", "SpoutCore", "SpoutDrivers",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -8,4 +8,6 @@ extension HTTPField.Name {
     static let spoutTruncated = HTTPField.Name("Spout-Truncated")!
     /// The id Spout gives each request, to find it in the server's log.
     static let requestID = HTTPField.Name("X-Request-Id")!
+    /// The IETF draft's `Idempotency-Key`: a queued write's key, the same at every attempt.
+    static let idempotencyKey = HTTPField.Name("Idempotency-Key")!
 }

@@ -93,12 +93,25 @@ public final class SpoutClient: Sendable {
         _ method: HTTPRequest.Method, path: String, query: [URLQueryItem] = [], body: SpoutRequestBody? = nil
     ) async throws -> SpoutReply {
         let url = try RequestTarget.url(base: self.baseURL, path: path, query: query)
-        var headers = try await self.headers(renewingToken: false)
+        let response = try await self.performWrite(method, url: url, body: body, headers: self.headers(renewingToken: false))
+        guard response.status < 400 else { throw SpoutClientError.server(await ErrorBodyDecoder.error(from: response)) }
+        return try await self.reply(response, url: url)
+    }
+
+    /// A write of `body` to `url` with `headers` (the credentials and any conditions), asking
+    /// for JSON; the response whatever its status.
+    func performWrite(
+        _ method: HTTPRequest.Method, url: URL, body: SpoutRequestBody?, headers: HTTPFields
+    ) async throws -> TransportResponse {
+        var headers = headers
         headers[.accept] = "application/json"
         if let body { headers[.contentType] = body.contentType }
-        let response = try await self.performAuthorized(
+        return try await self.performAuthorized(
             TransportRequest(method: method, url: url, headers: headers, body: body?.bytes ?? (method == .delete ? nil : [])))
-        guard response.status < 400 else { throw SpoutClientError.server(await ErrorBodyDecoder.error(from: response)) }
+    }
+
+    /// A write's response with its whole body.
+    func reply(_ response: TransportResponse, url: URL) async throws -> SpoutReply {
         let exchange = Exchange(url: url, status: response.status, headers: response.headers, body: response.body, source: .network)
         return SpoutReply(
             status: response.status, headers: response.headers, body: try await Self.readWhole(exchange),

@@ -28,6 +28,9 @@ public enum SpoutClientError: Error, Sendable, Equatable, CustomStringConvertibl
     case invalidConfiguration(String)
     /// The server answered 304 although there was no cached copy to revalidate.
     case unexpectedNotModified
+    /// A local SQLite file (a sync store, a write queue) could not be opened, read or written:
+    /// SQLite's reason (a full disk, a folder the app may not write).
+    case storeFailed(String)
 
     public var description: String {
         switch self {
@@ -41,6 +44,7 @@ public enum SpoutClientError: Error, Sendable, Equatable, CustomStringConvertibl
         case .invalidURL(let reason): return "invalid URL: \(reason)"
         case .invalidConfiguration(let reason): return "invalid configuration: \(reason)"
         case .unexpectedNotModified: return "304 Not Modified without a cached copy"
+        case .storeFailed(let reason): return "local store failed: \(reason)"
         }
     }
 }

@@ -12,6 +12,10 @@ final class LiveSpout: Sendable {
     /// The server's URL, `http://127.0.0.1:PORT`.
     let baseURL: URL
 
+    /// The URL of the SQLite file the server seeded and serves, when it was started without
+    /// `--database`.
+    var seededDatabaseURL: String { "sqlite:" + self.served.directory.appendingPathComponent("data/spout.sqlite").path }
+
     private init(served: ServedSpout) {
         self.served = served
         self.baseURL = URL(string: "http://127.0.0.1:\(served.port)")!
