@@ -83,7 +83,9 @@ public struct ChangeLogStatements: Sendable {
     /// `:position` → every change at or after it, of every table: the writer
     /// (``LoggedChange/writer``), the table's log name, the key as JSON array text.
     public var changes: ParsedSQL
-    /// `:seconds` → the newest position older than that many seconds, or NULL.
+    /// `:seconds` → the newest position older than that many seconds, or NULL; never at or
+    /// after the position a read would start from now (``position``), so a cursor made after
+    /// a pruning is never at or before its horizon.
     public var newestPrunable: ParsedSQL
     /// `:horizon` → deletes the changes at or before it.
     public var prune: ParsedSQL

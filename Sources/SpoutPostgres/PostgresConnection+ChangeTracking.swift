@@ -108,9 +108,13 @@ extension PostgresConnection: ChangeTracking {
             changes: try ParsedSQL(
                 "SELECT xid, table_name, row_key::text FROM spout_changes WHERE xid >= CAST(:position AS bigint)",
                 dialect: .postgres),
+            // Never past a transaction still running: a cursor read now starts at the oldest
+            // one's id, and must stay above the horizon.
             newestPrunable: try ParsedSQL(
                 """
-                SELECT max(xid) FROM spout_changes
+                SELECT CASE WHEN max(xid) IS NULL THEN NULL
+                            ELSE least(max(xid), pg_snapshot_xmin(pg_current_snapshot())::text::bigint - 1) END
+                FROM spout_changes
                 WHERE changed_at < clock_timestamp() - CAST(:seconds AS integer) * interval '1 second'
                 """, dialect: .postgres),
             prune: try ParsedSQL("DELETE FROM spout_changes WHERE xid <= CAST(:horizon AS bigint)", dialect: .postgres),

@@ -135,12 +135,17 @@ struct SyncReadTests {
             copy.apply(first)
             #expect(copy.rows == (try await Self.current(service, query)))
 
-            // Nothing changed: nothing but a cursor, sent whole.
+            // Nothing changed: nothing but a cursor, sent whole. (On PostgreSQL a delta may
+            // repeat rows of an earlier one while another transaction of the cluster holds the
+            // snapshot's xmin back, the change log's contract: there, only what must be in it.)
             let quiet = try await Self.sync(service, query, since: copy.cursor)
-            #expect(quiet.rows.isEmpty && quiet.deleted.isEmpty)
-            let quietResponse = try await service.get("/pets?\(query)&since=\(copy.cursor)")
-            #expect(quietResponse.header("content-length") == String(quietResponse.body.count))
-            #expect(quietResponse.header("transfer-encoding") == nil)
+            if backend == .sqlite {
+                #expect(quiet.rows.isEmpty && quiet.deleted.isEmpty)
+                let quietResponse = try await service.get("/pets?\(query)&since=\(copy.cursor)")
+                #expect(quietResponse.header("content-length") == String(quietResponse.body.count))
+                #expect(quietResponse.header("transfer-encoding") == nil)
+            }
+            copy.apply(quiet)
 
             // Another client: a new pet, a change, a pet given away; an event by SQL.
             let diane = try await IdentityAPITests.token("Diane")
@@ -148,8 +153,8 @@ struct SyncReadTests {
             #expect(try await IdentityAPITests.send(service, "POST", "/pets/Bowser", token: diane, form: [("species", "wolf")]).status == 200)
             #expect(try await IdentityAPITests.send(service, "POST", "/pets/Puffball", token: diane, form: [("owner", "Gwen")]).status == 200)
             let delta = try await Self.sync(service, query, since: copy.cursor)
-            #expect(Set(delta.rows.map(\.name)) == ["Bowser", "Rex"])
-            #expect(delta.deleted == ["Puffball"])
+            #expect(Set(delta.rows.map(\.name)).isSuperset(of: ["Bowser", "Rex"]) && delta.deleted.contains("Puffball"))
+            if backend == .sqlite { #expect(Set(delta.rows.map(\.name)) == ["Bowser", "Rex"] && delta.deleted == ["Puffball"]) }
             copy.apply(delta)
             #expect(copy.rows == (try await Self.current(service, query)))
 
@@ -159,11 +164,13 @@ struct SyncReadTests {
                 try connection.executeScript("INSERT INTO event (name, \"date\", type, remark) VALUES ('Bowser', '2001-02-03', 'vet', 'checkup')")
             }
             let detail = try await Self.sync(service, query, since: copy.cursor)
-            #expect(detail.rows.map(\.name) == ["Bowser"] && detail.rows[0].json.contains("checkup"))
+            #expect(detail.rows.contains { $0.name == "Bowser" && $0.json.contains("checkup") }, "\(detail.rows)")
+            if backend == .sqlite { #expect(detail.rows.map(\.name) == ["Bowser"]) }
             copy.apply(detail)
             #expect(try await IdentityAPITests.send(service, "DELETE", "/pets/Rex", token: diane).status == 204)
             let deletion = try await Self.sync(service, query, since: copy.cursor)
-            #expect(deletion.deleted == ["Rex"] && deletion.rows.isEmpty)
+            #expect(deletion.deleted.contains("Rex") && !deletion.rows.contains { $0.name == "Rex" }, "\(deletion.deleted)")
+            if backend == .sqlite { #expect(deletion.deleted == ["Rex"] && deletion.rows.isEmpty) }
             copy.apply(deletion)
             #expect(copy.rows == (try await Self.current(service, query)))
             _ = database
