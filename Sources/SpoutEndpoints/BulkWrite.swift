@@ -40,6 +40,10 @@ struct BulkWrite: Sendable {
         guard let format = BulkFormat(contentType: contentType) else {
             throw ArgumentError(.unsupportedBodyType(sent: contentType.map(MediaType.essence(of:)), accepted: BulkFormat.mediaTypes), parameter: "")
         }
+        if let conditions = WriteConditions(request) {
+            // Ignoring it would let the records overwrite what the client meant to protect.
+            throw HTTPError(status: .badRequest, message: "\(conditions.fieldName) does not apply to a bulk write: send conditional writes one at a time")
+        }
         let identity = try await self.handler.authenticate(request)
         try self.handler.checkKnown(request.query)
         guard let parsed = self.handler.parsed else { throw HTTPError(status: .internalServerError, message: "internal server error") }

@@ -77,6 +77,10 @@ struct BulkWriteTests {
             let anonymous = try await RawHTTP.get(
                 port: service.port, "/events/bulk", method: "POST", headers: [("Content-Type", "application/jsonl")], body: Self.jsonLines(1))
             #expect(anonymous.status == 401)
+            let conditional = try await RawHTTP.get(
+                port: service.port, "/events/bulk", method: "POST",
+                headers: [("Content-Type", "application/jsonl"), ("Authorization", "Bearer \(diane)"), ("If-Match", "*")], body: Self.jsonLines(1))
+            #expect(conditional.status == 400 && conditional.text.contains("If-Match"), "\(conditional.status) \(conditional.text)")
             #expect(try await Self.eventCount(database) == before + 7)
         }
     }
