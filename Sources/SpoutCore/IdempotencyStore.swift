@@ -88,19 +88,38 @@ extension IdempotencyStore {
     /// to `requestHash`; see the protocol's contract. Call it in the write's transaction.
     public func claimIdempotencyKey(scope: String, key: String, requestHash: String, retentionSeconds: Int) throws -> IdempotencyClaim {
         let statements = try self.idempotencyStatements
-        let identity: [String: SQLValue] = ["scope": .text(scope), "key": .text(key)]
-        var expired = identity
-        expired["seconds"] = .integer(Int64(retentionSeconds))
-        _ = try self.execute(statements.deleteExpired, try statements.deleteExpired.bind(expired))
-        var claim = identity
-        claim["hash"] = .text(requestHash)
+        try self.deleteExpiredIdempotencyKey(scope: scope, key: key, retentionSeconds: retentionSeconds)
+        let claim: [String: SQLValue] = ["scope": .text(scope), "key": .text(key), "hash": .text(requestHash)]
         if try self.execute(statements.claim, try statements.claim.bind(claim)) == 1 { return .claimed }
-        let rows = try self.queryAll([BoundStatement(statements.find, try statements.find.bind(identity))]).first?.rows ?? []
-        guard let row = rows.first, row.count == 4, case .text(let hash) = row[0] else { return .claimed }
-        guard hash == requestHash else { return .otherRequest }
-        guard case .integer(let status) = row[1] else {
+        guard let record = try self.idempotencyRecord(scope: scope, key: key) else { return .claimed }
+        guard record.requestHash == requestHash else { return .otherRequest }
+        guard let answer = record.answer else {
             throw DatabaseError(.busy, message: "the idempotency key's first request has not answered")
         }
+        return .answered(answer)
+    }
+
+    /// What is kept for `key` of `scope`, without claiming it: the digest of the request that
+    /// claimed it and its answer (nil while that request has not answered); nil when nothing is
+    /// kept, or only a record older than `retentionSeconds` (which is deleted). For a write that
+    /// can only digest its request once it has applied it (a bulk write's streamed body): it
+    /// looks first, and claims after.
+    public func findIdempotencyKey(scope: String, key: String, retentionSeconds: Int) throws -> (requestHash: String, answer: StoredAnswer?)? {
+        try self.deleteExpiredIdempotencyKey(scope: scope, key: key, retentionSeconds: retentionSeconds)
+        return try self.idempotencyRecord(scope: scope, key: key)
+    }
+
+    private func deleteExpiredIdempotencyKey(scope: String, key: String, retentionSeconds: Int) throws {
+        let statement = try self.idempotencyStatements.deleteExpired
+        let expired: [String: SQLValue] = ["scope": .text(scope), "key": .text(key), "seconds": .integer(Int64(retentionSeconds))]
+        _ = try self.execute(statement, try statement.bind(expired))
+    }
+
+    private func idempotencyRecord(scope: String, key: String) throws -> (requestHash: String, answer: StoredAnswer?)? {
+        let find = try self.idempotencyStatements.find
+        let rows = try self.queryAll([BoundStatement(find, try find.bind(["scope": .text(scope), "key": .text(key)]))]).first?.rows ?? []
+        guard let row = rows.first, row.count == 4, case .text(let hash) = row[0] else { return nil }
+        guard case .integer(let status) = row[1] else { return (hash, nil) }
         let fields: [String] = if case .text(let text) = row[2] { text.split(separator: "\n").map(String.init) } else { [] }
         let body: [UInt8] =
             switch row[3] {
@@ -108,7 +127,7 @@ extension IdempotencyStore {
             case .text(let text): Array(text.utf8)
             default: []
             }
-        return .answered(StoredAnswer(status: Int(status), fields: fields, body: body))
+        return (hash, StoredAnswer(status: Int(status), fields: fields, body: body))
     }
 
     /// Stores `answer` for the key this transaction claimed.

@@ -146,6 +146,16 @@ public struct Endpoint: Sendable {
     /// The largest request body a POST, PUT or PATCH takes (`maxBodyBytes`), instead of the
     /// server's `server.limits.maxBodyBytes`; nil: the server's.
     public var maxBodyBytes: Int? = nil
+    /// Whether the endpoint also takes many records in one request (`bulk: true`), at
+    /// ``bulkPath``: a JSON array, JSON Lines or CSV body streamed in, each record running the
+    /// statement, all in one transaction (``BulkWrite``).
+    public var bulk = false
+
+    /// Where the endpoint takes many records: `<path>/bulk`; nil unless ``bulk``.
+    public var bulkPath: String? {
+        guard self.bulk else { return nil }
+        return self.path.hasSuffix("/") ? self.path + "bulk" : self.path + "/bulk"
+    }
     /// For a ``EndpointResult/bytes`` result: the column label holding each file's media type,
     /// sent as `Content-Type` when it lies within ``mediaType`` (then a range such as
     /// `image/*`); nil: ``mediaType`` is every file's type.

@@ -29,7 +29,7 @@ struct EndpointFileParser {
     static let authKeys = ["keysFromEnvironment", "token", "methods", "anonymous", "roles", "requiredClaims"]
     static let endpointKeys = [
         "description", "sql", "sqlFile", "parameters", "result", "details", "detailsParameter", "timeoutMs",
-        "rowLimit", "readOnly", "location", "mediaType", "mediaTypeColumn", "body", "mediaTypeParameter", "maxBodyBytes", "consistency", "page", "sync", "cache", "versionSql", "versionSqlFile",
+        "rowLimit", "readOnly", "location", "mediaType", "mediaTypeColumn", "body", "mediaTypeParameter", "maxBodyBytes", "bulk", "consistency", "page", "sync", "cache", "versionSql", "versionSqlFile",
         "unknownParameters", "auth",
     ]
     static let pageKeys = ["key", "size", "maxSize"]
@@ -273,6 +273,7 @@ struct EndpointFileParser {
             }
             maxBodyBytes = try limitValue.integer("'maxBodyBytes'", in: 0...Int(Int32.max))
         }
+        let bulk = try self.bulk(in: fields, method: method, readOnly: readOnly, body: body)
         let mediaType = try self.mediaType(in: fields, endpoint: value, result: result, body: body, typeColumn: mediaTypeColumn)
         let page = try self.page(in: fields, method: method, result: result, sql: sql, labels: labels, parameters: &parameters)
         let sync = try self.sync(in: fields, method: method, result: result, labels: labels, parameters: &parameters)
@@ -314,7 +315,21 @@ struct EndpointFileParser {
         endpoint.mediaTypeParameter = mediaTypeParameter
         endpoint.mediaTypeColumn = mediaTypeColumn
         endpoint.maxBodyBytes = maxBodyBytes
+        endpoint.bulk = bulk
         return endpoint
+    }
+
+    /// `bulk: true`: a POST that writes also takes many records at `<path>/bulk` (not an
+    /// upload's, whose body is one parameter).
+    private func bulk(in fields: YAMLMapping, method: HTTPRequest.Method, readOnly: Bool, body: String?) throws(ConfigurationError) -> Bool {
+        guard let bulkValue = fields.value("bulk") else { return false }
+        let bulk = try bulkValue.boolean("'bulk'")
+        guard bulk else { return false }
+        guard method == .post, !readOnly else {
+            throw bulkValue.error("'bulk' takes many records in one request to a POST endpoint that writes")
+        }
+        guard body == nil else { throw bulkValue.error("'bulk' and 'body' do not go together: an upload's body is one parameter") }
+        return true
     }
 
     /// `page`: keyset pagination of a GET endpoint's rows. The key names result columns (when

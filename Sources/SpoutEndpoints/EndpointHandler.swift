@@ -111,9 +111,18 @@ struct EndpointHandler: Sendable {
         self.constraints = endpoint.readOnly ? nil : ConstraintTracer(sql: self.sql, parameterNames: Set(endpoint.parameters.map(\.name)))
     }
 
+    /// Who sends `request`, for an endpoint with a ``TokenPolicy``: a refused token is a 401 or
+    /// 403; nil for an endpoint without one.
+    func authenticate(_ request: Request) async throws -> RequestIdentity? {
+        guard let policy = self.endpoint.tokenPolicy else { return nil }
+        return try await RequestIdentity.authenticate(
+            authorization: request.headers[values: .authorization].first, apiKey: request.headers[values: .apiKey].first, policy: policy,
+            verifier: self.identity.verifier, settings: self.identity.settings)
+    }
+
     /// Refuses the first query-string key that names no parameter of the endpoint, unless it
     /// ignores them (``UnknownParameters``); `api` is always taken.
-    private func checkKnown(_ query: RawArguments) throws(ArgumentError) {
+    func checkKnown(_ query: RawArguments) throws(ArgumentError) {
         guard self.endpoint.unknownParameters == .refuse else { return }
         let accepted = self.endpoint.queryParameterNames
         if let unknown = query.keys.first(where: { $0 != "api" && !accepted.contains($0) }) {
@@ -143,16 +152,9 @@ struct EndpointHandler: Sendable {
         let asksForEvents = request.method == .get && LiveNoticeRequest.asksForEvents(request.headers[values: .accept])
         if asksForEvents && self.endpoint.sync == nil { throw self.noEventStream() }
         // Who asks is decided first: a refused token is a 401 or 403 before any SQL runs.
-        var identity: RequestIdentity?
+        let identity = try await self.authenticate(request)
         var request = request
-        if let policy = self.endpoint.tokenPolicy {
-            let known = try await RequestIdentity.authenticate(
-                authorization: request.headers[values: .authorization].first, apiKey: request.headers[values: .apiKey].first, policy: policy,
-                verifier: self.identity.verifier,
-                settings: self.identity.settings)
-            known.bind(self.claimNames.union(self.representation?.claimNames ?? []), into: &request.arguments)
-            identity = known
-        }
+        identity?.bind(self.claimNames.union(self.representation?.claimNames ?? []), into: &request.arguments)
         try self.checkRequired(request.arguments)
         try self.checkKnown(request.query)
         let selected = try self.selectedDetails(request)
@@ -397,7 +399,7 @@ struct EndpointHandler: Sendable {
     /// it is the last, a `Link` to the next page.
     /// What the request's transaction is set to: the identity's role and claims, and, with
     /// ``tracesIntoDatabase``, the request's trace context; nil when neither.
-    private func session(for identity: RequestIdentity?, _ request: Request) -> RequestSession? {
+    func session(for identity: RequestIdentity?, _ request: Request) -> RequestSession? {
         var session = identity?.session
         if self.tracesIntoDatabase, let trace = request.traceContext {
             session = session ?? RequestSession(role: nil, claimsJSON: nil)

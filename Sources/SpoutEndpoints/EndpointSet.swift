@@ -114,13 +114,18 @@ public struct EndpointSet: Sendable {
                         file: endpoint.file, line: endpoint.line,
                         message: "GET \(self.openAPIPath) is the generated OpenAPI document; choose another path")
                 }
-                if let earlier = routes[key] {
-                    let place = earlier.file + (earlier.line.map { ":\($0)" } ?? "")
-                    throw ConfigurationError(
-                        file: endpoint.file, line: endpoint.line,
-                        message: "duplicate route \(endpoint.title): \(earlier.title) is already declared at \(place)")
+                func claim(_ key: String, _ title: String) throws(ConfigurationError) {
+                    if let earlier = routes[key] {
+                        let place = earlier.file + (earlier.line.map { ":\($0)" } ?? "")
+                        throw ConfigurationError(
+                            file: endpoint.file, line: endpoint.line, message: "duplicate route \(title): \(earlier.title) is already declared at \(place)")
+                    }
+                    routes[key] = endpoint
                 }
-                routes[key] = endpoint
+                try claim(key, endpoint.title)
+                if let bulkPath = endpoint.bulkPath {
+                    try claim("POST \(EndpointPath.shape(of: bulkPath))", "POST \(bulkPath) (bulk of \(endpoint.title))")
+                }
                 endpoints.append(endpoint)
             }
             let tag = parsed.endpoints.first?.tag ?? file
@@ -162,6 +167,19 @@ public struct EndpointSet: Sendable {
                     },
                     maximumBodySize: endpoint.maxBodyBytes, errorFields: handler.errorFields,
                     handler: handler.handle))
+            if let bulkPath = endpoint.bulkPath {
+                // Only the path's keys and the query come with the head; each record gives the rest.
+                let shared = handler.routeParameters.map { parameter in
+                    var relaxed = parameter
+                    if !endpoint.pathKeys.contains(parameter.name) { relaxed.isRequired = false }
+                    return relaxed
+                }
+                routes.append(
+                    Route(
+                        .post, bulkPath, parameters: shared, summary: endpoint.summary.map { "Many records at once: \($0)" },
+                        apiKeys: endpoint.apiKeys, streamsBody: true, errorFields: handler.errorFields,
+                        handler: BulkWrite(handler: handler).handle))
+            }
         }
         let openAPI = OpenAPIDocument(endpoints: self, dateFormat: database.configuration.dateFormat).bytes
         routes.append(

@@ -33,12 +33,27 @@ struct IdempotencyKey: Sendable, Hashable {
         }
         self.key = value
         self.scope = endpoint + " " + (subject ?? "anonymous")
+        var digest = Self.digest(ofHead: request)
+        digest.update(data: request.body)
+        self.requestHash = KeyTable.hex(Array(digest.finalize()))
+    }
+
+    /// The digest of what `request` asks before its body: method, path, query and media type.
+    /// ``requestHash`` is this digest updated with the body.
+    static func digest(ofHead request: Request) -> SHA256 {
         var digest = SHA256()
         for part in [request.method.rawValue, request.path, request.queryString ?? "", request.headers[values: .contentType].first ?? ""] {
             digest.update(data: Array(part.utf8) + [0])
         }
-        digest.update(data: request.body)
-        self.requestHash = KeyTable.hex(Array(digest.finalize()))
+        return digest
+    }
+
+    /// This key with the request's digest finished from `digest` (``digest(ofHead:)`` updated
+    /// with a streamed body as it arrived).
+    func digesting(_ digest: SHA256) -> IdempotencyKey {
+        var key = self
+        key.requestHash = KeyTable.hex(Array(digest.finalize()))
+        return key
     }
 
     /// `response` as kept: its status, own fields (with its body's type) and body.

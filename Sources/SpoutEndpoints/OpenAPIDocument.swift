@@ -37,6 +37,9 @@ struct OpenAPIDocument {
             } else {
                 paths.append((endpoint.path, .object([(method, operation)])))
             }
+            if let bulkPath = endpoint.bulkPath {
+                paths.append((bulkPath, .object([("post", self.bulkOperation(endpoint, path: bulkPath, operationIds: &operationIds))])))
+            }
         }
         var tags: [JSONValue] = []
         for file in self.endpoints.files where !tags.contains(where: { Self.name(of: $0) == file.tag }) {
@@ -181,6 +184,73 @@ struct OpenAPIDocument {
                 ])
         }
         operation.set("responses", self.responses(endpoint))
+        return operation
+    }
+
+    /// `POST <path>/bulk` of a `bulk` endpoint: the records as a JSON array (each the single
+    /// write's JSON body), JSON Lines or CSV; the counts, or the refused record's position.
+    private func bulkOperation(_ endpoint: Endpoint, path: String, operationIds: inout Set<String>) -> JSONValue {
+        var bulk = endpoint
+        bulk.path = path
+        bulk.bulk = false
+        var operation = self.operation(bulk, operationIds: &operationIds)
+        operation.set("description", .string("Many records in one request, all in one transaction: " + (endpoint.summary ?? endpoint.title)))
+        let keys = endpoint.pathKeys
+        var properties: [(String, JSONValue)] = []
+        var required: [JSONValue] = []
+        for parameter in endpoint.parameters where !keys.contains(parameter.name) {
+            var schema = Self.schema(for: parameter)
+            if let summary = parameter.summary { schema.set("description", .string(summary)) }
+            properties.append((parameter.name, schema))
+            if parameter.isRequired { required.append(.string(parameter.name)) }
+        }
+        var record: JSONValue = ["type": "object", "properties": .object(properties)]
+        if !required.isEmpty { record.set("required", .array(required)) }
+        var line = record
+        line.set("description", "One record a line (also application/jsonl)")
+        operation.set(
+            "requestBody",
+            [
+                "required": true,
+                "content": [
+                    "application/json": ["schema": ["type": "array", "items": record]],
+                    "application/x-ndjson": ["schema": line],
+                    "text/csv": ["schema": ["type": "string", "description": "A header row of parameter names, then one record a row"]],
+                ],
+            ])
+        let error: JSONValue = [
+            "type": "object",
+            "properties": [
+                "error": ["type": "string"], "index": ["type": "integer"], "line": ["type": "integer"], "parameter": ["type": "string"],
+            ],
+        ]
+        var responses: JSONValue = [
+            "200": [
+                "description": "Every record applied and committed: how many, and the rows their statements changed",
+                "content": [
+                    "application/json": [
+                        "schema": [
+                            "type": "object", "required": ["records", "changed"],
+                            "properties": ["records": ["type": "integer"], "changed": ["type": "integer"]],
+                        ]
+                    ]
+                ],
+            ],
+            "400": [
+                "description": "A record refused (its index or line, and the parameter); nothing committed",
+                "content": ["application/json": ["schema": error]],
+            ],
+            "415": ["description": "A body that is not a JSON array, JSON Lines or CSV"],
+            "422": [
+                "description": "A record that changed no row (its index or line); nothing committed",
+                "content": ["application/json": ["schema": error]],
+            ],
+        ]
+        if endpoint.tokenPolicy != nil || endpoint.requiresAPIKey {
+            responses.set("401", ["description": "No valid credentials"])
+            responses.set("403", ["description": "Credentials not allowed here"])
+        }
+        operation.set("responses", responses)
         return operation
     }
 

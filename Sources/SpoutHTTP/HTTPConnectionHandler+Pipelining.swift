@@ -20,10 +20,11 @@ extension HTTPConnectionHandler {
     }
 
     /// Reads go on while a response is written, unless pipelined arrivals wait to be taken up
-    /// (then the read waits with them), or the connection is closing.
+    /// or a streamed body's consumer is behind (then the read waits), or the connection is
+    /// closing.
     func read(context: ChannelHandlerContext) {
         if case .closing = self.state { return }
-        guard self.pipelined.isEmpty else {
+        guard self.pipelined.isEmpty && !self.streamedBodyPausesReads() else {
             self.pipelined.readIsWaiting = true
             return
         }

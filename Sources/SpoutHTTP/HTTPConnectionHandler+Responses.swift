@@ -234,6 +234,9 @@ extension HTTPConnectionHandler {
     /// or closing needs it.
     private func headFields(_ exchange: InFlightRequest, headers: HTTPFields) -> HTTPFields {
         var fields = headers
+        // The rest of a body being streamed in is not read: the connection cannot carry
+        // another request after it.
+        if exchange.receivingBody != nil { exchange.keepAlive = false }
         // Room for what follows at once, rather than the array growing field by field.
         fields.reserveCapacity(headers.count + exchange.corsHeaders.count + 4)
         for field in exchange.corsHeaders {

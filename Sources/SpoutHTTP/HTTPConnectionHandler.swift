@@ -82,6 +82,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let part = self.unwrapInboundIn(data)
+        if self.receiveStreamedBody(part) { return }
         if self.heldBack(.part(part)) { return }
         self.receive(part, context: context)
     }
@@ -105,6 +106,10 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 break
             }
             exchange.maximumBodySize = self.maximumBodySize(for: head, exchange: exchange)
+            if case .found(let route, _) = exchange.routeMatch, route.streamsBody {
+                self.startStreamingBody(head: head, exchange: exchange, context: context)
+                return
+            }
             let length = exchange.requestFields[values: .contentLength].first.flatMap(Int.init)
             if let length, length > exchange.maximumBodySize {
                 self.rejectBody(exchange, context: context)
@@ -144,6 +149,8 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     func channelInactive(context: ChannelHandlerContext) {
         if case .responding(let exchange) = self.state {
+            // A body being streamed in will not end: its consumer fails.
+            self.failStreamedBody()
             // The client went away mid-response: log it (first, so the entry exists before the
             // connection is back in the pool), then stop the producer and its statement.
             exchange.keepAlive = false
@@ -254,6 +261,8 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// inactive, and not answered.)
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if let parserError = error as? HTTPParserError {
+            // A body being streamed in will not end (a broken chunk, the input closed).
+            self.failStreamedBody()
             if self.heldBack(.parserError(parserError)) { return }
             self.refuse(parserError, context: context)
             return
@@ -317,7 +326,10 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         self.sendError(response, exchange: exchange, context: context)
     }
 
-    private func dispatch(head: HTTPRequestHead, body: ByteBuffer, exchange: InFlightRequest, context: ChannelHandlerContext) {
+    func dispatch(
+        head: HTTPRequestHead, body: ByteBuffer, exchange: InFlightRequest, context: ChannelHandlerContext,
+        bodyStream: RequestBodyStream? = nil
+    ) {
         guard let method = HTTPRequest.Method(head.method.rawValue) else {
             // NIO's parser reads only the methods it knows, each a token: not reached.
             self.sendError(ErrorResponse(status: .badRequest, message: "malformed request"), exchange: exchange, context: context)
@@ -379,6 +391,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 return
             }
             request.span = exchange.trace.span
+            request.bodyStream = bodyStream
             if exchange.version.major == 1 && exchange.version.minor == 0 {
                 // HTTP/1.0 has no chunked encoding: a streamed body ends when the connection does.
                 exchange.keepAlive = false

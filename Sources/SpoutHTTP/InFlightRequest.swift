@@ -48,6 +48,8 @@ final class InFlightRequest {
     var streamTicket: StreamAdmission.Ticket?
     /// The bytes of the body held (``RequestBodyBudget``), given back when the exchange ends.
     var bodyReservation: RequestBodyBudget.Reservation?
+    /// The body of a route that streams it (``Route/streamsBody``), until its end arrives.
+    var receivingBody: RequestBodyStream?
 
     var isHead: Bool { self.method == .HEAD }
 

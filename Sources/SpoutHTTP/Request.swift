@@ -4,7 +4,9 @@ import SpoutCore
 /// A parsed HTTP request, as a route handler sees it.
 ///
 /// The body has been read completely (up to ``ServerConfiguration/maximumBodySize``) and the
-/// route's declared parameters have been converted into ``arguments`` before the handler runs.
+/// route's declared parameters have been converted into ``arguments`` before the handler runs;
+/// except on a route that streams its body (``Route/streamsBody``): then ``body`` is empty, the
+/// body arrives through ``bodyStream``, and only the path and query string give arguments.
 public struct Request: Sendable {
     /// The request id: the client's `X-Request-Id` when it sent one, else generated. Echoed in
     /// the response's `X-Request-Id` header and logged as `request.id`.
@@ -27,6 +29,9 @@ public struct Request: Sendable {
     /// The header fields, in order and spelled as received.
     public let headers: HTTPFields
     public let body: [UInt8]
+    /// The body as it arrives, on a route that streams it (``Route/streamsBody``); nil
+    /// elsewhere.
+    public internal(set) var bodyStream: RequestBodyStream?
     /// The matched route's template (`/employees/{employeeNumber}`), when a route matched.
     public let routeTemplate: String?
     /// The values of the template's `{keys}`, percent-decoded.

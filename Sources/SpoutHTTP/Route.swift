@@ -26,6 +26,10 @@ public struct Route: Sendable {
     /// The largest request body this route takes, instead of the server's
     /// (``ServerConfiguration/maximumBodySize``), larger or smaller; nil: the server's.
     public let maximumBodySize: Int?
+    /// Whether the handler reads the body as it arrives (``Request/bodyStream``), of any size,
+    /// instead of the server reading it whole first (bounded by ``maximumBodySize`` and the
+    /// server's buffered-body budget). The handler is called when the head has arrived.
+    public let streamsBody: Bool
     /// Fields every error answer of this route carries, whoever fails (the handler, argument
     /// conversion, a stream): `Cache-Control: private` and `Vary` for a route whose answers
     /// depend on who asks, so a shared cache never keeps one caller's 404 for another.
@@ -36,8 +40,8 @@ public struct Route: Sendable {
 
     public init(
         _ method: HTTPRequest.Method, _ template: String, parameters: [Parameter] = [], summary: String? = nil,
-        apiKeys: APIKeySet? = nil, body: RouteBody? = nil, maximumBodySize: Int? = nil, errorFields: HTTPFields = HTTPFields(),
-        handler: @escaping RouteHandler
+        apiKeys: APIKeySet? = nil, body: RouteBody? = nil, maximumBodySize: Int? = nil, streamsBody: Bool = false,
+        errorFields: HTTPFields = HTTPFields(), handler: @escaping RouteHandler
     ) {
         self.method = method
         self.template = template
@@ -46,6 +50,7 @@ public struct Route: Sendable {
         self.apiKeys = apiKeys
         self.body = body
         self.maximumBodySize = maximumBodySize
+        self.streamsBody = streamsBody
         self.errorFields = errorFields
         self.handler = handler
         self.keys = PathTemplate.segments(of: template).compactMap {

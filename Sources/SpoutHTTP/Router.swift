@@ -21,8 +21,9 @@ public struct Router: Sendable {
     private var root = Node()
     /// Every route, in registration order (for API documentation).
     public private(set) var routes: [Route] = []
-    /// Whether any route has a body limit of its own (``Route/maximumBodySize``): only then
-    /// does a request's head need routing before its body is read.
+    /// Whether any route has a body limit of its own (``Route/maximumBodySize``) or streams
+    /// its body (``Route/streamsBody``): only then does a request's head need routing before
+    /// its body is read.
     public private(set) var hasBodyLimits = false
 
     public init() {}
@@ -32,7 +33,7 @@ public struct Router: Sendable {
         self.root.insert(route, segments: PathTemplate.segments(of: route.template)[...])
         self.routes.removeAll { $0.method == route.method && $0.template == route.template }
         self.routes.append(route)
-        self.hasBodyLimits = self.routes.contains { $0.maximumBodySize != nil }
+        self.hasBodyLimits = self.routes.contains { $0.maximumBodySize != nil || $0.streamsBody }
     }
 
     /// Registers a handler; see ``Route/init(_:_:parameters:summary:apiKeys:handler:)``.

@@ -40,6 +40,8 @@ public struct ServerConfiguration: Sendable, Hashable {
     /// first head: of the accept); otherwise the connection is closed (slowloris).
     public var requestHeadTimeout: Duration
     /// A request body must be complete within this time of its head; otherwise 408 and close.
+    /// A body its route streams (``Route/streamsBody``) has no such deadline, being of any
+    /// size: each wait for its next bytes is bounded by this time instead.
     public var requestBodyTimeout: Duration
     /// Connections one client address may hold open at once; more are answered 503 and closed
     /// (0: no cap). Counted by the socket's peer address: `X-Forwarded-For` is never trusted

@@ -24,7 +24,7 @@ struct APIKeyTests {
         let shipped = try String(
             contentsOf: Repository.root.appendingPathComponent("config/endpoints/pets.yaml"), encoding: .utf8)
         let withoutToken = shipped.replacing(/\nauth:\n(  .*\n)+/, with: "\n")
-        for name in ["pets", "pet", "create", "update", "delete", "events", "owners", "owner-pets"] {
+        for name in ["pets", "pet", "create", "update", "delete", "events", "add-event", "owners", "owner-pets"] {
             let sql = try String(contentsOf: Repository.root.appendingPathComponent("sql/pets/\(name).sql"), encoding: .utf8)
             _ = try directory.write(
                 "sql/pets/\(name).sql", sql.replacing(" AND owner = :claims.sub", with: "").replacing(":claims.sub", with: "NULL"))

@@ -3,6 +3,7 @@ import SpoutCore
 import SpoutData
 import SpoutDrivers
 import SpoutEndpoints
+import SpoutHTTP
 import SpoutTestDatabases
 import SpoutTestServer
 import SpoutTestSupport
@@ -16,7 +17,8 @@ struct IdempotencyKeyTests {
     /// The shipped endpoints on a pets database Spout reaches as an ordinary role; the table of
     /// answers made by the tables' owner and granted, as docs/endpoints.md says.
     static func withPets(
-        _ backend: SQLDialect, retention: Duration = .seconds(3_600), _ body: (InProcessServer, Database) async throws -> Void
+        _ backend: SQLDialect, retention: Duration = .seconds(3_600), configuration: ServerConfiguration = InProcessServer.testConfiguration,
+        _ body: (InProcessServer, Database) async throws -> Void
     ) async throws {
         let store = try IdentityDatabase.make(backend) { connection in
             try PetsLoader(sqlDirectory: Repository.sqlDirectory).load(into: connection)
@@ -34,7 +36,7 @@ struct IdempotencyKeyTests {
         defer { database.close() }
         var endpoints = try Repository.shippedEndpoints()
         endpoints.idempotencyState = IdempotencyState(retention: retention)
-        try await IdentityAPITests.withService(endpoints, database: database) { service in
+        try await IdentityAPITests.withService(endpoints, database: database, configuration: configuration) { service in
             try await body(service, database)
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import SpoutCore
 import SpoutDrivers
+import SpoutEndpoints
 import SpoutTestDatabases
 import SpoutTestSupport
 
@@ -65,6 +66,17 @@ struct IdentityDatabase {
             try? admin.executeScript("DROP ROLE IF EXISTS \(roles.joined(separator: ", "))")
             admin.close()
         }
+    }
+
+    /// The endpoints of one endpoint file, `yaml`, in a configuration of its own on this
+    /// database (written to a temporary folder and loaded).
+    func endpoints(_ yaml: String) throws -> EndpointSet {
+        let service = try TemporaryDirectory()
+        try service.write("config/spout.yaml", "database:\n  url: \(self.url)\nendpoints: [api/*.yaml]\n")
+        try service.write("config/api/endpoints.yaml", yaml)
+        let configuration = try SpoutConfiguration.load(
+            file: (service.path as NSString).appendingPathComponent("config/spout.yaml"), environment: [:])
+        return try EndpointSet.load(configuration: configuration, environment: [:])
     }
 
     func open(_ configuration: DatabaseConfiguration = DatabaseConfiguration()) throws -> Database {

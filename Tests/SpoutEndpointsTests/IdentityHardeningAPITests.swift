@@ -123,9 +123,7 @@ struct IdentityHardeningAPITests {
             try PetsLoader(sqlDirectory: Repository.sqlDirectory).load(into: connection)
         }
         defer { store.drop() }
-        let service = try TemporaryDirectory()
-        try service.write("config/spout.yaml", "database:\n  url: \(store.url)\nendpoints: [api/*.yaml]\n")
-        try service.write("config/api/adopt.yaml", """
+        let endpoints = try store.endpoints("""
             auth:
               token: jwt
               methods: [POST]
@@ -142,9 +140,6 @@ struct IdentityHardeningAPITests {
                       type: string
                       required: true
             """)
-        let configuration = try SpoutConfiguration.load(
-            file: (service.path as NSString).appendingPathComponent("config/spout.yaml"), environment: [:])
-        let endpoints = try EndpointSet.load(configuration: configuration, environment: [:])
         let database = try store.open()
         defer { database.close() }
         try await IdentityAPITests.withService(endpoints, database: database) { service in

@@ -111,7 +111,7 @@ struct OpenAPITests {
             "/employees", "/employees/{employeeNumber}", "/employees/{employeeNumber}/titles",
             "/employees/{employeeNumber}/salaries", "/departments", "/departments/{departmentNumber}",
             "/departments/{departmentNumber}/employees",
-            "/salaries", "/owners", "/pets", "/pets/{name}",
+            "/salaries", "/owners", "/pets", "/pets/{name}", "/events", "/events/bulk",
         ])
         let employee = try #require(paths["/employees/{employeeNumber}"]?["get"] as? [String: Any])
         let parameters = try #require(employee["parameters"] as? [[String: Any]])

@@ -15,3 +15,13 @@ CREATE POLICY pet_change ON pet FOR UPDATE
     WITH CHECK (true);
 CREATE POLICY pet_delete ON pet FOR DELETE
     USING (owner = nullif(current_setting('request.jwt.claims', true), '')::json ->> 'sub');
+-- Events: anyone may read; a subject may add events only to its own pets. (A pet's events go
+-- with it: the cascade of its foreign key runs as the table's owner, past these policies.)
+ALTER TABLE event ENABLE ROW LEVEL SECURITY;
+ALTER TABLE event FORCE ROW LEVEL SECURITY;
+CREATE POLICY event_read ON event FOR SELECT USING (true);
+CREATE POLICY event_create ON event FOR INSERT
+    WITH CHECK (EXISTS (
+        SELECT 1 FROM pet
+        WHERE pet.name = event.name
+          AND pet.owner = nullif(current_setting('request.jwt.claims', true), '')::json ->> 'sub'));

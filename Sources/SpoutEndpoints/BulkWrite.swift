@@ -1,0 +1,199 @@
+import Crypto
+import HTTPTypes
+import Logging
+import SpoutCore
+import SpoutHTTP
+
+/// Serves `POST <path>/bulk` of an endpoint with `bulk: true`: many records in one request, a
+/// JSON array, JSON Lines or CSV body (``SpoutHTTP/BulkFormat``), read as it arrives
+/// (``SpoutHTTP/RequestBodyStream``).
+///
+/// Contract:
+/// - Each record runs the endpoint's statement with its fields as the arguments (after the
+///   path's keys, which every record shares, and the query's), converted and checked as a
+///   single write's are, with the caller's claims; all records in one transaction, on one
+///   connection, under the caller's role and claims (row-level security applies to each).
+/// - The answer is 200 `{"records":N,"changed":M}`: the records applied and the rows their
+///   statements changed. A record that does not parse or whose argument is refused is a 400
+///   naming its position (``SpoutHTTP/BulkPosition``) and the parameter; a record whose
+///   statement changes no row (another owner's, say) is a 422 naming its position; a
+///   database error names the position too. Then, and when the client goes away before the
+///   body's end, nothing is committed.
+/// - With an `Idempotency-Key`, the request's digest covers the body, known only at its end:
+///   the key is looked up first (a replay reads the body, to compare, then gets the answer kept,
+///   applying nothing), and claimed after the records ran, in their transaction (a request
+///   under the key that committed meanwhile wins, and this one rolls back to its answer).
+/// - Memory holds one record and the stream's window, whatever the body's size.
+struct BulkWrite: Sendable {
+    let handler: EndpointHandler
+
+    /// The records applied and the rows their statements changed.
+    private struct Counts: Sendable {
+        var records = 0
+        var changed = 0
+    }
+
+    @Sendable
+    func handle(_ request: Request) async throws -> Response {
+        let endpoint = self.handler.endpoint
+        let contentType = request.headers[values: .contentType].first
+        guard let format = BulkFormat(contentType: contentType) else {
+            throw ArgumentError(.unsupportedBodyType(sent: contentType.map(MediaType.essence(of:)), accepted: BulkFormat.mediaTypes), parameter: "")
+        }
+        if let conditions = WriteConditions(request) {
+            // Ignoring it would let the records overwrite what the client meant to protect.
+            throw HTTPError(status: .badRequest, message: "\(conditions.fieldName) does not apply to a bulk write: send conditional writes one at a time")
+        }
+        let identity = try await self.handler.authenticate(request)
+        try self.handler.checkKnown(request.query)
+        guard let parsed = self.handler.parsed else { throw HTTPError(status: .internalServerError, message: "internal server error") }
+        let subject = identity?.claims?.value(at: "sub")?.sqlValue.requestText(null: "", bytes: { _ in "" })
+        let key = try IdempotencyKey(request, endpoint: endpoint.title, subject: subject)
+        if key != nil { try await self.handler.idempotency.ensure(on: self.handler.database, logger: self.handler.logger) }
+        let shared = request.rawArguments
+        let parameters = self.handler.routeParameters
+        let claimNames = self.handler.claimNames
+        let body = request.bodyStream
+        let retention = self.handler.idempotency.retentionSeconds
+        let headDigest = IdempotencyKey.digest(ofHead: request)
+        let work = DatabaseWork(
+            readOnly: false, statementTimeout: self.handler.timeout, transaction: .always(readOnly: false),
+            session: self.handler.session(for: identity, request), cancelsWithTask: false)
+        let spans = DatabaseSpans(request.span, database: self.handler.database)
+        do {
+            return try await self.handler.database.withSession(work) { session in
+                try await DatabaseSpans.measure(spans, "transaction") {
+                    try await session.run { connection -> Response in
+                        let store = key == nil ? nil : connection as? any IdempotencyStore
+                        if let key, let store, let kept = try store.findIdempotencyKey(scope: key.scope, key: key.key, retentionSeconds: retention) {
+                            var digest = headDigest
+                            while let piece = try body?.next() { digest.update(data: piece) }
+                            guard kept.requestHash == key.digesting(digest).requestHash else { throw IdempotencyKeyReused() }
+                            guard let answer = kept.answer else {
+                                throw DatabaseError(.busy, message: "the idempotency key's first request has not answered")
+                            }
+                            return IdempotencyKey.replay(answer)
+                        }
+                        var digest = headDigest
+                        var counts = Counts()
+                        var decoder = BulkRecordDecoder(format: format)
+                        let apply = { (record: BulkRecord) throws in
+                            let changed = try Self.apply(
+                                record, shared: shared, parameters: parameters, claims: (identity, claimNames), sql: parsed, on: connection)
+                            counts.records += 1
+                            counts.changed += changed
+                        }
+                        while let piece = try body?.next() {
+                            if key != nil { digest.update(data: piece) }
+                            try decoder.push(piece, apply)
+                        }
+                        try decoder.finish(apply)
+                        let response = Self.answer(counts)
+                        if let key, let store {
+                            let claimed = key.digesting(digest)
+                            switch try store.claimIdempotencyKey(
+                                scope: claimed.scope, key: claimed.key, requestHash: claimed.requestHash, retentionSeconds: retention)
+                            {
+                            case .claimed:
+                                try store.storeIdempotentAnswer(scope: claimed.scope, key: claimed.key, answer: IdempotencyKey.stored(response))
+                            case .answered(let answer): throw AnsweredMeanwhile(response: IdempotencyKey.replay(answer))
+                            case .otherRequest: throw IdempotencyKeyReused()
+                            }
+                        }
+                        return response
+                    }
+                }
+            }
+        } catch let answered as AnsweredMeanwhile {
+            return answered.response
+        } catch let failed as BulkRecordFailure {
+            self.handler.logger.debug(
+                "bulk write rolled back",
+                metadata: ["request.id": "\(request.id)", "endpoint": "\(endpoint.title)", "bulk.position": "\(failed.position)", "error": "\(failed.error)"])
+            var error = failed.error
+            if let constraints = self.handler.constraints, constraints.mayTrace(error) {
+                error = await constraints.trace(error, arguments: failed.arguments, on: self.handler.database)
+            }
+            throw PositionedError(position: failed.position, error: UnrepresentableText.naming(error, arguments: failed.arguments))
+        } catch {
+            self.handler.logger.debug(
+                "bulk write rolled back", metadata: ["request.id": "\(request.id)", "endpoint": "\(endpoint.title)", "error": "\(error)"])
+            throw error
+        }
+    }
+
+    /// Runs the statement for one record; returns the rows it changed. Throws
+    /// ``SpoutHTTP/BulkRecordError`` for an argument refused, ``BulkRecordFailure`` for a
+    /// statement that failed or changed nothing.
+    private static func apply(
+        _ record: BulkRecord, shared: RawArguments, parameters: [Parameter], claims: (identity: RequestIdentity?, names: Set<String>),
+        sql: FilteredSQL, on connection: any DatabaseConnection
+    ) throws -> Int {
+        var raw = shared
+        raw.merge(record.arguments)
+        var arguments: [String: SQLValue]
+        do {
+            arguments = try ArgumentConversion.convert(raw, for: parameters)
+        } catch {
+            throw BulkRecordError(error, at: record.position)
+        }
+        claims.identity?.bind(claims.names, into: &arguments)
+        do {
+            let statement = try sql.statement(for: arguments)
+            let changed = try connection.execute(statement, try statement.bind(arguments))
+            guard changed > 0 else { throw RecordChangedNothing() }
+            return changed
+        } catch {
+            throw BulkRecordFailure(position: record.position, error: error, arguments: arguments)
+        }
+    }
+
+    private static func answer(_ counts: Counts) -> Response {
+        var object = JSONObjectWriter()
+        object.add("records", counts.records)
+        object.add("changed", counts.changed)
+        return .bytes(object.finished, contentType: "application/json")
+    }
+}
+
+/// A record's statement failed (or changed nothing), with the arguments it ran with: the
+/// constraint a violation names is traced to a parameter after the rollback.
+private struct BulkRecordFailure: Error {
+    var position: BulkPosition
+    var error: any Error
+    var arguments: [String: SQLValue]
+}
+
+/// A record whose statement changed no row: no such row, or not the caller's (422).
+private struct RecordChangedNothing: Error, HTTPResponseError {
+    var status: HTTPResponse.Status { .unprocessableContent }
+    var responseBody: [UInt8] {
+        ErrorResponse(status: self.status, message: "the record changed no row: there is none it applies to, or none of the caller's").body
+    }
+}
+
+/// Another request under the same idempotency key committed while this one ran: its answer.
+private struct AnsweredMeanwhile: Error {
+    var response: Response
+}
+
+/// An error of one record of a bulk write: its response, with the record's position added to
+/// the body (`"index":12` or `"line":13`).
+struct PositionedError: Error, HTTPResponseError, CustomStringConvertible {
+    var position: BulkPosition
+    var error: any Error
+
+    private var response: ErrorResponse { ErrorResponse(for: self.error) }
+
+    var status: HTTPResponse.Status { self.response.status }
+    var headers: HTTPFields { self.response.headers }
+    var logsCause: Bool { (self.error as? any HTTPResponseError)?.logsCause ?? false }
+
+    var responseBody: [UInt8] {
+        let body = self.response.body
+        guard body.first == UInt8(ascii: "{"), body.count > 2 else { return body }
+        return Array("{\"\(self.position.fieldName)\":\(self.position.number),".utf8) + body.dropFirst()
+    }
+
+    var description: String { "\(self.position): \(String(reflecting: self.error))" }
+}
