@@ -27,10 +27,10 @@ import HTTPTypes
 public actor SpoutSyncStore {
     /// The store's SQLite file.
     public nonisolated let fileURL: URL
-    private let client: SpoutClient
-    private let url: URL
+    let client: SpoutClient
+    let url: URL
     private let key: [String]
-    private let owner: LocalFileOwner
+    let owner: LocalFileOwner
     private let file: SQLiteFile
     private var running: Task<SpoutSyncChanges, any Error>?
     private var observers: [UUID: Observer] = [:]
@@ -92,11 +92,7 @@ public actor SpoutSyncStore {
     }
 
     private func performSync() async throws -> SpoutSyncChanges {
-        let cursor = try await self.file.run { connection in
-            var cursor: String?
-            try connection.query("SELECT cursor FROM spout_sync_state WHERE id = 1") { row in cursor = row.text(0) }
-            return cursor
-        }
+        let cursor = try await self.storedCursor()
         let changes: SpoutSyncChanges
         do {
             changes = try await self.syncRead(since: cursor)
@@ -107,17 +103,31 @@ public actor SpoutSyncStore {
         return changes
     }
 
-    /// One sync read from `since` (nil: the whole result), applied in one transaction.
-    private func syncRead(since cursor: String?) async throws -> SpoutSyncChanges {
-        var headers = try await self.client.headers(renewingToken: false)
-        try self.owner.check(headers)
-        headers[.accept] = "application/x-ndjson"
+    /// The cursor of the last sync applied to the file; nil before the first.
+    func storedCursor() async throws -> String? {
+        try await self.file.run { connection in
+            var cursor: String?
+            try connection.query("SELECT cursor FROM spout_sync_state WHERE id = 1") { row in cursor = row.text(0) }
+            return cursor
+        }
+    }
+
+    /// The endpoint's URL with `since=cursor` added (`since=0` for nil: the whole result).
+    nonisolated func url(since cursor: String?) throws -> URL {
         guard var components = URLComponents(url: self.url, resolvingAgainstBaseURL: false) else {
             throw SpoutClientError.invalidURL(self.url.absoluteString)
         }
         components.queryItems = (components.queryItems ?? []) + [URLQueryItem(name: "since", value: cursor ?? "0")]
         guard let url = components.url else { throw SpoutClientError.invalidURL(self.url.absoluteString) }
-        let response = try await self.client.performAuthorized(TransportRequest(method: .get, url: url, headers: headers))
+        return url
+    }
+
+    /// One sync read from `since` (nil: the whole result), applied in one transaction.
+    private func syncRead(since cursor: String?) async throws -> SpoutSyncChanges {
+        var headers = try await self.client.headers(renewingToken: false)
+        try self.owner.check(headers)
+        headers[.accept] = "application/x-ndjson"
+        let response = try await self.client.performAuthorized(TransportRequest(method: .get, url: try self.url(since: cursor), headers: headers))
         guard (200..<300).contains(response.status) else { throw SpoutClientError.server(await ErrorBodyDecoder.error(from: response)) }
         let delta = try await SyncDelta.read(response.body, key: self.key)
         let isWhole = cursor == nil
