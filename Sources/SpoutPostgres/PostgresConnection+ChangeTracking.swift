@@ -91,7 +91,7 @@ extension PostgresConnection: ChangeTracking {
 
     private static let statements = Result {
         ChangeLogStatements(
-            tableExists: try ParsedSQL("SELECT to_regclass(CAST(:table AS text)) IS NOT NULL", dialect: .postgres),
+            tableExists: try ParsedSQL(PostgresConnection.tableExistsQuery, dialect: .postgres),
             tableColumns: try ParsedSQL(
                 """
                 SELECT attname::text FROM pg_attribute

@@ -4,8 +4,11 @@ import SpoutCore
 /// table is there (`to_regclass`, which resolves the name as unquoted SQL does), and a
 /// transaction advisory lock that makes their set-ups take turns.
 extension PostgresConnection {
+    /// `:table` → whether it names a table where unquoted SQL finds it.
+    static let tableExistsQuery = "SELECT to_regclass(CAST(:table AS text)) IS NOT NULL"
+
     public func tableExists(_ name: String) throws -> Bool {
-        let sql = try ParsedSQL.cached("SELECT to_regclass(CAST(:table AS text)) IS NOT NULL", dialect: .postgres)
+        let sql = try ParsedSQL.cached(Self.tableExistsQuery, dialect: .postgres)
         let row = try self.queryAll([BoundStatement(sql, try sql.bind(["table": .text(name)]))]).first?.rows.first
         return row?.first == .bool(true)
     }
