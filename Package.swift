@@ -236,6 +236,8 @@ let package = Package(
                 // Tokens signed by a real library, with keys it generates (identity tests).
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
+                // The live notices' metrics, read from their registry.
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         .testTarget(

@@ -19,7 +19,10 @@ public struct LiveNoticeSettings: Sendable, Hashable {
     public var concurrentEvaluations = 2
     /// Evaluations of groups with the same role and claims sent together, in one round trip
     /// on PostgreSQL.
-    public var evaluationsPerRoundTrip = 64
+    public var evaluationsPerRoundTrip = 256
+    /// Evaluations of groups of one endpoint (and one role and claims) asked in one statement,
+    /// a `UNION ALL` of their key statements (SQLite allows at most 500 terms in one).
+    public var evaluationsPerStatement = 128
 
     public init() {}
 }

@@ -5,7 +5,7 @@ import SpoutHTTP
 /// The answer to `GET <syncable endpoint>` with `Accept: text/event-stream`: an event stream
 /// of live notices (docs/endpoints.md, Live notices), open until the client leaves, its token
 /// expires or it reads too slowly. The work is ``LiveNotices``'; this admits the stream,
-/// subscribes and waits for the end.
+/// subscribes and returns; the stream's end is handled when it comes.
 struct LiveNoticeStream: ResponseProducer {
     var notices: LiveNotices
     var subscription: LiveNotices.Subscription
@@ -26,7 +26,6 @@ struct LiveNoticeStream: ResponseProducer {
             self.notices.metrics?.refusedInAll.increment()
             throw HTTPError(status: .serviceUnavailable, message: "too many event streams open; retry", headers: [.retryAfter: "5"])
         }
-        defer { ticket.end() }
         var fields = headers
         fields.replaceOrAdd(.cacheControl, "no-store")
         let sink = exchange.startEventStream(headers: fields)
@@ -37,20 +36,23 @@ struct LiveNoticeStream: ResponseProducer {
         } catch {
             // Nothing was written yet unless a notice came first: a status still can go out.
             await self.notices.leave(subscriber)
+            sink.clearOnClose()
             exchange.finishStream(sink, result: .failure(error))
+            ticket.end()
             return
         }
         subscriber.open(retryMilliseconds: Self.retryMilliseconds)
-        let end = await withTaskCancellationHandler {
-            await subscriber.ended()
-        } onCancel: {
-            subscriber.finish(.left)
-        }
-        await self.notices.leave(subscriber)
-        sink.clearOnClose()
-        switch end {
-        case .dropped: exchange.finishStream(sink, result: .failure(SlowSubscriber()))
-        case .expired, .left: exchange.finishStream(sink, result: .success(0))
+        // The stream outlives this task: its end is handled where it happens (the connection's
+        // close, a tick, a slow write), so an idle stream keeps no suspended task alive.
+        let notices = self.notices
+        subscriber.whenEnded { end in
+            sink.clearOnClose()
+            switch end {
+            case .dropped: exchange.finishStream(sink, result: .failure(SlowSubscriber()))
+            case .expired, .left: exchange.finishStream(sink, result: .success(0))
+            }
+            ticket.end()
+            Task { await notices.leave(subscriber) }
         }
     }
 }

@@ -290,25 +290,35 @@ public actor LiveNotices {
         }
     }
 
-    /// Evaluates `chunk` (of one session) on one connection.
+    /// Evaluates `chunk` (of one session) on one connection: the groups of one endpoint in
+    /// combined statements (``NoticeProbe/combinedStatements(asking:size:membersPerStatement:dialect:)``),
+    /// all of them sent together.
     private nonisolated func evaluate(chunk: [Evaluation]) async -> [(Evaluation, Result<Set<[SQLValue]>, any Error>)] {
         let dialect = self.database.dialect
+        let perStatement = self.settings.evaluationsPerStatement
+        var byEndpoint: [String: [Int]] = [:]
+        for (index, evaluation) in chunk.enumerated() { byEndpoint[evaluation.group.endpoint, default: []].append(index) }
+        let endpoints = Array(byEndpoint.values)
         do {
             let answers = try await self.database.withSession(self.work(for: chunk[0].probe)) { session in
                 try await session.run { connection in
                     var statements: [BoundStatement] = []
-                    var counts: [Int] = []
-                    for evaluation in chunk {
-                        let own = try evaluation.probe.statements(for: Array(evaluation.keys), size: 512, dialect: dialect)
-                        statements.append(contentsOf: own)
-                        counts.append(own.count)
+                    var owners: [[Int]] = []
+                    for indexes in endpoints {
+                        let members = indexes.map { (probe: chunk[$0].probe, keys: Array(chunk[$0].keys)) }
+                        let combined = try NoticeProbe.combinedStatements(
+                            asking: members, size: 512, membersPerStatement: perStatement, dialect: dialect)
+                        statements.append(contentsOf: combined)
+                        owners.append(contentsOf: Array(repeating: indexes, count: combined.count))
                     }
-                    let results = try connection.queryAll(statements)
-                    var answers: [Set<[SQLValue]>] = []
-                    var index = 0
-                    for count in counts {
-                        answers.append(Set(results[index..<index + count].flatMap(\.rows)))
-                        index += count
+                    var answers = Array(repeating: Set<[SQLValue]>(), count: chunk.count)
+                    for (result, indexes) in zip(try connection.queryAll(statements), owners) {
+                        for row in result.rows {
+                            guard case .integer(let member)? = row.first, indexes.indices.contains(Int(member)) else {
+                                throw DatabaseError(.unsupported, message: "a combined notice statement answered an unknown member")
+                            }
+                            answers[indexes[Int(member)]].insert(Array(row.dropFirst()))
+                        }
                     }
                     return (answers, statements.count)
                 }

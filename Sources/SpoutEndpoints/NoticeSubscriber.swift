@@ -9,7 +9,8 @@ import Synchronization
 /// - Pending notices coalesce: one is kept, from the oldest notice's `from` to the newest's
 ///   `to` (``notify(from:to:)``), so a client that reads slowly holds constant memory here.
 /// - It ends once (``finish(_:)``): the client left, its token expired, it read too slowly,
-///   or the server stops; ``ended()`` returns why.
+///   or the server stops; the handler given to ``whenEnded(_:)`` is told why, once. No task
+///   waits for the end, so an idle stream holds no suspended task (nor its frames) alive.
 final class NoticeSubscriber: Sendable {
     /// Why an event stream ended.
     enum End: Sendable, Equatable {
@@ -28,7 +29,7 @@ final class NoticeSubscriber: Sendable {
         /// Since when a write has waited for the connection; nil while nothing waits.
         var waitingSince: ContinuousClock.Instant?
         var end: End?
-        var waiter: CheckedContinuation<End, Never>?
+        var onEnd: (@Sendable (End) -> Void)?
     }
 
     /// Unique in the process: how groups know their subscribers.
@@ -87,25 +88,32 @@ final class NoticeSubscriber: Sendable {
 
     /// Ends the stream for `reason`, unless it has ended already.
     func finish(_ reason: End) {
-        let waiter = self.state.withLock { state -> CheckedContinuation<End, Never>? in
+        let handler = self.state.withLock { state -> (@Sendable (End) -> Void)? in
             guard state.end == nil else { return nil }
             state.end = reason
             state.pending = nil
-            defer { state.waiter = nil }
-            return state.waiter
+            defer { state.onEnd = nil }
+            return state.onEnd
         }
-        waiter?.resume(returning: reason)
+        handler?(reason)
     }
 
-    /// Waits until the stream ends; returns why.
+    /// Calls `handler` once with why the stream ended: at once if it has ended already, else
+    /// from ``finish(_:)``, on the thread that ends it. One handler at a time: a later call
+    /// replaces an earlier one not called yet.
+    func whenEnded(_ handler: @escaping @Sendable (End) -> Void) {
+        let ended = self.state.withLock { state -> End? in
+            if let end = state.end { return end }
+            state.onEnd = handler
+            return nil
+        }
+        if let ended { handler(ended) }
+    }
+
+    /// Waits until the stream ends; returns why (through ``whenEnded(_:)``).
     func ended() async -> End {
         await withCheckedContinuation { continuation in
-            let ended = self.state.withLock { state -> End? in
-                if let end = state.end { return end }
-                state.waiter = continuation
-                return nil
-            }
-            if let ended { continuation.resume(returning: ended) }
+            self.whenEnded { continuation.resume(returning: $0) }
         }
     }
 

@@ -410,8 +410,11 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                     compresses: self.environment.configuration.compression))
             let tasks = self.environment.requestTasks
             tasks.started()
+            let ended = NIOLoopBound(exchange, eventLoop: context.eventLoop)
             exchange.task = Task(executorPreference: self.hop!.taskExecutor) {
                 await runner.run(route: route, request: request)
+                // Before `tasks.ended()`: shutdown stops the event loops once no task runs.
+                ended.eventLoop.execute { ended.value.task = nil }
                 tasks.ended()
             }
         }

@@ -43,6 +43,8 @@ final class InFlightRequest {
     /// body short. (The sink's count of chunks handed over can run ahead of it: a compression
     /// stage hands a chunk over from its own thread, and the hop may still be queued.)
     var streamHeadWritten = false
+    /// The task answering the request, while it runs (cleared once it ends: a finished task
+    /// keeps its frames' memory until its last handle goes, and an event stream outlives it).
     var task: Task<Void, Never>?
     /// The stream counted against the per-address cap, released when the exchange ends.
     var streamTicket: StreamAdmission.Ticket?

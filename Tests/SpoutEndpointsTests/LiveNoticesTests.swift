@@ -1,4 +1,5 @@
 import Foundation
+import Prometheus
 import SpoutCore
 import SpoutDrivers
 import SpoutEndpoints
@@ -93,6 +94,47 @@ struct LiveNoticesTests {
             let gwenDelta = try await SyncReadTests.sync(service, "owner=Gwen", since: got.from)
             let names = gwenDelta.rows.map(\.name)
             #expect(names.contains("Puffball") && Set(names).isSubset(of: ["Puffball", "Chirpy"]), "\(names)")
+        }
+    }
+
+    /// The value of `spout_notice_evaluation_queries_total` in `registry`.
+    static func evaluationQueries(_ registry: PrometheusCollectorRegistry) throws -> Double {
+        var buffer: [UInt8] = []
+        registry.emit(into: &buffer)
+        let line = String(decoding: buffer, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("spout_notice_evaluation_queries_total ") }
+        return try #require(line.flatMap { Double($0.split(separator: " ").last ?? "") })
+    }
+
+    @Test("groups of one endpoint are asked together: a write among 24 groups costs 24 / 8 statements and reaches only its own", arguments: PetsAPITests.backends)
+    func combinedEvaluations(_ backend: SQLDialect) async throws {
+        var endpoints = try Repository.shippedEndpoints()
+        endpoints.noticeSettings.evaluationsPerStatement = 8
+        let registry = PrometheusCollectorRegistry()
+        endpoints.noticeMetrics = NoticeMetrics(registry: registry)
+        try await SyncReadTests.withSyncedPets(backend, endpoints: endpoints) { service, _, ownerURL in
+            var streams: [EventStreamReader] = []
+            defer { streams.forEach { $0.close() } }
+            for owner in 0..<24 {
+                streams.append(try await EventStreamReader.open(port: service.port, "/pets?owner=o\(owner)"))
+            }
+            #expect(streams.allSatisfy { $0.status == 200 })
+            let before = try Self.evaluationQueries(registry)
+
+            // Every group holds no key, so each must be asked whether the new pet is its own now:
+            // 24 questions in 3 statements (8 a statement), and only o17 is told. (24 streams:
+            // the test server takes 32 connections from one address.)
+            try await Self.write(ownerURL, "INSERT INTO pet (name, owner, species, sex) VALUES ('Rex', 'o17', 'dog', 'm')")
+            let rex = try await Self.change(streams[17])
+            #expect(try Self.evaluationQueries(registry) - before == 3)
+            let delta = try await SyncReadTests.sync(service, "owner=o17", since: rex.from)
+            #expect(delta.rows.map(\.name) == ["Rex"])
+
+            // o3's first event is of its own pet, after Rex's: it was not told of Rex.
+            try await Self.write(ownerURL, "INSERT INTO pet (name, owner, species, sex) VALUES ('Tig', 'o3', 'cat', 'f')")
+            let tig = try await Self.change(streams[3])
+            #expect(try Self.position(tig.from) >= Self.position(rex.id))
+            let tigs = try await SyncReadTests.sync(service, "owner=o3", since: tig.from)
+            #expect(tigs.rows.map(\.name) == ["Tig"])
         }
     }
 
