@@ -1,4 +1,3 @@
-import Dispatch
 import Synchronization
 
 /// A bounded pool of connections from one driver.
@@ -125,17 +124,32 @@ final class ConnectionPool: Sendable {
         }
     }
 
-    /// Leases a connection slot, blocking the calling thread up to the acquire timeout. For
-    /// command-line tools and tests; servers use ``lease(readOnly:)``.
-    func leaseBlocking(readOnly: Bool) throws -> ConnectionLease {
-        let semaphore = DispatchSemaphore(value: 0)
-        let outcome = Mutex<Result<ConnectionLease, DatabaseError>?>(nil)
-        _ = self.lease(readOnly: readOnly, forStream: false) { result in
-            outcome.withLock { $0 = result }
-            semaphore.signal()
+    /// A lease when a connection slot is free now, nil when leasing would have to wait. Never
+    /// waits nor blocks.
+    func leaseIfFree(readOnly: Bool) throws -> ConnectionLease? {
+        // `answer` is nil until the pool answers; `decided` once this call has returned: a lease
+        // that comes after that (a slot freed while the wait was being withdrawn) goes back.
+        let state = Mutex<(answer: Result<ConnectionLease, DatabaseError>?, decided: Bool)>((nil, false))
+        let waiter = self.lease(readOnly: readOnly, forStream: false) { result in
+            let late = state.withLock { state -> ConnectionLease? in
+                guard state.decided else {
+                    state.answer = result
+                    return nil
+                }
+                return try? result.get()
+            }
+            late?.release()
         }
-        semaphore.wait()
-        return try outcome.withLock { $0! }.get()
+        if let waiter { self.abandon(waiter: waiter, with: DatabaseError(.poolExhausted)) }
+        let answer = state.withLock { state in
+            state.decided = true
+            return state.answer
+        }
+        switch answer {
+        case .success(let lease)?: return lease
+        case .failure(let error)? where error.code != .poolExhausted: throw error
+        default: return nil
+        }
     }
 
     /// Calls `resume` exactly once with a lease or an error; returns the waiter's id when it had

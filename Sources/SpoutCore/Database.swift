@@ -95,16 +95,20 @@ public final class Database: Sendable {
         try await (readOnly ? self.readPool : self.writePool).lease(readOnly: readOnly, forStream: forStream)
     }
 
-    /// Leases a connection, blocking the calling thread. For tools and tests.
-    public func leaseBlocking(readOnly: Bool) throws -> ConnectionLease {
-        try (readOnly ? self.readPool : self.writePool).leaseBlocking(readOnly: readOnly)
+    /// A lease when the pool has a connection slot free now, nil otherwise; never waits. For
+    /// tests that hold connections to see what a full pool does.
+    public func leaseIfFree(readOnly: Bool) throws -> ConnectionLease? {
+        try (readOnly ? self.readPool : self.writePool).leaseIfFree(readOnly: readOnly)
     }
 
-    /// Runs `body` with a leased connection on the calling thread (blocking) and releases it.
-    public func withConnection<T>(readOnly: Bool, _ body: (any DatabaseConnection) throws -> T) throws -> T {
-        let lease = try self.leaseBlocking(readOnly: readOnly)
-        defer { lease.release() }
-        return try lease.withConnection(body)
+    /// Runs `body` with a leased connection on the database's threads and releases it: for
+    /// tools, start-up work and tests. No rule but `readOnly` applies (no statement timeout,
+    /// transaction, role or claims); requests use ``withSession(_:observer:retryOnPrimary:_:)``
+    /// with their work's rules. Waits for a connection without blocking a thread.
+    public func run<T: Sendable>(readOnly: Bool, _ body: @escaping @Sendable (any DatabaseConnection) throws -> T) async throws -> T {
+        try await self.withSession(DatabaseWork(readOnly: readOnly)) { session in
+            try await session.run(body)
+        }
     }
 
     /// A row stream for `sql` with named `arguments`; nothing runs until it is written.

@@ -57,7 +57,8 @@ public struct RowStream: Sendable {
     /// declares no server-side cursor for one, and a write's answer is held whole before it is
     /// sent anyway.
     public var readsWhole = false
-    let database: Database?
+    /// The database that made the stream (``Database/query(_:_:)``); nil for one made alone.
+    public let database: Database?
 
     /// A stream not tied to a database; write it with ``write(as:shape:to:on:dateFormat:attachmentBatchSize:fetchSize:)``.
     public init(_ sql: String, _ arguments: [String: SQLValue] = [:]) {
@@ -109,17 +110,6 @@ public struct RowStream: Sendable {
         var copy = self
         copy.attach(key, sql)
         return copy
-    }
-
-    /// Leases a connection from the stream's database (blocking), writes, and releases it.
-    @discardableResult
-    public func write(as format: OutputFormat, shape: ResultShape = .array, to sink: any ByteSink) throws -> Int {
-        guard let database = self.database else {
-            throw DatabaseError(.unsupported, message: "this stream has no database; use write(as:shape:to:on:)")
-        }
-        return try database.withConnection(readOnly: true) { connection in
-            try self.write(as: format, shape: shape, to: sink, on: connection, dateFormat: database.configuration.dateFormat)
-        }
     }
 
     /// Runs the query on `connection` and encodes its rows into `sink`, chunk by chunk.

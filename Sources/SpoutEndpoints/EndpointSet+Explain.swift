@@ -37,8 +37,10 @@ extension EndpointSet {
         guard case .produced(let producer) = response.body, let rows = producer as? RowResult else {
             throw ExplainError(description: "\(method) \(route.template) does not read rows; only reads can be explained")
         }
-        return try database.withConnection(readOnly: rows.readOnly) { connection in
-            try rows.stream.explain(shape: rows.shape, on: connection)
+        let stream = rows.stream
+        let shape = rows.shape
+        return try await database.run(readOnly: rows.readOnly) { connection in
+            try stream.explain(shape: shape, on: connection)
         }
     }
 }

@@ -5,7 +5,7 @@ import SpoutData
 import SpoutDrivers
 
 /// `spout load`: the MySQL employees sample database (test_db) into PostgreSQL or SQLite.
-struct Load: ParsableCommand {
+struct Load: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Load test_db's employees.sql and load_*.dump files into a database.",
         discussion: """
@@ -20,10 +20,11 @@ struct Load: ParsableCommand {
 
     @OptionGroup var target: LoadTarget
 
-    func run() throws {
+    func run() async throws {
         let loader = EmployeesLoader(sqlDirectory: self.target.sqlDirectory)
-        let summary = try self.target.withConnection { connection in
-            try loader.load(directory: self.directory, into: connection, replace: self.target.replace, progress: LoadProgressReporters.standardOutput())
+        let (directory, replace) = (self.directory, self.target.replace)
+        let summary = try await self.target.withConnection { connection in
+            try loader.load(directory: directory, into: connection, replace: replace, progress: LoadProgressReporters.standardOutput())
         }
         print("loaded \(summary.totalRows) rows in \(String(format: "%.1f", summary.seconds)) s")
         for table in summary.tables {
@@ -33,7 +34,7 @@ struct Load: ParsableCommand {
 }
 
 /// `spout load-pets`: the MySQL tutorial's `pet` table.
-struct LoadPets: ParsableCommand {
+struct LoadPets: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "load-pets",
         abstract: "Create the pet table and load the menagerie rows (Spout's own copy, or a TSV file)."
@@ -44,13 +45,14 @@ struct LoadPets: ParsableCommand {
 
     @OptionGroup var target: LoadTarget
 
-    func run() throws {
+    func run() async throws {
         let loader = PetsLoader(sqlDirectory: self.target.sqlDirectory)
-        let rows = try self.target.withConnection { connection in
-            if let file = self.file {
-                return try loader.load(tsv: file, into: connection, replace: self.target.replace)
+        let (file, replace) = (self.file, self.target.replace)
+        let rows = try await self.target.withConnection { connection in
+            if let file {
+                return try loader.load(tsv: file, into: connection, replace: replace)
             }
-            return try loader.load(into: connection, replace: self.target.replace)
+            return try loader.load(into: connection, replace: replace)
         }
         print("loaded \(rows) pets")
     }
@@ -67,11 +69,11 @@ struct LoadTarget: ParsableArguments {
     @Option(help: "Spout's sql/ directory (schema scripts).")
     var sqlDirectory: String = "sql"
 
-    /// Runs `body` on a read-write connection to ``database``.
-    func withConnection<T>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
+    /// Runs `body` on a read-write connection to ``database``, on the database's thread.
+    func withConnection<T: Sendable>(_ body: @escaping @Sendable (any DatabaseConnection) throws -> T) async throws -> T {
         let database = try Drivers.open(self.database, configuration: DatabaseConfiguration(maximumConnections: 1))
         defer { database.close() }
-        return try database.withConnection(readOnly: false, body)
+        return try await database.run(readOnly: false, body)
     }
 }
 

@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// `spout export`: streams one query to standard output or a file.
-struct Export: ParsableCommand {
+struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Stream the rows of one SQL query as JSON, JSON Lines or CSV.",
         discussion: """
@@ -44,7 +44,7 @@ struct Export: ParsableCommand {
     @Argument(help: "The SQL query.")
     var sql: String
 
-    func run() throws {
+    func run() async throws {
         var arguments: [String: SQLValue] = [:]
         for parameter in self.parameters {
             guard let equals = parameter.firstIndex(of: "=") else {
@@ -63,8 +63,12 @@ struct Export: ParsableCommand {
         case .jsonl: outputFormat = .jsonLines
         case .csv: outputFormat = .csv
         }
-        let sink = try FileSink(path: self.output)
-        let rows = try database.query(self.sql, arguments).write(as: outputFormat, to: sink)
+        let stream = try database.query(self.sql, arguments)
+        let output = self.output
+        // The file is opened and written on the database's thread, which reads the rows.
+        let rows = try await database.run(readOnly: true) { connection in
+            try stream.write(as: outputFormat, to: try FileSink(path: output), on: connection, dateFormat: dateFormat)
+        }
         var standardError = StandardError()
         print(rows == 1 ? "1 row" : "\(rows) rows", to: &standardError)
     }

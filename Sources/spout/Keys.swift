@@ -6,7 +6,7 @@ import SpoutEndpoints
 
 /// `spout keys`: the keys page cursors are sealed with, kept in the database served
 /// (`spout_keys`, see ``SpoutEndpoints/KeyTable``).
-struct Keys: ParsableCommand {
+struct Keys: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List or rotate the keys page cursors are sealed with (the table spout_keys of the database served).",
         discussion: """
@@ -28,13 +28,13 @@ struct Keys: ParsableCommand {
 
         /// Runs `body` on a read-write connection to the configured database, in a transaction
         /// that commits when it returns; also says whether `cursorSecret` is set.
-        func withTransaction<T>(_ body: (any DatabaseConnection) throws -> T) throws -> (T, secretSet: Bool) {
+        func withTransaction<T: Sendable>(_ body: @escaping @Sendable (any DatabaseConnection) throws -> T) async throws -> (T, secretSet: Bool) {
             let settings = try SpoutConfiguration.load(
                 file: self.config, environment: ProcessInfo.processInfo.environment, overrides: .init(databaseURL: self.database))
             let database = try Drivers.open(settings.database.url, configuration: DatabaseConfiguration(maximumConnections: 1))
             defer { database.close() }
             do {
-                let result = try database.withConnection(readOnly: false) { connection in
+                let result = try await database.run(readOnly: false) { connection in
                     try connection.runRequest(statementTimeout: nil, transaction: .always(readOnly: false)) { try body(connection) }
                 }
                 return (result, !settings.cursorSecret.isEmpty)
@@ -48,15 +48,15 @@ struct Keys: ParsableCommand {
         }
     }
 
-    struct List: ParsableCommand {
+    struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List the keys: id, what each does now (sealing, next, opening, retired) and when.")
 
         @OptionGroup var target: Target
 
-        func run() throws {
+        func run() async throws {
             let now = Int64(Date().timeIntervalSince1970)
-            let (keys, secretSet) = try self.target.withTransaction { connection in try KeyTable.read(on: connection) }
+            let (keys, secretSet) = try await self.target.withTransaction { connection in try KeyTable.read(on: connection) }
             if secretSet { print("note: cursorSecret is set, so `spout serve` seals page cursors with it, not with these keys") }
             guard let keys, !keys.isEmpty else {
                 print("no keys yet: the first `spout serve` that serves a paged request creates \(KeyTable.keysTable) and its first key")
@@ -72,7 +72,7 @@ struct Keys: ParsableCommand {
         }
     }
 
-    struct Rotate: ParsableCommand {
+    struct Rotate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Add a new key: it seals from 2 minutes on, and the older keys keep opening cursors for --keep-old-hours after that.",
             discussion: """
@@ -91,10 +91,10 @@ struct Keys: ParsableCommand {
             guard self.keepOldHours >= 0 else { throw ValidationError("--keep-old-hours is 0 or more") }
         }
 
-        func run() throws {
+        func run() async throws {
             let now = Int64(Date().timeIntervalSince1970)
             let keep = Int64(self.keepOldHours) * 3600
-            let ((added, keys), secretSet) = try self.target.withTransaction { connection in
+            let ((added, keys), secretSet) = try await self.target.withTransaction { connection in
                 try KeyTable.rotate(on: connection, now: now, keepOldSeconds: keep)
             }
             print("added key \(added.id): it seals page cursors from \(Keys.time(added.sealsFrom))")

@@ -82,7 +82,7 @@ struct Serve: AsyncParsableCommand {
             // lacks its scripts (a service of one's own) gets an empty database (docs/configuration.md).
             let sqlDirectory = settings.resolvedSQLDirectory
             let employees = SQLiteSeeder.hasScripts(sqlDirectory: sqlDirectory) ? settings.database.seed.employees : nil
-            try Self.createIfNew(url: url, seedingEmployees: employees, sqlDirectory: sqlDirectory, logger: logger)
+            try await Self.createIfNew(url: url, seedingEmployees: employees, sqlDirectory: sqlDirectory, logger: logger)
         }
         // The databases' metrics share the server's registry: one /metrics.
         let metrics = settings.server.metrics.enabled ? ServerMetrics() : nil
@@ -295,7 +295,7 @@ struct Serve: AsyncParsableCommand {
     /// Creates a SQLite database whose file does not exist yet, with the sample data
     /// (`seedingEmployees` generated employees and the pets) or, when that is nil, empty.
     /// PostgreSQL and `sqlite::memory:` databases are left alone.
-    static func createIfNew(url: String, seedingEmployees employees: Int?, sqlDirectory: String, logger: Logger) throws {
+    static func createIfNew(url: String, seedingEmployees employees: Int?, sqlDirectory: String, logger: Logger) async throws {
         guard url.hasPrefix("sqlite:") else { return }
         let path = String(url.dropFirst("sqlite:".count))
         guard path != ":memory:", !FileManager.default.fileExists(atPath: path) else { return }
@@ -315,7 +315,7 @@ struct Serve: AsyncParsableCommand {
         let database = try Drivers.open(url, configuration: DatabaseConfiguration(maximumConnections: 1))
         defer { database.close() }
         guard let employees else {
-            try database.withConnection(readOnly: false) { _ in }
+            try await database.run(readOnly: false) { _ in }
             logger.notice(
                 "created \(path), an empty SQLite database: \(sqlDirectory) has no sample-data scripts, so nothing is seeded (docs/configuration.md, Sample data)"
             )
@@ -323,7 +323,7 @@ struct Serve: AsyncParsableCommand {
         }
         logger.notice("creating \(path) and seeding it with \(employees) generated employees and the pets")
         do {
-            let report = try database.withConnection(readOnly: false) { connection in
+            let report = try await database.run(readOnly: false) { connection in
                 try SQLiteSeeder.seedIfMissing(connection: connection, sqlDirectory: sqlDirectory, employees: employees)
             }
             logger.notice("seeded \(path) in \(String(format: "%.1f", report.seconds)) s", metadata: [

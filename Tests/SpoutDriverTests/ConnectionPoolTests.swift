@@ -44,7 +44,7 @@ import Testing
         #expect(try Self.scalar(database, "SHOW statement_timeout") == #""30s""#)
         let pid = try Self.scalar(database, "SELECT pg_backend_pid()")
 
-        let lease = try database.leaseBlocking(readOnly: true)
+        let lease = try database.leaseSoon(readOnly: true)
         try lease.withConnection { connection in
             try connection.setStatementTimeout(milliseconds: 150)
             let error = #expect(throws: DatabaseError.self) {

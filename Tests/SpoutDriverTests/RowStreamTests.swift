@@ -297,7 +297,7 @@ import Testing
         let database = try postgres.open()
         defer { database.close() }
         try database.withConnection(readOnly: false) { try $0.executeScript(Self.schema(.postgres)) }
-        let lease = try database.leaseBlocking(readOnly: true)
+        let lease = try database.leaseSoon(readOnly: true)
         defer { lease.release() }
         try lease.withConnection { _ in }
         try await body(database, try #require(lease.eventDrivenConnection()))

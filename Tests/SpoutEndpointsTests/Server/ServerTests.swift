@@ -384,9 +384,9 @@ struct ServerTests {
                 return count
             }
             let leasesAvailable: @Sendable () -> Bool = {
-                guard let first = try? database.leaseBlocking(readOnly: true) else { return false }
+                guard let first = try? database.leaseSoon(readOnly: true) else { return false }
                 defer { first.release() }
-                guard let second = try? database.leaseBlocking(readOnly: true) else { return false }
+                guard let second = try? database.leaseSoon(readOnly: true) else { return false }
                 second.release()
                 return true
             }
@@ -416,8 +416,8 @@ struct ServerTests {
     @Test(arguments: SQLDialect.allCases)
     func poolExhaustedIs503WithRetryAfter(_ dialect: SQLDialect) async throws {
         try await self.withServer(dialect) { fixture, _ in
-            let first = try fixture.database.leaseBlocking(readOnly: true)
-            let second = try fixture.database.leaseBlocking(readOnly: true)
+            let first = try fixture.database.leaseSoon(readOnly: true)
+            let second = try fixture.database.leaseSoon(readOnly: true)
             let response = try await HTTPTestConnection.get(port: fixture.port, "/employees")
             first.release()
             second.release()
@@ -569,7 +569,7 @@ struct ServerTests {
             // The stream's task ended too: it resumed on its event loop before that stopped.
             try await Task.sleep(for: .seconds(1))
             #expect(fixture.server.runningRequestTasks == 0)
-            let lease = try fixture.database.leaseBlocking(readOnly: true)
+            let lease = try fixture.database.leaseSoon(readOnly: true)
             lease.release()
         }
     }

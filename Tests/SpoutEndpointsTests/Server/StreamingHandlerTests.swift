@@ -120,7 +120,7 @@ struct StreamingHandlerTests {
 
         /// Whether the only pooled connection can be leased (the stream's lease was returned).
         func leaseIsAvailable() -> Bool {
-            guard let lease = try? self.database.leaseBlocking(readOnly: true) else { return false }
+            guard let lease = try? self.database.leaseSoon(readOnly: true) else { return false }
             lease.release()
             return true
         }
