@@ -5,7 +5,7 @@
 /// A window of one parent (an object or value response) sends the statements of all
 /// attachments together (``DatabaseConnection/queryAll(_:)``: one round trip) when the strategy
 /// does (``ChildQueryStrategy/sendsSingleParentChildrenTogether``), unless they were run
-/// beforehand (`prefetched`, see ``PipelinedSingleRowPlan``).
+/// beforehand (`prefetched`: a driver's own read, ``RowStream/write(parent:children:strategy:as:shape:dateFormat:to:)``).
 struct AttachmentExecutor {
     /// Nil when every statement was run beforehand (`prefetched`).
     let connection: (any DatabaseConnection)?

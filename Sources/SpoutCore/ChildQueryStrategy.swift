@@ -14,7 +14,7 @@ public protocol ChildQueryStrategy: Sendable {
     /// Whether the children of one parent row are sent together (``DatabaseConnection/queryAll(_:)``,
     /// one round trip), each as ``statement(child:keyNames:keyColumns:keyValues:arguments:)``
     /// makes it; and so whether a single-row response can foresee and pipeline them
-    /// (``PipelinedSingleRowPlan``). False where statements cost no round trip (in process).
+    /// (``WholeReadingConnection``). False where statements cost no round trip (in process).
     var sendsSingleParentChildrenTogether: Bool { get }
 
     /// `child` bound for one parent row: `keyValues[i]` for the parameter `keyNames[i]`, the

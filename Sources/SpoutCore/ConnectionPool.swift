@@ -436,14 +436,14 @@ public final class ConnectionLease: Sendable {
         }
     }
 
-    /// The leased connection, when it is already open and can run event-driven now as the
+    /// The leased connection, when it is already open and can read without a thread now as the
     /// lease asked (read-only or writable), with the statement timeout `statementTimeout` (in
     /// ms, 0: none; nil: whatever it has), and no setup round trip; nil otherwise (then use
     /// ``withConnection(_:)``). Never blocks, so an event loop may call it.
-    public func eventDrivenConnection(statementTimeout: Int? = nil) -> (any EventDrivenConnection)? {
-        self.state.withLock { state -> (any EventDrivenConnection)? in
-            guard !state.released, !state.cancelled, let connection = state.connection as? any EventDrivenConnection,
-                connection.canRunEventDriven(readOnly: self.readOnly, statementTimeout: statementTimeout)
+    public func readerWithoutThread(statementTimeout: Int? = nil) -> (any WholeReadingConnection)? {
+        self.state.withLock { state -> (any WholeReadingConnection)? in
+            guard !state.released, !state.cancelled, let connection = state.connection as? any WholeReadingConnection,
+                connection.canReadWithoutThread(readOnly: self.readOnly, statementTimeout: statementTimeout)
             else { return nil }
             return connection
         }

@@ -23,11 +23,6 @@ public final class Database: Sendable {
     public let configuration: DatabaseConfiguration
     /// Statements run by every connection of this database.
     public let statistics = QueryStatistics()
-    /// The columns each statement answered with last, by SQL text, so work that depends on
-    /// them can be planned before the statement answers (``PipelinedSingleRowPlan``'s children). Only
-    /// ever a guess, checked against the columns that arrive. Endpoints have a fixed set of
-    /// statements; the bound is for ad-hoc SQL.
-    let resultColumns = BoundedCache<String, [Column]>(capacity: 1024)
     private let readPool: ConnectionPool
     private let writePool: ConnectionPool
     /// Replicas that may serve read-only work instead of this database (see

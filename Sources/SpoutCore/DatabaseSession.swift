@@ -11,7 +11,7 @@ import Synchronization
 ///   task's cancellation does the same for a ``run(_:)`` in progress, unless the work says
 ///   otherwise (``DatabaseWork/cancelsWithTask``).
 /// - The session never releases its lease itself: the call that made it does, once.
-/// - Its observer hears of a statement timeout in ``run(_:)`` or ``runEventDriven(on:_:then:)``.
+/// - Its observer hears of a statement timeout in ``run(_:)`` or ``readWhole(_:shape:format:roundTrips:)``.
 public final class DatabaseSession: Sendable {
     let lease: ConnectionLease
     /// The work as asked for, with `onReplica` true only when a replica's connection was lent.
@@ -78,26 +78,34 @@ public final class DatabaseSession: Sendable {
         }
     }
 
-    /// The connection, when its driver can run statements without a thread of its own
-    /// (``EventDrivenConnection``: PostgreSQL on Linux) and it is ready to, as the work asks
-    /// (open, read-only or writable, the work's statement timeout); nil otherwise, then use
-    /// ``run(_:)``. Never blocks. Run it through ``runEventDriven(on:_:then:)``, which applies
-    /// the work's role and claims.
-    public func eventDrivenConnection() -> (any EventDrivenConnection)? {
-        self.lease.eventDrivenConnection(statementTimeout: self.work.statementTimeout?.statementTimeoutMilliseconds)
-    }
-
-    /// Runs batches on `connection` (this session's ``eventDrivenConnection()``) without a
-    /// thread, each implicit transaction with the work's role and claims set first
-    /// (``EventDrivenConnection/runEventDriven(_:session:then:completion:)``): the rules
-    /// ``run(_:)`` applies, but the transaction, which an event-driven run leaves implicit.
-    public func runEventDriven(
-        on connection: any EventDrivenConnection, _ first: StatementBatch,
-        then next: @escaping @Sendable (_ results: [[QueryResult]]) throws -> StatementBatch
-    ) async throws -> [[QueryResult]] {
-        try await self.noticingTimeouts {
-            try await connection.runEventDriven(first, session: self.work.session, then: next)
+    /// Reads `stream` whole into memory, encoded in `format` and `shape`, with the date format,
+    /// attachment window and fetch size of ``configuration``: the driver's own way when the
+    /// connection has one for it and is ready as the work asks (``WholeReadingConnection``:
+    /// PostgreSQL on Linux, without a thread; the work's role and claims, its transaction left
+    /// implicit), else through ``run(_:)``. Cancelling the task cancels the statement.
+    public func readWhole(_ stream: RowStream, shape: ResultShape, format: OutputFormat, roundTrips: RoundTripLog? = nil) async throws -> WholeRead {
+        let started = ContinuousClock.now
+        let configuration = self.configuration
+        if let reader = self.lease.readerWithoutThread(statementTimeout: self.work.statementTimeout?.statementTimeoutMilliseconds) {
+            let session = self.work.session
+            let read = try await self.noticingTimeouts {
+                try await withTaskCancellationHandler {
+                    try await reader.readWhole(
+                        stream, shape: shape, format: format, dateFormat: configuration.dateFormat, session: session, roundTrips: roundTrips)
+                } onCancel: {
+                    self.cancel()
+                }
+            }
+            if let read { return read }
         }
+        let (body, outcome) = try await self.run { connection in
+            let body = CollectingSink()
+            let outcome = try stream.run(
+                as: format, shape: shape, to: body, on: connection, dateFormat: configuration.dateFormat,
+                attachmentBatchSize: configuration.attachmentBatchSize, fetchSize: configuration.fetchSize)
+            return (body.bytes, outcome)
+        }
+        return WholeRead(body: body, outcome: outcome, database: ContinuousClock.now - started, encode: nil)
     }
 
     /// Cancels the statement running on the connection, if any, and fails later statements
@@ -118,12 +126,12 @@ public final class DatabaseSession: Sendable {
     }
 
     /// Gives the lease back: on the calling task when nothing needs a round trip (only
-    /// event-driven work, which leaves the connection clean), else on the database's threads
+    /// reads without a thread, which leave the connection clean), else on the database's threads
     /// (a reset may roll back or close), or inline when those are shut down.
     func end() async {
         let ranOnThread = self.flags.withLock { $0.ranOnThread }
         let lease = self.lease
-        if !ranOnThread, lease.eventDrivenConnection(statementTimeout: nil) != nil || !lease.hasConnection {
+        if !ranOnThread, lease.readerWithoutThread(statementTimeout: nil) != nil || !lease.hasConnection {
             lease.release()
             return
         }

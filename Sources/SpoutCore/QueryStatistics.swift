@@ -16,8 +16,8 @@ public final class QueryStatistics: Sendable {
     /// The number of statements run so far.
     public var statementCount: Int { self.statements.load(ordering: .relaxed) }
 
-    /// How many ``EventDrivenConnection/runEventDriven(_:then:completion:)`` runs started:
-    /// responses served without a thread blocked on the database.
+    /// How many reads without a thread started (``WholeReadingConnection``): responses served
+    /// without a thread blocked on the database.
     public var eventDrivenRunCount: Int { self.eventDrivenRuns.load(ordering: .relaxed) }
 
     public func recordStatement() {

@@ -10,7 +10,7 @@ import Tracing
 /// with a statement's text or a parameter's value:
 /// - `acquire`: the wait for a connection (`spout.database`: `primary`, `replica 1`), failed
 ///   when the pool timed out;
-/// - `pipeline`: one round trip of an event-driven run (`spout.round_trip` 1, 2;
+/// - `pipeline`: one round trip of a read without a thread (`spout.round_trip` 1, 2;
 ///   `db.operation.batch.size`: its statements), the parent row and, in the same or the next
 ///   round trip, its detail batches;
 /// - `encode`: rows held in memory written as the response's body;
@@ -60,37 +60,51 @@ struct DatabaseSpans: Sendable {
     }
 }
 
-/// When each round trip of an event-driven run ended, and how many statements it sent: kept
-/// by the run's `then` callback (the driver's thread), read once the run is over.
-final class RoundTrips: Sendable {
-    private let marks = Mutex<[(end: ContinuousClock.Instant, next: Int)]>([])
-
-    /// A round trip ended now; the next one sends `next` statements (0: none follows).
-    func ended(next: Int) {
-        let now = ContinuousClock.now
-        self.marks.withLock { $0.append((now, next)) }
+extension DatabaseSpans {
+    /// Records a read whole (``SpoutCore/DatabaseSession/readWhole(_:shape:format:roundTrips:)``)
+    /// that started at `start`: a `pipeline` span per round trip and an `encode` span when the
+    /// driver pipelined it (`log` heard its first round trip), else one `query` span.
+    func recordWholeRead(_ log: RoundTripLog, from start: ContinuousClock.Instant, _ result: Result<WholeRead, any Error>) {
+        guard let first = log.first else {
+            switch result {
+            case .success: self.record("query", from: start, to: .now)
+            case .failure(let error): self.record("query", from: start, to: .now, error: error)
+            }
+            return
+        }
+        switch result {
+        case .success(let read):
+            let encodeStarted = start + read.database
+            self.recordRoundTrips(log, first: first, from: start, to: encodeStarted, error: nil)
+            self.record(
+                "encode", from: encodeStarted, to: encodeStarted + (read.encode ?? .zero),
+                attributes: ["spout.rows": .int(Int64(read.outcome.rows))])
+        case .failure(let error):
+            self.recordRoundTrips(log, first: first, from: start, to: .now, error: error)
+        }
     }
 
-    /// Records a `pipeline` span per round trip, the first of `first` statements from
-    /// `start`; the last ends at `end` when the run failed before its callback heard it.
-    func record(into spans: DatabaseSpans, first: Int, from start: ContinuousClock.Instant, to end: ContinuousClock.Instant, error: (any Error)?) {
-        let marks = self.marks.withLock { $0 }
+    /// A `pipeline` span per round trip of `log`, the first of `first` statements from
+    /// `start`; the last ends at `end` when the read failed before its driver noted the end.
+    private func recordRoundTrips(
+        _ log: RoundTripLog, first: Int, from start: ContinuousClock.Instant, to end: ContinuousClock.Instant, error: (any Error)?
+    ) {
         var from = start
         var size = first
         var number = 1
-        for mark in marks {
-            spans.record("pipeline", from: from, to: mark.end, attributes: Self.attributes(number, size))
+        for mark in log.marks {
+            self.record("pipeline", from: from, to: mark.end, attributes: Self.roundTripAttributes(number, size))
             guard mark.next > 0 else { return }
             from = mark.end
             size = mark.next
             number += 1
         }
-        // The round trip the callback did not hear the end of: the run failed in it, or the
-        // callback's answer was its last.
-        spans.record("pipeline", from: from, to: end, attributes: Self.attributes(number, size), error: error)
+        // The round trip whose end the driver did not note: the read failed in it, or its
+        // answer was the last.
+        self.record("pipeline", from: from, to: end, attributes: Self.roundTripAttributes(number, size), error: error)
     }
 
-    private static func attributes(_ number: Int, _ size: Int) -> SpanAttributes {
+    private static func roundTripAttributes(_ number: Int, _ size: Int) -> SpanAttributes {
         var attributes = SpanAttributes()
         attributes["spout.round_trip"] = number
         attributes["db.operation.batch.size"] = size

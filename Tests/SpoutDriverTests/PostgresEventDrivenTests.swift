@@ -1,5 +1,6 @@
 import Foundation
 import SpoutCore
+import SpoutPostgres
 import SpoutTestDatabases
 import Synchronization
 import SpoutTestSupport

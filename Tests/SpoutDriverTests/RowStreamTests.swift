@@ -300,7 +300,8 @@ import Testing
         let lease = try database.leaseSoon(readOnly: true)
         defer { lease.release() }
         try lease.withConnection { _ in }
-        try await body(database, try #require(lease.eventDrivenConnection()))
+        let reader = try #require(lease.readerWithoutThread())
+        try await body(database, try #require(reader as? any EventDrivenConnection))
     }
 
     /// What ``singleRowPlanSendsForeseenChildrenWithTheParent()`` observes of one run.

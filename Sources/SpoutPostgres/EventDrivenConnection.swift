@@ -1,3 +1,5 @@
+import SpoutCore
+
 /// Statements sent together, their results read whole (``EventDrivenConnection``).
 public struct StatementBatch: Sendable {
     public var statements: [BoundStatement]

@@ -1,3 +1,5 @@
+import SpoutCore
+
 /// A single-row response (an object or a value) planned as pipelined batches of statements that
 /// a connection can run without holding a thread (``EventDrivenConnection``): the parent
 /// statement, then every attachment's statement for the parent row, sent together as the
@@ -6,7 +8,7 @@
 /// ``RowStream/write(as:shape:to:on:dateFormat:attachmentBatchSize:fetchSize:)`` would write them.
 ///
 /// One round trip instead of two when the children can be foreseen: once the database has
-/// answered the parent statement (its columns are remembered per database), and the request
+/// answered the parent statement (its columns are remembered, ``parentColumns``), and the request
 /// has an argument under each parent label the children bind from (`:employeeNumber` of
 /// `/employees/{employeeNumber}`), the children are sent with the parent, as tentative
 /// statements built for a parent row holding those arguments. They are used only when the
@@ -19,6 +21,12 @@
 /// returns nil otherwise): deeper trees and SQLite go through the cursor path. The parent row and the children are held in memory, as the cursor path
 /// holds the children of a single parent.
 public struct PipelinedSingleRowPlan: Sendable {
+    /// The columns each parent statement answered last, by its SQL text: what the children
+    /// are foreseen for. One memo for the process: a statement that answers other columns
+    /// elsewhere (another database) only loses the foresight (the columns are checked when the
+    /// parent row arrives) and is remembered anew.
+    static let parentColumns = BoundedCache<String, [Column]>(capacity: 1024)
+
     public let stream: RowStream
     /// How the children's statements are made (the connection's).
     private let children: any ChildQueryStrategy
@@ -51,7 +59,7 @@ public struct PipelinedSingleRowPlan: Sendable {
         self.stream = stream
         self.children = children
         self.parentText = parsed.text
-        if !stream.attachments.isEmpty, let columns = stream.database?.resultColumns[parsed.text],
+        if !stream.attachments.isEmpty, let columns = Self.parentColumns[parsed.text],
             let (foreseen, tentative) = Self.foresee(stream, columns: columns, children: children)
         {
             self.foreseen = foreseen
@@ -68,7 +76,7 @@ public struct PipelinedSingleRowPlan: Sendable {
     private static func foresee(
         _ stream: RowStream, columns: [Column], children strategy: any ChildQueryStrategy
     ) -> (ForeseenParent, [BoundStatement])? {
-        let labels = AttachmentExecutor.labelIndex(columns)
+        let labels = RowStream.labelIndex(columns)
         var keys: [(index: Int, value: SQLValue)] = []
         var values = [SQLValue](repeating: .null, count: columns.count)
         for attachment in stream.attachments {
@@ -80,10 +88,7 @@ public struct PipelinedSingleRowPlan: Sendable {
                 values[index] = value
             }
         }
-        guard let children = try? AttachmentExecutor.singleParentStatements(
-            stream.attachments, parent: BufferedRow(values: values, children: []), parentColumns: columns,
-            inherited: stream.arguments, strategy: strategy)
-        else { return nil }
+        guard let children = try? stream.childStatements(forParent: values, columns: columns, strategy: strategy) else { return nil }
         return (ForeseenParent(columns: columns, keys: keys), children)
     }
 
@@ -94,16 +99,12 @@ public struct PipelinedSingleRowPlan: Sendable {
         guard results.count == 1, !self.stream.attachments.isEmpty, let parent = results[0].first else {
             return StatementBatch([])
         }
-        if let known = self.stream.database?.resultColumns {
-            let isKnown = known[self.parentText].map { Column.sameList($0, parent.columns) } ?? false
-            if !isKnown { known.store(parent.columns, for: self.parentText) }
-        }
+        let isKnown = Self.parentColumns[self.parentText].map { Column.sameList($0, parent.columns) } ?? false
+        if !isKnown { Self.parentColumns.store(parent.columns, for: self.parentText) }
         guard let row = parent.rows.first, self.foreseenChildren(results[0]) == nil else {
             return StatementBatch([])
         }
-        return StatementBatch(try AttachmentExecutor.singleParentStatements(
-            self.stream.attachments, parent: BufferedRow(values: row, children: []), parentColumns: parent.columns,
-            inherited: self.stream.arguments, strategy: self.children))
+        return StatementBatch(try self.stream.childStatements(forParent: row, columns: parent.columns, strategy: self.children))
     }
 
     /// The tentative children's results in `first` (the first batch's results) when they
@@ -130,35 +131,7 @@ public struct PipelinedSingleRowPlan: Sendable {
         }
         // A parent row without one result per attachment fails in the executor.
         let prefetched = results.count > 1 ? results[1] : self.foreseenChildren(results[0]).map(Array.init) ?? []
-        let executor = AttachmentExecutor(prefetched: prefetched, strategy: self.children)
-        return try self.stream.encode(
-            BufferedCursor(parent), executor: executor, format: format, shape: shape, dateFormat: dateFormat, sink: sink)
+        return try self.stream.write(
+            parent: parent, children: prefetched, strategy: self.children, as: format, shape: shape, dateFormat: dateFormat, to: sink)
     }
-}
-
-/// A cursor over rows already read (a ``QueryResult``), for encoding them like a live cursor's.
-public final class BufferedCursor: RowCursor {
-    public let columns: [Column]
-    private let rows: [[SQLValue]]
-    private var position = -1
-
-    public init(_ result: QueryResult) {
-        self.columns = result.columns
-        self.rows = result.rows
-    }
-
-    public func next() throws -> Bool {
-        guard self.position + 1 < self.rows.count else {
-            self.position = self.rows.count
-            return false
-        }
-        self.position += 1
-        return true
-    }
-
-    public func value(at index: Int) -> SQLValue {
-        self.rows[self.position][index]
-    }
-
-    public func close() {}
 }
