@@ -10,8 +10,9 @@ import SpoutCore
 /// (`HTTPConnectionHandler+Pipelining.swift`).
 ///
 /// For each request it reads the body (bounded), routes, converts arguments, runs the handler
-/// in a task and writes the response: whole bodies with `Content-Length`, row streams through
-/// a ``StreamingResponseSink`` fed by a thread-pool thread. Every mutable field is confined to
+/// in a task and writes the response: whole bodies with `Content-Length`, streams through a
+/// ``StreamingResponseSink`` fed by their producer (a database thread for rows, a compression
+/// thread for a coded stream, the live notices for an event stream). Every mutable field is confined to
 /// the channel's event loop; work from other threads comes back through ``LoopHop``.
 ///
 /// A request the parser cannot read never reaches it as a request: it answers the parser's
