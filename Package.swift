@@ -168,7 +168,7 @@ let package = Package(
         // The client library: AsyncHTTPClient (with swift-nio-ssl for TLS) is its transport on
         // Linux, URLSession on Apple platforms, where it builds no package but swift-http-types
         // (docs/client.md says why). No swift-crypto: SHA-256 is CryptoKit's on Apple platforms
-        // and its own on Linux (SHA256Digest.swift), so a client-only app compiles one BoringSSL.
+        // and its own on Linux (SHA256Hash.swift), so a client-only app compiles one BoringSSL.
         .target(
             name: "SpoutClient",
             dependencies: [

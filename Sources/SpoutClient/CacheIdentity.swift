@@ -44,6 +44,6 @@ enum CacheIdentity {
     }
 
     static func digest(_ text: String) -> String {
-        SHA256Digest.hex(text.utf8)
+        SHA256Hash.hex(text.utf8)
     }
 }

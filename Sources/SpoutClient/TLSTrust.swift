@@ -53,7 +53,7 @@ struct TLSTrust: Sendable {
 
     /// The SHA-256 digest of a certificate's `SubjectPublicKeyInfo` (what a pin names).
     static func keyDigest(of certificate: NIOSSLCertificate) throws -> [UInt8] {
-        SHA256Digest.hash(try certificate.extractPublicKey().toSPKIBytes())
+        SHA256Hash.hash(try certificate.extractPublicKey().toSPKIBytes())
     }
 
     /// Nil when nothing is pinned or the key of the certificate the server presented on

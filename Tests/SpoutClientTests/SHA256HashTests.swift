@@ -2,9 +2,9 @@ import Testing
 
 @testable import SpoutClient
 
-/// The SHA-256 written in SpoutClient for Linux (``SHA256Digest/portableHash(_:)``), against
+/// The SHA-256 written in SpoutClient for Linux (``SHA256Hash/portableHash(_:)``), against
 /// known digests.
-@Suite struct SHA256DigestTests {
+@Suite struct SHA256HashTests {
     static func hex(_ digest: [UInt8]) -> String {
         digest.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
     }
@@ -18,8 +18,8 @@ import Testing
     ])
     func theStandardsExamples(text: String, repeats: Int, expected: String) {
         let message = Array(String(repeating: text, count: repeats).utf8)
-        #expect(Self.hex(SHA256Digest.portableHash(message)) == expected)
-        #expect(Self.hex(SHA256Digest.hash(message)) == expected)
+        #expect(Self.hex(SHA256Hash.portableHash(message)) == expected)
+        #expect(Self.hex(SHA256Hash.hash(message)) == expected)
     }
 
     /// Lengths around the padding's boundaries (55 bytes fit one block with the length, 56 need
@@ -39,7 +39,7 @@ import Testing
     ])
     func lengthsAroundTheBlockBoundaries(length: Int, expected: String) {
         let message = (0..<length).map { UInt8(($0 * 7 + 3) % 256) }
-        #expect(Self.hex(SHA256Digest.portableHash(message)) == expected)
-        #expect(SHA256Digest.hex(message) == expected)
+        #expect(Self.hex(SHA256Hash.portableHash(message)) == expected)
+        #expect(SHA256Hash.hex(message) == expected)
     }
 }

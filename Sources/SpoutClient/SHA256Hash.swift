@@ -12,10 +12,11 @@ import CryptoKit
 /// library that would provide it there, swift-crypto, compiles a BoringSSL copy of its own
 /// beside swift-nio-ssl's (which the transport's TLS needs): a client-only app would build a
 /// second BoringSSL for one hash function (docs/client.md, "What an app builds").
-/// `SHA256DigestTests` checks this code against the FIPS 180-4 example vectors (one block, two
-/// blocks, a million bytes) and CryptoKit-independent digests around the padding boundaries.
+/// `SHA256HashTests` checks this code against the FIPS 180-4 example vectors (one block, two
+/// blocks, a million bytes) and digests made by another implementation around the padding
+/// boundaries.
 /// Nothing here is secret: it hashes what it is given, with no keys and no timing requirement.
-enum SHA256Digest {
+enum SHA256Hash {
     /// The 32 bytes of the digest of `bytes`.
     static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
         #if canImport(CryptoKit)
