@@ -19,8 +19,8 @@ import PackageDescription
 //   spout              the executable: serve, load, generate
 //   SpoutClient        the Swift client library: rows decoded as they stream, paging, an
 //                      on-disk cache, sync stores in SQLite files (CSQLite3), TLS, pooled
-//                      keep-alive connections, gzip (NIO and swift-nio-ssl on Linux,
-//                      URLSession on Apple platforms; no dependency on the server's modules)
+//                      keep-alive connections, gzip (AsyncHTTPClient on Linux, URLSession on
+//                      Apple platforms; no dependency on the server's modules)
 //   spout-client-example  prints employees as they stream, through SpoutClient
 let package = Package(
     name: "Spout",
@@ -55,12 +55,15 @@ let package = Package(
         // drain, then the database closes). Small: it adds swift-async-algorithms (swift-nio
         // already brings swift-collections).
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
-        // TLS for SpoutClient's NIO transport (issue #33), SpoutClient only: the server stays
-        // behind a TLS-terminating proxy. Already resolved through swift-nio-extras; building
-        // NIOSSL and its BoringSSL copy (CNIOBoringSSL) from clean measured 6 min wall, 4 min 40 s
-        // of CPU (user+sys), on the shared 2-core machine (load average about 8): about 2.5 min
-        // on 2 idle cores.
+        // TLS for SpoutClient's Linux transport (issue #33; the server stays behind a
+        // TLS-terminating proxy): the certificate pins are checked with it. AsyncHTTPClient
+        // builds it anyway; NIOSSL and its BoringSSL copy (CNIOBoringSSL) from clean measured
+        // 6 min wall, 4 min 40 s of CPU on the shared 2-core machine (load average about 8).
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        // SpoutClient's transport on Linux (#58, #65): HTTP/1.1 with keep-alive, TLS and
+        // streamed bodies, instead of a client of its own. Already resolved (swift-otel uses it).
+        // The trait: a streamed body's trailer fields (`Spout-Truncated`) are behind it.
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0", traits: ["UnstableHTTPAPIsSupport"]),
         // HTTPFields, HTTPRequest.Method and HTTPResponse.Status in the server's and SpoutClient's
         // APIs instead of their own header, method and status types (#28); already resolved
         // through swift-nio-extras, a few small files.
@@ -132,8 +135,8 @@ let package = Package(
             dependencies: [
                 "SpoutCore",
                 "SpoutHTTP",
-                // The keys of a JWKS URL are fetched with the client's transport (HTTPS through
-                // swift-nio-ssl, already built for SpoutClient): one HTTP client in the tree.
+                // The keys of a JWKS URL are fetched with the client's transport (AsyncHTTPClient
+                // on Linux, URLSession on macOS): one HTTP client in the tree.
                 "SpoutClient",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
@@ -162,21 +165,22 @@ let package = Package(
                 .product(name: "OTel", package: "swift-otel"),
             ]
         ),
-        // The client library: NIO (with swift-nio-ssl for TLS) is its transport on Linux,
-        // URLSession on Apple platforms (docs/client.md says why). Crypto: SHA-256 of pinned keys.
+        // The client library: AsyncHTTPClient (with swift-nio-ssl for TLS) is its transport on
+        // Linux, URLSession on Apple platforms, where it builds no package but swift-http-types
+        // (docs/client.md says why). No swift-crypto: SHA-256 is CryptoKit's on Apple platforms
+        // and its own on Linux (SHA256Hash.swift), so a client-only app compiles one BoringSSL.
         .target(
             name: "SpoutClient",
             dependencies: [
                 // The sync store's and write queue's files (the SDK's libsqlite3 on Apple platforms).
                 "CSQLite3",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOTLS", package: "swift-nio"),
-                .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(platforms: [.linux])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(platforms: [.linux])),
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(platforms: [.linux])),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(platforms: [.linux])),
+                .product(name: "NIOHTTPCompression", package: "swift-nio-extras", condition: .when(platforms: [.linux])),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(platforms: [.linux])),
             ]
         ),
         .executableTarget(name: "spout-client-example", dependencies: ["SpoutClient"]),

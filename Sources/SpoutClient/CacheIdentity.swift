@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import HTTPTypes
 
@@ -45,6 +44,6 @@ enum CacheIdentity {
     }
 
     static func digest(_ text: String) -> String {
-        SHA256.hash(data: Data(text.utf8)).map { String(format: "%02x", $0) }.joined()
+        SHA256Hash.hex(text.utf8)
     }
 }

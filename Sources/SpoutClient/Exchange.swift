@@ -34,7 +34,10 @@ extension SpoutClient {
     /// silent past the transport's read timeout or answers `5xx`, and the policy allows, the
     /// copy answers (``ResponseSource/stale(storedAt:)``). Any other status of 300 or more
     /// throws ``SpoutClientError/server(_:)``.
-    func get(_ url: URL, accept: String) async throws -> Exchange {
+    ///
+    /// - Parameter staleAllowed: overrides the policy's ``SpoutCacheConfiguration/staleIfUnavailable``
+    ///   (false once the stored copy was shown: the failure is the caller's news then).
+    func get(_ url: URL, accept: String, staleAllowed: Bool? = nil) async throws -> Exchange {
         var headers = try await self.headers(renewingToken: false)
         headers[.accept] = accept
         guard let cache = self.cache, let policy = self.configuration.cache else {
@@ -48,7 +51,7 @@ extension SpoutClient {
         let key = ResponseCache.key(url: url, accept: accept, identity: CacheIdentity.of(headers))
         let hit = await cache.lookup(key)
         if let etag = hit?.entry.etag { headers[.ifNoneMatch] = etag }
-        let allowsStale = policy.staleIfUnavailable
+        let allowsStale = staleAllowed ?? policy.staleIfUnavailable
         let response: TransportResponse
         do {
             response = try await self.performAuthorized(TransportRequest(method: .get, url: url, headers: headers))
@@ -130,6 +133,16 @@ extension SpoutClient {
                 try await Task.sleep(for: policy.backoff(before: attempt))
             }
         }
+    }
+
+    /// The stored copy of a GET of `url` as an exchange marked ``ResponseSource/stale(storedAt:)``,
+    /// without asking the server; nil without a cache or a copy for the caller.
+    func storedCopy(_ url: URL, accept: String) async throws -> Exchange? {
+        guard let cache = self.cache else { return nil }
+        let headers = try await self.headers(renewingToken: false)
+        let key = ResponseCache.key(url: url, accept: accept, identity: CacheIdentity.of(headers))
+        guard let hit = await cache.lookup(key) else { return nil }
+        return self.answer(from: hit, cache: cache, url: url, source: .stale(storedAt: hit.entry.storedAt))
     }
 
     /// An exchange answered from a stored copy, with the headers that were stored with it.

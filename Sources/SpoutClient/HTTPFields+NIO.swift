@@ -1,3 +1,4 @@
+#if os(Linux)
 import HTTPTypes
 import NIOHTTP1
 
@@ -8,3 +9,4 @@ extension HTTPFields {
         self.init(headers.compactMap { name, value in HTTPField.Name(name).map { HTTPField(name: $0, value: value) } })
     }
 }
+#endif

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import HTTPTypes
 
@@ -28,7 +27,7 @@ struct LocalFileOwner: Sendable {
     /// `directory/<prefix>-<hash>.sqlite`, the hash (128 bits of SHA-256) of `parts` and the owner.
     func file(in directory: URL, prefix: String, parts: [String]) -> String {
         let text = (parts + [self.name]).joined(separator: "\n")
-        let hash = SHA256.hash(data: Data(text.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
+        let hash = SHA256Hash.hash(text.utf8).prefix(16).map { String(format: "%02x", $0) }.joined()
         return directory.appendingPathComponent("\(prefix)-\(hash).sqlite").path
     }
 

@@ -80,10 +80,10 @@ public final class SpoutClient: Sendable {
     /// when the service cannot be reached.
     /// - Parameter accept: the `Accept` sent (`image/*` from an image loader); a file of
     ///   another type is a 406 (``SpoutClientError/server(_:)``).
-    public func bytes(path: String, query: [URLQueryItem] = [], accept: String = "*/*") async throws -> SpoutObject<[UInt8]> {
+    public func bytes(path: String, query: [URLQueryItem] = [], accept: String = "*/*") async throws -> SpoutObject<Data> {
         let url = try RequestTarget.url(base: self.baseURL, path: path, query: query)
         let exchange = try await self.get(url, accept: accept)
-        return SpoutObject(value: try await Self.readWhole(exchange), source: exchange.source, headers: exchange.headers)
+        return SpoutObject(value: Data(try await Self.readWhole(exchange)), source: exchange.source, headers: exchange.headers)
     }
 
     /// A write: POST, PUT, PATCH or DELETE with an optional form or JSON body. A status of
@@ -114,7 +114,7 @@ public final class SpoutClient: Sendable {
     func reply(_ response: TransportResponse, url: URL) async throws -> SpoutReply {
         let exchange = Exchange(url: url, status: response.status, headers: response.headers, body: response.body, source: .network)
         return SpoutReply(
-            status: response.status, headers: response.headers, body: try await Self.readWhole(exchange),
+            status: response.status, headers: response.headers, body: Data(try await Self.readWhole(exchange)),
             dateFormat: self.configuration.dateFormat)
     }
 

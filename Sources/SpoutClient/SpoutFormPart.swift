@@ -24,9 +24,9 @@ public struct SpoutFormPart: Sendable, Equatable {
         SpoutFormPart(name: name, bytes: Array(value.utf8))
     }
 
-    /// A file: taken as it is by a `bytes` parameter named `name`.
-    public static func file(_ name: String, _ bytes: [UInt8], filename: String, mediaType: String) -> SpoutFormPart {
-        SpoutFormPart(name: name, filename: filename, mediaType: mediaType, bytes: bytes)
+    /// A file: taken as it is by a `bytes` parameter named `name`; `bytes` is `Data` or `[UInt8]`.
+    public static func file(_ name: String, _ bytes: some Sequence<UInt8>, filename: String, mediaType: String) -> SpoutFormPart {
+        SpoutFormPart(name: name, filename: filename, mediaType: mediaType, bytes: Array(bytes))
     }
 
     /// The part's head: `Content-Disposition` with its name (and file name), then its type.

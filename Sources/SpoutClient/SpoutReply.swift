@@ -5,7 +5,7 @@ import HTTPTypes
 public struct SpoutReply: Sendable {
     public var status: Int
     public var headers: HTTPFields
-    public var body: [UInt8]
+    public var body: Data
     let dateFormat: SpoutDateFormat
 
     /// The `Location` header (`/pets/Rex` after a 201).
@@ -14,7 +14,7 @@ public struct SpoutReply: Sendable {
     /// The body decoded as `type`, dates as the client is configured.
     public func decode<Value: Decodable>(_ type: Value.Type) throws -> Value {
         do {
-            return try self.dateFormat.makeDecoder().decode(type, from: Data(self.body))
+            return try self.dateFormat.makeDecoder().decode(type, from: self.body)
         } catch {
             throw SpoutClientError.decoding(row: 0, String(describing: error))
         }

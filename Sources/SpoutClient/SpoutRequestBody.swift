@@ -19,9 +19,10 @@ public struct SpoutRequestBody: Sendable {
 
     /// A file as the whole body (a photo, a PDF), for an endpoint that takes its body as a
     /// `bytes` parameter (`body:` in its endpoint file): the bytes as they are, with their
-    /// media type (`image/jpeg`).
-    public static func file(_ bytes: [UInt8], mediaType: String) -> SpoutRequestBody {
-        SpoutRequestBody(contentType: mediaType, bytes: bytes)
+    /// media type (`image/jpeg`). `bytes` is `Data` (`image.jpegData(compressionQuality:)`) or
+    /// `[UInt8]`.
+    public static func file(_ bytes: some Sequence<UInt8>, mediaType: String) -> SpoutRequestBody {
+        SpoutRequestBody(contentType: mediaType, bytes: Array(bytes))
     }
 
     /// `multipart/form-data` (RFC 7578): text fields and files in one body, as an HTML form

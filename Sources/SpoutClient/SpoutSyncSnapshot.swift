@@ -18,7 +18,7 @@ public struct SpoutSyncSnapshot: Sendable {
         let decoder = self.dateFormat.makeDecoder()
         return try self.rows.enumerated().map { index, row in
             do {
-                return try decoder.decode(type, from: Data(row.json))
+                return try decoder.decode(type, from: row.json)
             } catch {
                 throw SpoutClientError.decoding(row: index, String(describing: error))
             }
@@ -31,7 +31,7 @@ public struct SpoutSyncedRow: Sendable, Hashable {
     /// The row's key: the key columns' values as a compact JSON array (`["Rex"]`).
     public var key: String
     /// The row's JSON object, its bytes exactly as the server sent them.
-    public var json: [UInt8]
+    public var json: Data
 }
 
 /// What one ``SpoutSyncStore/sync()`` changed in the store.

@@ -171,7 +171,7 @@ public actor SpoutSyncStore {
     private static func read(_ connection: SQLiteFile.Connection, dateFormat: SpoutDateFormat) throws -> SpoutSyncSnapshot {
         var rows: [SpoutSyncedRow] = []
         try connection.query("SELECT key, json FROM spout_sync_rows ORDER BY position") { row in
-            rows.append(SpoutSyncedRow(key: row.text(0) ?? "", json: row.blob(1)))
+            rows.append(SpoutSyncedRow(key: row.text(0) ?? "", json: Data(row.blob(1))))
         }
         var syncedAt: Date?
         var generation: Int64 = 0

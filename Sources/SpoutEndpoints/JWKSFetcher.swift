@@ -1,7 +1,7 @@
 import Foundation
 import SpoutClient
 
-/// Fetches a JWKS document over HTTP or HTTPS with SpoutClient's NIO transport (TLS verified
+/// Fetches a JWKS document over HTTP or HTTPS with SpoutClient's transport (TLS verified
 /// against the system's roots), for ``JWKSKeySource``.
 ///
 /// Contract: the document is returned only from a 200 response, whole, and at most
@@ -13,7 +13,13 @@ public enum JWKSFetcher {
 
     /// The fetch of `url`.
     public static func fetch(_ url: URL, timeout: Duration = .seconds(10)) -> JWKSKeySource.Fetch {
+        #if canImport(Darwin)
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = Double(timeout.components.seconds)
+        let transport = URLSessionTransport(configuration: configuration)
+        #else
         let transport = NIOHTTPTransport(connectTimeout: timeout, readTimeout: timeout, maximumIdleConnectionsPerOrigin: 0)
+        #endif
         return {
             let response = try await transport.perform(TransportRequest(method: .get, url: url))
             defer { response.body.close() }

@@ -223,11 +223,11 @@ import Testing
         let client = try await LiveSpout.with(extraFiles: Self.imageEndpoint) { server in
             let loader = server.client(configuration)
             let first = try await loader.bytes(path: "/client-image", accept: "image/*")
-            #expect(first.value == signature)
+            #expect(first.value == Data(signature))
             #expect(first.headers[.contentType] == "image/png")
             #expect(first.source == .network)
             let again = try await loader.bytes(path: "/client-image", accept: "image/*")
-            #expect(again.value == signature)
+            #expect(again.value == Data(signature))
             #expect(again.source == .revalidated)
             let refused = await #expect(throws: SpoutClientError.self) {
                 _ = try await loader.bytes(path: "/client-image", accept: "application/json")
@@ -237,7 +237,7 @@ import Testing
         }
         // The server is gone: the image comes from disk, marked stale.
         let offline = try await client.bytes(path: "/client-image", accept: "image/*")
-        #expect(offline.value == signature)
+        #expect(offline.value == Data(signature))
         #expect(offline.source.isStale)
     }
 

@@ -58,9 +58,9 @@ struct SyncStoreTests {
     }
 
     /// The rows of the ordinary read of `query`, each line's bytes as the server wrote it.
-    static func ordinaryRows(_ client: SpoutClient, query: [URLQueryItem] = Self.dianes) async throws -> Set<[UInt8]> {
+    static func ordinaryRows(_ client: SpoutClient, query: [URLQueryItem] = Self.dianes) async throws -> Set<Data> {
         let body = try await client.bytes(path: "/pets", query: query, accept: "application/x-ndjson").value
-        return Set(body.split(separator: UInt8(ascii: "\n")).map(Array.init))
+        return Set(body.split(separator: UInt8(ascii: "\n")).map { Data($0) })
     }
 
     /// A client whose every request carries a token of `sub`.
