@@ -170,10 +170,12 @@ public protocol DatabaseConnection: AnyObject, Sendable {
     /// Starts a bulk load into `table` (its `columns`, in order).
     func bulkInsert(into table: String, columns: [String]) throws -> any BulkInserter
 
-    /// Whether an ``QueryOptions/interleaved`` query needs an open transaction (PostgreSQL's
-    /// server-side cursors live in one). ``RowStream`` then opens a read-only one around it
-    /// when the caller has none. Default: false.
-    var interleavedQueriesNeedTransaction: Bool { get }
+    /// Runs `body`, whose ``QueryOptions/interleaved`` queries let other statements run between
+    /// their batches, in whatever such queries need: PostgreSQL's server-side cursors live in
+    /// a transaction, so a read-only one is opened when the caller has none, committed when
+    /// `body` returns (after its cursors are closed) and rolled back when it throws. Default:
+    /// runs `body` as it is.
+    func withInterleavedQueries<T>(_ body: () throws -> T) throws -> T
 
     /// Whether the database has a role and settings a ``RequestSession`` sets
     /// (``begin(readOnly:session:)``): PostgreSQL. When true, work with a session always runs
@@ -226,7 +228,7 @@ public protocol DatabaseConnection: AnyObject, Sendable {
 
 extension DatabaseConnection {
     public func rolesBypassingRowSecurity(_ roles: [String?]) throws -> [String] { [] }
-    public var interleavedQueriesNeedTransaction: Bool { false }
+    public func withInterleavedQueries<T>(_ body: () throws -> T) throws -> T { try body() }
     public var appliesRequestSessions: Bool { false }
     public func begin(readOnly: Bool, session: RequestSession) throws {
         try self.begin(readOnly: readOnly)

@@ -6,8 +6,8 @@ public enum RequestTransaction: Sendable, Hashable {
     case none
     /// A read on a read-only lease: in a read-only transaction only where the dialect reads
     /// in one (``SQLDialect/readsInTransaction``: SQLite, so parent and children see one
-    /// snapshot); PostgreSQL's read-only session needs none (a stream's cursor opens its own,
-    /// ``DatabaseConnection/interleavedQueriesNeedTransaction``).
+    /// snapshot); PostgreSQL's read-only session needs none (the driver opens one for a
+    /// stream's cursor, ``DatabaseConnection/withInterleavedQueries(_:)``).
     case read
     /// A write, or a read that must see one snapshot: in a transaction that commits only when
     /// `body` returns (read-only or not).

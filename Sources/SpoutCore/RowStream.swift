@@ -122,8 +122,9 @@ public struct RowStream: Sendable {
     /// statement timeout bounds the database's work for each batch, never the time the sink
     /// makes the stream wait: on PostgreSQL an `.array` result is read through a server-side
     /// cursor whose every `FETCH` is a statement under the timeout (the cursor needs a
-    /// transaction: one is opened, read-only, and committed here if the caller has not opened
-    /// one); on SQLite the cursor renews its deadline after each batch. Parents with attachments
+    /// transaction, which the driver opens read-only when the caller has none:
+    /// ``DatabaseConnection/withInterleavedQueries(_:)``); on SQLite the cursor renews its
+    /// deadline after each batch. Parents with attachments
     /// are read in windows of `attachmentBatchSize` rows instead.
     /// - Returns: the number of top-level rows written.
     @discardableResult
@@ -168,23 +169,15 @@ public struct RowStream: Sendable {
         let options = self.queryOptions(shape: shape, window: shape == .array ? window : 1, fetchSize: fetchSize)
         // A single row whose attachments stream reads them through cursors of their own.
         let interleaves = options.interleaved || self.streamsAttachments(shape: shape)
-        let ownsTransaction = interleaves && connection.interleavedQueriesNeedTransaction && !connection.isInTransaction
-        if ownsTransaction { try connection.begin(readOnly: true) }
-        do {
+        let read = { () throws -> StreamOutcome in
             let parsed = try self.statement(for: connection.dialect)
             let cursor = try connection.query(parsed, try parsed.bind(self.arguments), options: options)
-            let outcome: StreamOutcome
-            do {
-                // Closed before the commit: a limit may stop reading while the cursor reads ahead.
-                defer { cursor.close() }
-                outcome = try self.encode(cursor, executor: executor, format: format, shape: shape, dateFormat: dateFormat, sink: sink)
-            }
-            if ownsTransaction { try connection.commit() }
-            return outcome
-        } catch {
-            if ownsTransaction && connection.isInTransaction { try? connection.rollback() }
-            throw error
+            // Closed before the driver ends what it opened for it: a limit may stop reading
+            // while the cursor reads ahead.
+            defer { cursor.close() }
+            return try self.encode(cursor, executor: executor, format: format, shape: shape, dateFormat: dateFormat, sink: sink)
         }
+        return interleaves ? try connection.withInterleavedQueries(read) : try read()
     }
 
     /// Whether a single row's attachments are streamed (``AttachmentExecutor/stream(_:parent:parentColumns:inherited:depth:into:)``)
@@ -212,16 +205,14 @@ public struct RowStream: Sendable {
     }
 
     /// The database's plan of the statement ``run(as:shape:to:on:dateFormat:attachmentBatchSize:fetchSize:)``
-    /// sends on `connection` for `shape` (not its attachments'), with the same options and, on
-    /// a read-only transaction of its own when a cursor needs one and the
-    /// caller has none (rolled back). Runs nothing else.
+    /// sends on `connection` for `shape` (not its attachments'), with the same options and in
+    /// what the driver opens for such a query (``DatabaseConnection/withInterleavedQueries(_:)``).
+    /// Runs nothing else.
     public func explain(shape: ResultShape = .array, on connection: any DatabaseConnection) throws -> [String] {
         let options = self.queryOptions(shape: shape, window: 1, fetchSize: nil)
-        let ownsTransaction = options.interleaved && connection.interleavedQueriesNeedTransaction && !connection.isInTransaction
-        if ownsTransaction { try connection.begin(readOnly: true) }
-        defer { if ownsTransaction && connection.isInTransaction { try? connection.rollback() } }
         let parsed = try self.statement(for: connection.dialect)
-        return try connection.explain(parsed, try parsed.bind(self.arguments), options: options)
+        let explain = { try connection.explain(parsed, try parsed.bind(self.arguments), options: options) }
+        return options.interleaved ? try connection.withInterleavedQueries(explain) : try explain()
     }
 
     /// Encodes the rows of `cursor` (and their attachments, through `executor`) into `sink`.

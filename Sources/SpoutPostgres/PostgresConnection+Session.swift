@@ -3,8 +3,20 @@ import SpoutCore
 /// What PostgreSQL adds to a request's transaction and to a replica's health: the role and
 /// claims of a ``SpoutCore/RequestSession``, cursors that need a transaction, and replay lag.
 extension PostgresConnection {
-    /// Server-side cursors (`DECLARE ... CURSOR`) exist only inside a transaction.
-    public var interleavedQueriesNeedTransaction: Bool { true }
+    /// Server-side cursors (`DECLARE ... CURSOR`) exist only inside a transaction: a read-only
+    /// one around `body` when the caller has none.
+    public func withInterleavedQueries<T>(_ body: () throws -> T) throws -> T {
+        guard !self.isInTransaction else { return try body() }
+        try self.begin(readOnly: true)
+        do {
+            let result = try body()
+            try self.commit()
+            return result
+        } catch {
+            if self.isInTransaction { try? self.rollback() }
+            throw error
+        }
+    }
 
     public var appliesRequestSessions: Bool { true }
 
