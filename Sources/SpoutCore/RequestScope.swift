@@ -58,6 +58,12 @@ extension DatabaseConnection {
         } else {
             try self.begin(readOnly: readOnly)
         }
+        return try self.committing(body)
+    }
+
+    /// Runs `body` in the transaction just begun: commits when it returns, rolls back when it
+    /// throws (unless the error already ended the transaction).
+    public func committing<T>(_ body: () throws -> T) throws -> T {
         do {
             let value = try body()
             try self.commit()

@@ -8,14 +8,7 @@ extension PostgresConnection {
     public func withInterleavedQueries<T>(_ body: () throws -> T) throws -> T {
         guard !self.isInTransaction else { return try body() }
         try self.begin(readOnly: true)
-        do {
-            let result = try body()
-            try self.commit()
-            return result
-        } catch {
-            if self.isInTransaction { try? self.rollback() }
-            throw error
-        }
+        return try self.committing(body)
     }
 
     public var appliesRequestSessions: Bool { true }
