@@ -100,9 +100,7 @@ public final class DatabaseSession: Sendable {
         }
         let (body, outcome) = try await self.run { connection in
             let body = CollectingSink()
-            let outcome = try stream.run(
-                as: format, shape: shape, to: body, on: connection, dateFormat: configuration.dateFormat,
-                attachmentBatchSize: configuration.attachmentBatchSize, fetchSize: configuration.fetchSize)
+            let outcome = try stream.run(as: format, shape: shape, to: body, on: connection, configuration: configuration)
             return (body.bytes, outcome)
         }
         return WholeRead(body: body, outcome: outcome, database: ContinuousClock.now - started, encode: nil)

@@ -180,6 +180,18 @@ public struct RowStream: Sendable {
         return interleaves ? try connection.withInterleavedQueries(read) : try read()
     }
 
+    /// ``run(as:shape:to:on:dateFormat:attachmentBatchSize:fetchSize:)`` with the date format,
+    /// attachment window and fetch size of `configuration` (the database's the work was asked
+    /// of, also when a replica answers).
+    public func run(
+        as format: OutputFormat, shape: ResultShape, to sink: any ByteSink, on connection: any DatabaseConnection,
+        configuration: DatabaseConfiguration
+    ) throws -> StreamOutcome {
+        try self.run(
+            as: format, shape: shape, to: sink, on: connection, dateFormat: configuration.dateFormat,
+            attachmentBatchSize: configuration.attachmentBatchSize, fetchSize: configuration.fetchSize)
+    }
+
     /// Whether a single row's attachments are streamed (``AttachmentExecutor/stream(_:parent:parentColumns:inherited:depth:into:)``)
     /// rather than held: when any has attachments of its own (a department, its employees and
     /// their salaries), as the rows below one parent are then as many as an array's.

@@ -89,7 +89,7 @@ extension RowResponder {
         do {
             result = .success(
                 try await session.run { connection in
-                    try rows.run(as: format, to: sink, on: connection, configuration: configuration)
+                    try rows.stream.run(as: format, shape: rows.shape, to: sink, on: connection, configuration: configuration)
                 })
         } catch {
             result = .failure(error)
@@ -101,18 +101,5 @@ extension RowResponder {
             }
         }
         return result
-    }
-}
-
-extension RowResult {
-    /// Runs the stream on `connection` (blocking) into `sink`, in the result's shape, with the
-    /// date format, attachment window and fetch size of `configuration` (the database's the
-    /// request was asked of, also when a replica answers).
-    fileprivate func run(
-        as format: OutputFormat, to sink: any ByteSink, on connection: any DatabaseConnection, configuration: DatabaseConfiguration
-    ) throws -> StreamOutcome {
-        try self.stream.run(
-            as: format, shape: self.shape, to: sink, on: connection, dateFormat: configuration.dateFormat,
-            attachmentBatchSize: configuration.attachmentBatchSize, fetchSize: configuration.fetchSize)
     }
 }

@@ -75,13 +75,14 @@ extension RowResponder {
     /// away cancels the task, which cancels the statement.
     private func readWhole(_ rows: RowResult, format: OutputFormat, session: DatabaseSession, spans: DatabaseSpans?) async throws -> WholeRead {
         let started = ContinuousClock.now
-        let log = RoundTripLog()
+        // Round trips are noted only for a request whose spans record.
+        let log = spans.map { _ in RoundTripLog() }
         do {
-            let read = try await session.readWhole(rows.stream, shape: rows.shape, format: format, roundTrips: spans.map { _ in log })
-            spans?.recordWholeRead(log, from: started, .success(read))
+            let read = try await session.readWhole(rows.stream, shape: rows.shape, format: format, roundTrips: log)
+            if let spans, let log { spans.recordWholeRead(log, from: started, .success(read)) }
             return read
         } catch {
-            spans?.recordWholeRead(log, from: started, .failure(error))
+            if let spans, let log { spans.recordWholeRead(log, from: started, .failure(error)) }
             throw error
         }
     }
