@@ -38,9 +38,12 @@ import Darwin
 ///   thread, not the producer, waits for the channel or the spool); ``finish(_:)`` returns once
 ///   the coding's end is recorded. Everything above then applies to the compressed bytes.
 ///
-/// `@unchecked Sendable`: every mutable field is read and written holding `lock`; the
-/// loop-side methods run on the channel's event loop, and reach the connection handler only
-/// there (through the hop).
+/// Every decision is made by a ``StreamingResponseStateMachine`` under the sink's lock; the
+/// sink performs what it decides (hops, file writes and reads, callbacks) outside the lock.
+///
+/// `@unchecked Sendable`: its one mutable field, the machine, is read and written holding
+/// `lock`; the loop-side methods run on the channel's event loop, and reach the connection
+/// handler only there (through the hop).
 public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unchecked Sendable {
     /// The channel closed before or while the body was written.
     public struct ChannelClosed: Error {}
@@ -52,10 +55,12 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
     static let spoolReadSize = 64 * 1024
 
     let maximumChunksInFlight: Int
-    /// The lock of the fields below. Its value says whether they changed since the producer
+    /// The lock of ``machine``. Its value says whether the machine changed since the producer
     /// last looked: the producer sets it false and waits for true, and every change on the
     /// event loop's side sets it true (NIO's `ConditionLock` broadcasts when it does).
     private let lock = NIOConcurrencyHelpers.ConditionLock(value: true)
+    /// Every decision: guarded by `lock`.
+    private var machine: StreamingResponseStateMachine<SpoolFile>
     private let allocator: ByteBufferAllocator
     private let hop: LoopHop
     private let deliverChunk: ChunkHandler
@@ -65,41 +70,6 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
     /// it (``ContentCoding``); nil for an identity body.
     let compression: CompressionStage?
 
-    // Guarded by `lock`.
-    private var isWritable = true
-    private var chunksInFlight = 0
-    private var isClosed = false
-    private var chunkCount = 0
-    private var deliveredCount = 0
-    private var byteCount = 0
-    private var finishedRest: [UInt8]?
-    private var waitingForWritability = false
-    private var pauses = 0
-    private var onClose: (@Sendable () -> Void)?
-    /// The memory spool: chunks written, not yet handed to the channel, in order. Only filled
-    /// while the file spool is empty, so it always comes first.
-    private var queued: [ByteBuffer] = []
-    private var queuedBytes = 0
-    private var file: SpoolFile?
-    /// The file's readable bytes are `fileStart..<fileEnd`; `fileReserved` of the disk budget
-    /// is this stream's.
-    private var fileStart = 0
-    private var fileEnd = 0
-    private var fileReserved = 0
-    private var isReadingFile = false
-    /// The producer is writing the file (outside the lock).
-    private var isWritingFile = false
-    /// The disk refused a write: this stream spools no more to disk.
-    private var diskFailed = false
-    private var hasHeld = false
-    private var isPumping = false
-    private var pumpScheduled = false
-    private var whenDrained: (@Sendable (_ complete: Bool) -> Void)?
-    /// The spool file could not be read back: the body cannot be completed.
-    private var spoolFailed = false
-    /// Runs once the channel can take a chunk again, after ``offer(_:whenWritable:)`` was refused.
-    private var onWritable: (@Sendable () -> Void)?
-
     init(
         allocator: ByteBufferAllocator, hop: LoopHop, maximumChunksInFlight: Int = 2, spool: SpoolService? = nil,
         requestID: String = "-", encoder: (any StreamEncoder)? = nil, deliverChunk: @escaping ChunkHandler
@@ -108,7 +78,13 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
         self.allocator = allocator
         self.hop = hop
         self.maximumChunksInFlight = max(1, maximumChunksInFlight)
-        self.spool = spool?.configuration.isEnabled == true ? spool : nil
+        let spool = spool?.configuration.isEnabled == true ? spool : nil
+        self.spool = spool
+        self.machine = StreamingResponseStateMachine(
+            maximumChunksInFlight: maximumChunksInFlight,
+            spool: spool.map {
+                .init(memoryBytesPerStream: $0.configuration.memoryBytesPerStream, maximumBytesPerStream: $0.configuration.maximumBytesPerStream)
+            })
         self.requestID = requestID
         self.deliverChunk = deliverChunk
         self.compression?.attach(to: self)
@@ -151,148 +127,85 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
     private func hand(_ chunk: ByteBuffer) throws {
         guard chunk.readableBytes > 0 else { return }
         self.lock.lock()
+        var action = self.machine.write(chunk) { self.spool?.reserveDisk($0) ?? false }
         while true {
-            if self.isClosed {
-                self.lock.unlock()
-                throw ChannelClosed()
-            }
-            guard let spool = self.spool else {
-                // No spool: hand the chunk over now, or wait for the channel.
-                if self.isWritable && self.chunksInFlight < self.maximumChunksInFlight {
-                    self.handOverNow(chunk)
-                    return
-                }
-                self.waitForChange()
-                continue
-            }
-            // With a spool every chunk goes through the queue (a move, not a copy), so the
-            // event loop hands them over in order; a client that keeps up keeps it near empty.
-            let fileIsEmpty = self.fileStart == self.fileEnd && !self.isReadingFile && !self.isWritingFile
-            if fileIsEmpty && (self.queued.isEmpty || self.queuedBytes + chunk.readableBytes <= spool.configuration.memoryBytesPerStream) {
-                self.accept(chunk)
-                self.queued.append(chunk)
-                self.queuedBytes += chunk.readableBytes
-                let pump = self.claimPump()
+            switch action {
+            case .fail(let release):
                 self.lock.unlock(withValue: true)
-                spool.memoryChanged(by: chunk.readableBytes)
-                if pump { self.hop.execute { self.pump() } }
+                self.give(release)
+                throw ChannelClosed()
+            case .deliver(let chunk, let isFirst):
+                self.lock.unlock()
+                let deliver = self.deliverChunk
+                self.hop.execute { deliver(chunk, isFirst) }
                 return
+            case .queued(let bytes, let schedulePump):
+                self.lock.unlock(withValue: true)
+                self.spool?.memoryChanged(by: bytes)
+                if schedulePump { self.hop.execute { self.pump() } }
+                return
+            case .writeFile(let write):
+                self.lock.unlock()
+                guard let next = try self.writeFile(chunk, write) else { return }
+                action = next
+            case .wait(let firstHold):
+                if firstHold, let spool = self.spool {
+                    spool.metrics?.held.increment()
+                    spool.logger.notice(
+                        "stream holds its database connection: the spool may not grow",
+                        metadata: ["request.id": "\(self.requestID)", "spool.disk_failed": "\(self.machine.diskFailed)"])
+                }
+                // Seen: wait for the next change.
+                self.lock.unlock(withValue: false)
+                self.lock.lock(whenValue: true)
+                self.machine.waitEnded()
+                action = self.machine.write(chunk) { self.spool?.reserveDisk($0) ?? false }
             }
-            // Disk only for a client that is behind (its socket is full), not for an event loop
-            // that is merely busy: then the producer waits a moment, as without a spool.
-            let clientIsBehind = !self.isWritable || !fileIsEmpty
-            if clientIsBehind, !self.diskFailed, !self.isWritingFile,
-                let written = try self.spoolToFile(chunk, spool: spool, fileIsEmpty: fileIsEmpty)
-            {
-                if written { return }
-                continue
-            }
-            if clientIsBehind && !self.hasHeld {
-                self.hasHeld = true
-                spool.metrics?.held.increment()
-                spool.logger.notice(
-                    "stream holds its database connection: the spool may not grow",
-                    metadata: ["request.id": "\(self.requestID)", "spool.disk_failed": "\(self.diskFailed)"])
-            }
-            self.waitForChange()
         }
     }
 
-    /// Waits (holding the lock on entry and exit) until the event loop's side changes something.
-    private func waitForChange() {
-        let blockedByChannel = !self.isWritable
-        if blockedByChannel && !self.waitingForWritability { self.pauses += 1 }
-        self.waitingForWritability = blockedByChannel
-        // Seen: wait for the next change.
-        self.lock.unlock(withValue: false)
-        self.lock.lock(whenValue: true)
-        self.waitingForWritability = false
-    }
-
-    /// Counts a chunk the stream accepted (holding the lock).
-    private func accept(_ chunk: ByteBuffer) {
-        self.chunkCount += 1
-        self.byteCount += chunk.readableBytes
-    }
-
-    /// Appends `chunk` to the spool file, holding the lock on entry and, when it returns nil
-    /// or false, on exit. True: written (the lock is released). False: the file changed while
-    /// writing failed; look again. Nil: the file may not take it (a cap); hold.
-    private func spoolToFile(_ chunk: ByteBuffer, spool: SpoolService, fileIsEmpty: Bool) throws -> Bool? {
-        let configuration = spool.configuration
-        let startOver = fileIsEmpty && self.fileEnd > 0
-        if startOver {
-            // The client caught up: start the file over, giving its blocks back.
-            spool.releaseDisk(self.fileReserved)
-            self.fileReserved = 0
-            self.fileStart = 0
-            self.fileEnd = 0
-        }
-        let fits = self.fileEnd + chunk.readableBytes <= configuration.maximumBytesPerStream && spool.reserveDisk(chunk.readableBytes)
-        let existing = self.file
-        guard fits || (startOver && existing != nil) else { return nil }
-        if fits { self.fileReserved += chunk.readableBytes }
-        let offset = self.fileEnd
-        self.isWritingFile = true
-        self.lock.unlock()
-
-        if startOver { existing?.truncate() }
-        guard fits else {
+    /// Makes `write` (outside the lock), then takes the lock and returns the producer's next
+    /// action, or nil (releasing the lock) when the chunk is spooled.
+    private func writeFile(_ chunk: ByteBuffer, _ write: StreamingResponseStateMachine<SpoolFile>.FileWrite) throws -> StreamingResponseStateMachine<SpoolFile>.WriteAction? {
+        guard let spool = self.spool else { preconditionFailure("a spool file without a spool") }
+        spool.releaseDisk(write.releasedDisk)
+        if write.truncate { write.file?.truncate() }
+        guard write.append else {
             self.lock.lock()
-            self.isWritingFile = false
-            if self.isClosed { self.releaseSpool() }
-            return nil
+            return self.machine.truncated()
         }
         var failure: SpoolFile.Failure?
         var created: SpoolFile?
         do throws(SpoolFile.Failure) {
             let file: SpoolFile
-            if let existing {
+            if let existing = write.file {
                 file = existing
             } else {
-                file = try SpoolFile.create(in: configuration.resolvedDirectory)
+                file = try SpoolFile.create(in: spool.configuration.resolvedDirectory)
                 created = file
             }
-            try file.write(chunk, at: offset)
+            try file.write(chunk, at: write.offset)
         } catch {
             failure = error
         }
-
-        self.lock.lock()
-        self.isWritingFile = false
-        if let created {
-            self.file = created
-            spool.metrics?.spooled.increment()
-        }
+        if created != nil { spool.metrics?.spooled.increment() }
         if let failure {
-            self.diskFailed = true
-            self.fileReserved -= chunk.readableBytes
             spool.releaseDisk(chunk.readableBytes)
             spool.logger.warning(
                 "stream cannot spool to disk; it holds its database connection instead",
                 metadata: ["request.id": "\(self.requestID)", "error": "\(failure)"])
-            if self.isClosed { self.releaseSpool() }
-            return false
         }
-        if self.isClosed {
-            self.releaseSpool()
+        self.lock.lock()
+        switch self.machine.fileWriteEnded(count: chunk.readableBytes, created: created, failed: failure != nil) {
+        case .written(let schedulePump):
             self.lock.unlock(withValue: true)
-            throw ChannelClosed()
+            if schedulePump { self.hop.execute { self.pump() } }
+            return nil
+        case .refused:
+            return self.machine.write(chunk) { spool.reserveDisk($0) }
+        case .fail(let release, _):
+            return .fail(release)
         }
-        self.accept(chunk)
-        self.fileEnd += chunk.readableBytes
-        let pump = self.claimPump()
-        self.lock.unlock(withValue: true)
-        if pump { self.hop.execute { self.pump() } }
-        return true
-    }
-
-    /// Whether the producer must schedule a pump for what it just spooled: nothing on the event
-    /// loop's side would look at the spool otherwise (holding the lock).
-    private func claimPump() -> Bool {
-        guard !self.pumpScheduled, !self.isPumping, self.chunksInFlight == 0, !self.isReadingFile else { return false }
-        self.pumpScheduled = true
-        return true
     }
 
     /// Hands `bytes` to the channel now if it can take them, never waiting: for an event
@@ -303,49 +216,18 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
     /// ``close()``.
     public func offer(_ bytes: [UInt8], whenWritable: @escaping @Sendable () -> Void) throws -> Bool {
         precondition(self.spool == nil && self.compression == nil, "offer(_:whenWritable:) needs a sink without a spool or a coding")
-        self.lock.lock()
-        if self.isClosed {
-            self.lock.unlock()
-            throw ChannelClosed()
-        }
-        guard self.isWritable && self.chunksInFlight < self.maximumChunksInFlight else {
-            self.onWritable = whenWritable
-            self.lock.unlock()
-            return false
-        }
-        self.handOverNow(self.allocator.buffer(bytes: bytes))
-        return true
-    }
-
-    /// Hands `chunk` to the event loop now, without a spool (holding the lock on entry; it is
-    /// released on return).
-    private func handOverNow(_ chunk: ByteBuffer) {
-        self.accept(chunk)
-        let isFirst = self.deliveredCount == 0
-        self.deliveredCount += 1
-        self.chunksInFlight += 1
-        self.lock.unlock()
+        let offered = self.withLock { self.machine.offer(count: bytes.count, whenWritable: whenWritable) }
+        guard let offered else { throw ChannelClosed() }
+        guard offered.delivered else { return false }
+        let chunk = self.allocator.buffer(bytes: bytes)
         let deliver = self.deliverChunk
-        self.hop.execute { deliver(chunk, isFirst) }
-    }
-
-    /// The ``offer(_:whenWritable:)`` callback to run now that the channel may take a chunk
-    /// (holding the lock).
-    private func takeWritableAction() -> (@Sendable () -> Void)? {
-        guard !self.isClosed, self.isWritable, self.chunksInFlight < self.maximumChunksInFlight, let action = self.onWritable else {
-            return nil
-        }
-        self.onWritable = nil
-        return action
+        self.hop.execute { deliver(chunk, offered.isFirst) }
+        return true
     }
 
     /// Records the rest of the body, which the connection handler sends.
     private func record(_ last: [UInt8]) throws {
-        try self.withLock {
-            if self.isClosed { throw ChannelClosed() }
-            self.byteCount += last.count
-            self.finishedRest = last
-        }
+        guard self.withLock({ self.machine.finish(last) }) else { throw ChannelClosed() }
     }
 
     // MARK: Event-loop side
@@ -354,78 +236,61 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
     /// spool file when memory is empty. On the event loop.
     func pump() {
         self.lock.lock()
-        self.pumpScheduled = false
-        guard !self.isPumping else {
+        guard self.machine.pumpStarted() else {
             self.lock.unlock()
             return
         }
-        self.isPumping = true
-        while !self.isClosed && self.isWritable && self.chunksInFlight < self.maximumChunksInFlight {
-            if !self.queued.isEmpty {
-                let chunk = self.queued.removeFirst()
-                self.queuedBytes -= chunk.readableBytes
-                let isFirst = self.deliveredCount == 0
-                self.deliveredCount += 1
-                self.chunksInFlight += 1
+        while true {
+            switch self.machine.nextPumpStep() {
+            case .deliver(let chunk, let isFirst, let bytes):
                 self.lock.unlock(withValue: true)
-                self.spool?.memoryChanged(by: -chunk.readableBytes)
+                self.spool?.memoryChanged(by: -bytes)
                 self.deliverChunk(chunk, isFirst)
                 self.lock.lock()
-                continue
+            case .finish(let read, let drained):
+                self.lock.unlock(withValue: true)
+                if let read { self.read(read) }
+                if let drained { self.run(drained) }
+                return
             }
-            if self.fileStart < self.fileEnd && !self.isReadingFile, let file = self.file, let spool = self.spool {
-                let count = min(Self.spoolReadSize, self.fileEnd - self.fileStart)
-                let offset = self.fileStart
-                self.fileStart += count
-                self.isReadingFile = true
-                spool.io.submit { state in
-                    let result: Result<ByteBuffer, SpoolFile.Failure>
-                    if case .active = state {
-                        result = Result { () throws(SpoolFile.Failure) in
-                            try file.read(count: count, at: offset, allocator: self.allocator)
-                        }
-                    } else {
-                        result = .failure(SpoolFile.Failure(operation: "read the spool file (shutting down)", code: EINTR))
-                    }
-                    self.hop.execute { self.fileRead(result) }
-                }
-            }
-            break
         }
-        self.isPumping = false
-        let drained = self.takeDrainedAction()
-        self.lock.unlock(withValue: true)
-        drained?()
+    }
+
+    /// Reads `read` back from the spool file on the spool's threads, then hands it over on
+    /// the event loop.
+    private func read(_ read: StreamingResponseStateMachine<SpoolFile>.FileRead) {
+        guard let spool = self.spool else { preconditionFailure("a spool file without a spool") }
+        spool.io.submit { state in
+            let result: Result<ByteBuffer, SpoolFile.Failure>
+            if case .active = state {
+                result = Result { () throws(SpoolFile.Failure) in
+                    try read.file.read(count: read.count, at: read.offset, allocator: self.allocator)
+                }
+            } else {
+                result = .failure(SpoolFile.Failure(operation: "read the spool file (shutting down)", code: EINTR))
+            }
+            self.hop.execute { self.fileRead(result) }
+        }
     }
 
     /// A read of the spool file finished. On the event loop.
     private func fileRead(_ result: Result<ByteBuffer, SpoolFile.Failure>) {
-        self.lock.lock()
-        self.isReadingFile = false
-        guard !self.isClosed else {
-            self.lock.unlock(withValue: true)
+        let chunk = try? result.get()
+        let action = self.withLockSignalling { self.machine.fileReadEnded(chunk) }
+        switch action {
+        case .none:
             return
-        }
-        switch result {
-        case .success(let chunk):
-            let isFirst = self.deliveredCount == 0
-            self.deliveredCount += 1
-            self.chunksInFlight += 1
-            self.isPumping = true
-            self.lock.unlock(withValue: true)
+        case .deliver(let chunk, let isFirst):
             self.deliverChunk(chunk, isFirst)
-            self.lock.lock()
-            self.isPumping = false
-            self.lock.unlock()
+            self.withLock { self.machine.readDelivered() }
             self.pump()
-        case .failure(let failure):
-            // The rest of the body is lost: the connection handler cuts the response short.
-            self.spool?.logger.error(
-                "spool file unreadable; response cut short", metadata: ["request.id": "\(self.requestID)", "error": "\(failure)"])
-            self.spoolFailed = true
-            self.lock.unlock(withValue: true)
-            let drained = self.withLock { self.takeDrainedAction() }
-            drained?()
+        case .lost(let drained):
+            if case .failure(let failure) = result {
+                // The rest of the body is lost: the connection handler cuts the response short.
+                self.spool?.logger.error(
+                    "spool file unreadable; response cut short", metadata: ["request.id": "\(self.requestID)", "error": "\(failure)"])
+            }
+            if let drained { self.run(drained) }
             // A producer still running stops (and cancels its statement).
             self.close()
         }
@@ -434,21 +299,14 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
     /// A chunk handed over by ``write(_:)`` or the pump has been written; `channelIsWritable` is
     /// the channel's writability after the write.
     func chunkWritten(channelIsWritable: Bool) {
-        let writable = self.withLockSignalling {
-            self.chunksInFlight -= 1
-            self.isWritable = channelIsWritable
-            return self.takeWritableAction()
-        }
+        let writable = self.withLockSignalling { self.machine.chunkWritten(channelIsWritable: channelIsWritable) }
         self.pump()
         writable?()
     }
 
     /// The channel's writability changed (`channelWritabilityChanged`).
     func writabilityChanged(_ isWritable: Bool) {
-        let writable = self.withLockSignalling {
-            self.isWritable = isWritable
-            return self.takeWritableAction()
-        }
+        let writable = self.withLockSignalling { self.machine.writabilityChanged(isWritable) }
         if isWritable { self.pump() }
         writable?()
     }
@@ -458,75 +316,46 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
     /// lost part of the body (the response must be cut short). Never when the channel closed
     /// first. Call on the event loop, after the producer is done.
     func whenDrained(_ action: @escaping @Sendable (_ complete: Bool) -> Void) {
-        self.lock.lock()
-        self.whenDrained = action
-        let drained = self.takeDrainedAction()
-        self.lock.unlock()
-        drained?()
+        let drained = self.withLock { self.machine.whenDrained(action) }
+        if let drained { self.run(drained) }
     }
 
-    /// The drained action bound to its outcome, when it is set and nothing is left to hand
-    /// over, or the spool failed (holding the lock).
-    private func takeDrainedAction() -> (@Sendable () -> Void)? {
-        guard let action = self.whenDrained else { return nil }
-        if self.spoolFailed {
-            self.whenDrained = nil
-            self.releaseSpool()
-            return { action(false) }
-        }
-        guard !self.isClosed, self.queued.isEmpty, self.fileStart == self.fileEnd, !self.isReadingFile, !self.isWritingFile
-        else { return nil }
-        self.whenDrained = nil
-        self.releaseSpool()
-        return { action(true) }
+    private func run(_ drained: StreamingResponseStateMachine<SpoolFile>.Drained) {
+        self.give(drained.release)
+        drained.callback(drained.complete)
     }
 
-    /// Drops the spool: memory, file and disk budget (holding the lock).
-    private func releaseSpool() {
-        if self.queuedBytes > 0 { self.spool?.memoryChanged(by: -self.queuedBytes) }
-        self.queued = []
-        self.queuedBytes = 0
-        self.spool?.releaseDisk(self.fileReserved)
-        self.fileReserved = 0
-        self.fileStart = 0
-        self.fileEnd = 0
-        self.file = nil
+    /// Gives spooled bytes back to the spool's budgets.
+    private func give(_ release: StreamingResponseStateMachine<SpoolFile>.SpoolRelease) {
+        guard let spool = self.spool else { return }
+        spool.memoryChanged(by: -release.memoryBytes)
+        spool.releaseDisk(release.diskBytes)
     }
 
     /// The channel is gone: fail the producer's next call, wake it, drop the spool, and cancel
     /// its statement.
     func close() {
-        let onClose: (@Sendable () -> Void)? = self.withLockSignalling {
-            guard !self.isClosed else { return nil }
-            self.isClosed = true
-            self.onWritable = nil
-            if !self.isWritingFile { self.releaseSpool() }
-            defer { self.onClose = nil }
-            return self.onClose
-        }
+        let closed = self.withLockSignalling { self.machine.close() }
+        guard let closed else { return }
+        self.give(closed.release)
         self.compression?.cancel()
-        onClose?()
+        closed.onClose?()
     }
 
     /// Runs `handler` when the sink is closed, or now if it already is. Replaces an earlier one.
     public func onClose(_ handler: @escaping @Sendable () -> Void) {
-        let runNow: Bool = self.withLock {
-            if self.isClosed { return true }
-            self.onClose = handler
-            return false
-        }
-        if runNow { handler() }
+        if !self.withLock({ self.machine.setOnClose(handler) }) { handler() }
     }
 
     /// Forgets the close handler (the producer is done; the lease is released).
     public func clearOnClose() {
-        self.withLock { self.onClose = nil }
+        _ = self.withLock { self.machine.setOnClose(nil) }
     }
 
     /// Whether nothing was written and the channel is still there: another producer may
     /// still answer into this sink.
     public var isUntouched: Bool {
-        self.withLock { self.byteCount == 0 && !self.isClosed } && !(self.compression?.tookInput ?? false)
+        self.withLock { self.machine.isUntouched } && !(self.compression?.tookInput ?? false)
     }
 
     // MARK: Locking
@@ -538,7 +367,7 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
         return try body()
     }
 
-    /// Runs `body` holding the lock, then marks the fields changed and wakes the producer.
+    /// Runs `body` holding the lock, then marks the machine changed and wakes the producer.
     private func withLockSignalling<T>(_ body: () throws -> T) rethrows -> T {
         self.lock.lock()
         defer { self.lock.unlock(withValue: true) }
@@ -569,10 +398,10 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
     var snapshot: Snapshot {
         self.withLock {
             Snapshot(
-                headSent: self.chunkCount > 0, chunkCount: self.chunkCount,
-                byteCount: self.byteCount, finishedRest: self.finishedRest, isWaitingForWritability: self.waitingForWritability,
-                pauses: self.pauses, isClosed: self.isClosed, spooledBytes: self.queuedBytes + self.fileEnd - self.fileStart,
-                usedFile: self.file != nil
+                headSent: self.machine.chunkCount > 0, chunkCount: self.machine.chunkCount,
+                byteCount: self.machine.byteCount, finishedRest: self.machine.finishedRest,
+                isWaitingForWritability: self.machine.isWaitingForWritability, pauses: self.machine.pauses,
+                isClosed: self.machine.isClosed, spooledBytes: self.machine.spooledBytes, usedFile: self.machine.usedFile
             )
         }
     }
