@@ -46,11 +46,7 @@ final class DatabaseThreads: @unchecked Sendable {
         if self.jobs.count - self.head > self.idle && self.started < self.maximum {
             self.started += 1
             let name = "db \(self.name)"
-            let thread = Thread { [self] in
-                ThreadName.setCurrent(name)
-                self.work()
-            }
-            thread.start()
+            SpoutThread.start(named: name) { [self] in self.work() }
         } else {
             self.condition.signal()
         }

@@ -115,13 +115,8 @@ final class CompressionStage: @unchecked Sendable {
         self.condition.broadcast()
         self.condition.unlock()
         if start {
-            let thread = Thread {
-                ThreadName.setCurrent("spout-compress")
-                self.compress()
-            }
             // The libraries keep their state on the heap.
-            thread.stackSize = 1 << 20
-            thread.start()
+            SpoutThread.start(named: "spout-compress", stackSize: 1 << 20) { self.compress() }
         }
     }
 

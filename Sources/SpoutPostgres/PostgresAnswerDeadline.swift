@@ -13,7 +13,8 @@ import Darwin
 /// virtual machine, a network that drops packets) leaves libpq waiting for ever: PostgreSQL's
 /// own `statement_timeout` needs a server that runs. So every wait for an answer is bounded
 /// here as well, by the statement timeout in effect (once per statement waited for) plus a
-/// grace period; ``PostgresAnswerWatchdog`` shuts the socket of a connection past its deadline,
+/// grace period; the reactor's deadline timer (``PostgresReactor/watch(_:)``) shuts the socket
+/// of a connection past its deadline,
 /// which ends the wait in libpq as a lost connection (``PostgresConnection/makeError(_:)``
 /// then reports ``SpoutCore/DatabaseError/Code/notAnswering``).
 ///
@@ -25,8 +26,11 @@ import Darwin
 ///   or without a grace period: such a wait is as long as libpq's.
 /// - The socket is shut at most once, and never after ``retire()`` (called before the
 ///   connection is closed, so a descriptor number reused by another socket is never touched).
-/// - A deadline with a grace period is watched by ``PostgresAnswerWatchdog`` from its creation
-///   until ``retire()``.
+/// - A deadline with a grace period is watched by ``PostgresReactor`` from its creation until
+///   ``retire()``, and shut at most ``PostgresReactor/deadlineInterval`` after it passed.
+///   (Linux only, like the reactor: elsewhere no deadline is enforced.) ``begin(statements:)``
+///   and ``end()`` are two atomic stores, no system call, which is why the reactor checks the
+///   deadlines on a periodic timer rather than arming one per wait.
 final class PostgresAnswerDeadline: Sendable {
     /// The connection's socket, fixed for its life.
     let socket: Int32
@@ -42,9 +46,11 @@ final class PostgresAnswerDeadline: Sendable {
     init(socket: Int32, graceMilliseconds: Int) {
         self.socket = socket
         self.grace = UInt64(max(0, graceMilliseconds)) &* 1_000_000
+        #if os(Linux)
         if self.grace != 0 {
-            PostgresAnswerWatchdog.shared.watch(self)
+            PostgresReactor.shared.watch(self)
         }
+        #endif
     }
 
     /// Records the statement timeout the connection's statements run under (0: none).
@@ -84,16 +90,18 @@ final class PostgresAnswerDeadline: Sendable {
         self.state.withLock { $0.expired }
     }
 
-    /// Stops the watchdog from touching the socket, and from watching; call before the
+    /// Stops the reactor from touching the socket, and from watching; call before the
     /// connection closes it.
     func retire() {
         self.state.withLock { $0.retired = true }
+        #if os(Linux)
         if self.grace != 0 {
-            PostgresAnswerWatchdog.shared.forget(self)
+            PostgresReactor.shared.forget(self)
         }
+        #endif
     }
 
-    /// The watchdog's check: shuts the socket when a wait is past its deadline at `now`.
+    /// The reactor's check: shuts the socket when a wait is past its deadline at `now`.
     /// Returns true when it did.
     func expireIfOverdue(now: UInt64) -> Bool {
         let deadline = self.deadline.load(ordering: .acquiring)
@@ -120,51 +128,5 @@ final class PostgresAnswerDeadline: Sendable {
         clock_gettime(CLOCK_MONOTONIC, &time)
         #endif
         return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
-    }
-}
-
-/// One thread that checks, four times a second, the deadlines of the PostgreSQL connections
-/// waiting for their servers (``PostgresAnswerDeadline``), and shuts the socket of each one
-/// past its deadline. It holds the deadlines of open connections only (each deadline watches
-/// itself from its creation until it is retired), starts with the first, and lives as long
-/// as the process, like ``PostgresReactor``. (Linux only, like the reactor: elsewhere no
-/// deadline is enforced.)
-final class PostgresAnswerWatchdog: Sendable {
-    static let shared = PostgresAnswerWatchdog()
-
-    /// How often the deadlines are checked: a late answer is noticed this much after its
-    /// deadline at most.
-    static let interval: UInt32 = 250_000
-
-    private let deadlines = Mutex<[ObjectIdentifier: PostgresAnswerDeadline]>([:])
-
-    private init() {
-        self.startThread()
-    }
-
-    func watch(_ deadline: PostgresAnswerDeadline) {
-        self.deadlines.withLock { $0[ObjectIdentifier(deadline)] = deadline }
-    }
-
-    func forget(_ deadline: PostgresAnswerDeadline) {
-        self.deadlines.withLock { $0[ObjectIdentifier(deadline)] = nil }
-    }
-
-    private func startThread() {
-        #if os(Linux)
-        DetachedThread.start(named: "spout-pg-watch") { self.run() }
-        #endif
-    }
-
-    /// The watchdog's loop; never returns.
-    private func run() {
-        while true {
-            usleep(Self.interval)
-            let deadlines = self.deadlines.withLock { Array($0.values) }
-            let now = PostgresAnswerDeadline.now()
-            for deadline in deadlines {
-                _ = deadline.expireIfOverdue(now: now)
-            }
-        }
     }
 }

@@ -17,6 +17,11 @@ import Synchronization
 /// again. Closing a socket removes it from epoll, so a descriptor number reused by a new
 /// connection is added afresh.
 ///
+/// The same thread enforces the answer deadlines of every open connection
+/// (``PostgresAnswerDeadline``): a `timerfd` in its epoll ticks every ``deadlineInterval``
+/// while any connection with a deadline is open, and each tick shuts the sockets of the waits
+/// past theirs.
+///
 /// The reactor lives as long as the process (like NIO's singleton event loops) and is started
 /// on first use.
 final class PostgresReactor: Sendable {
@@ -28,11 +33,60 @@ final class PostgresReactor: Sendable {
     // and only one thread drives it at a time (its starter, then the reactor).
     private let tasks = Mutex(SendableBox([Int32: any PostgresReactorTask]()))
     private let epoll: Int32
+    /// Ticks while ``deadlines`` holds any: armed and disarmed holding that lock.
+    private let timer: Int32
+    /// The answer deadlines of open connections.
+    private let deadlines = Mutex<[ObjectIdentifier: PostgresAnswerDeadline]>([:])
+
+    /// How often the deadlines are checked: a late answer is noticed this much after its
+    /// deadline at most.
+    static let deadlineInterval: Duration = .milliseconds(250)
 
     private init() {
         self.epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
         precondition(self.epoll >= 0, "cannot create the PostgreSQL reactor's epoll instance")
+        self.timer = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK | TFD_CLOEXEC))
+        precondition(self.timer >= 0, "cannot create the PostgreSQL reactor's deadline timer")
+        var event = epoll_event()
+        event.events = EPOLLIN.rawValue
+        event.data.fd = self.timer
+        precondition(epoll_ctl(self.epoll, EPOLL_CTL_ADD, self.timer, &event) == 0, "cannot watch the deadline timer")
         self.startThread()
+    }
+
+    /// Enforces `deadline` from now until ``forget(_:)``.
+    func watch(_ deadline: PostgresAnswerDeadline) {
+        self.deadlines.withLock { deadlines in
+            deadlines[ObjectIdentifier(deadline)] = deadline
+            if deadlines.count == 1 { self.setTimer(ticking: true) }
+        }
+    }
+
+    /// Stops enforcing `deadline` (its connection is closing).
+    func forget(_ deadline: PostgresAnswerDeadline) {
+        self.deadlines.withLock { deadlines in
+            guard deadlines.removeValue(forKey: ObjectIdentifier(deadline)) != nil, deadlines.isEmpty else { return }
+            self.setTimer(ticking: false)
+        }
+    }
+
+    /// Arms the timer to tick every ``deadlineInterval``, or disarms it.
+    private func setTimer(ticking: Bool) {
+        let (seconds, attoseconds) = ticking ? Self.deadlineInterval.components : (0, 0)
+        let interval = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+        var setting = itimerspec(it_interval: interval, it_value: interval)
+        _ = timerfd_settime(self.timer, 0, &setting, nil)
+    }
+
+    /// A tick: shuts the sockets of the waits past their deadlines.
+    private func checkDeadlines() {
+        var expirations: UInt64 = 0
+        _ = read(self.timer, &expirations, MemoryLayout<UInt64>.size)
+        let deadlines = self.deadlines.withLock { Array($0.values) }
+        let now = PostgresAnswerDeadline.now()
+        for deadline in deadlines {
+            _ = deadline.expireIfOverdue(now: now)
+        }
     }
 
     /// Hands `task` to the reactor, which calls it back when `events` arrive on `socket`. The
@@ -56,7 +110,7 @@ final class PostgresReactor: Sendable {
     }
 
     private func startThread() {
-        DetachedThread.start(named: "spout-pg-io") { self.run() }
+        SpoutThread.start(named: "spout-pg-io") { self.run() }
     }
 
     /// The reactor thread's loop; never returns.
@@ -67,6 +121,10 @@ final class PostgresReactor: Sendable {
             guard count > 0 else { continue }
             for index in 0..<Int(count) {
                 let socket = events[index].data.fd
+                if socket == self.timer {
+                    self.checkDeadlines()
+                    continue
+                }
                 guard let task = self.tasks.withLock({ $0.value[socket] }) else { continue }
                 let next = task.handle(events: Self.interest(events[index].events))
                 if let next, task.socketIsOpen {

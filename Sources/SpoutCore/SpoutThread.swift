@@ -1,0 +1,17 @@
+import Foundation
+
+/// The one way Spout starts a thread of its own: the database's threads (`DatabaseThreads`),
+/// the PostgreSQL reactor and a compressed stream's compressor. (The event loops and the
+/// spool's `NIOThreadPool`s are SwiftNIO's.) docs/ARCHITECTURE.md lists every thread by name.
+public enum SpoutThread {
+    /// Starts `body` on a new thread named `name` for the system (``ThreadName``: `top -H`,
+    /// `ps -L` and `perf` show it), with a stack of `stackSize` bytes when given.
+    public static func start(named name: String, stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void) {
+        let thread = Thread {
+            ThreadName.setCurrent(name)
+            body()
+        }
+        if let stackSize { thread.stackSize = stackSize }
+        thread.start()
+    }
+}
