@@ -401,7 +401,7 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
                 headSent: self.machine.chunkCount > 0, chunkCount: self.machine.chunkCount,
                 byteCount: self.machine.byteCount, finishedRest: self.machine.finishedRest,
                 isWaitingForWritability: self.machine.isWaitingForWritability, pauses: self.machine.pauses,
-                isClosed: self.machine.isClosed, spooledBytes: self.machine.spooledBytes, usedFile: self.machine.usedFile
+                isClosed: self.machine.isClosed, spooledBytes: self.machine.spooledBytes, usedFile: self.machine.filesCreated > 0
             )
         }
     }

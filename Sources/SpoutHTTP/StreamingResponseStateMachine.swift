@@ -109,10 +109,43 @@ struct StreamingResponseStateMachine<File> {
     /// Nil: the stream does not spool (it waits for the client instead).
     let spool: SpoolLimits?
 
-    // The channel.
+    /// Whether the channel is still there.
+    private enum Lifecycle {
+        case open
+        /// The channel went away: every producer call fails.
+        case closed
+    }
+
+    /// What the producer is doing.
+    enum ProducerState {
+        case writing
+        /// Waiting for the event loop's side; `forChannel`: for the channel to become writable
+        /// (a backpressure pause), not only for chunks in flight or a busy event loop.
+        case waiting(forChannel: Bool)
+    }
+
+    /// The event loop's pump of spooled chunks.
+    private enum PumpState {
+        case idle
+        /// A pump is on its way to the event loop.
+        case scheduled
+        /// A pump, or the delivery of a chunk read back, runs.
+        case running
+    }
+
+    /// Whether the spool file may be written and read.
+    private enum FileHealth {
+        case usable
+        /// The disk refused a write: this stream spools no more to disk.
+        case writeRefused
+        /// The file could not be read back: the body cannot be completed.
+        case readLost
+    }
+
+    // The channel: its writability is the channel's, as last reported.
     private(set) var isWritable = true
     private(set) var chunksInFlight = 0
-    private(set) var isClosed = false
+    private var lifecycle = Lifecycle.open
 
     // The body.
     private(set) var chunkCount = 0
@@ -122,10 +155,11 @@ struct StreamingResponseStateMachine<File> {
     private(set) var finishedRest: [UInt8]?
 
     // The producer.
-    private(set) var isWaitingForWritability = false
+    private(set) var producer = ProducerState.writing
     /// How many times the producer started waiting for the channel.
     private(set) var pauses = 0
-    private var hasHeld = false
+    /// How many times the producer held its connection because the spool may not grow.
+    private var holds = 0
 
     // The memory spool: chunks written, not yet delivered, in order. Only filled while the
     // file is empty, so it always comes first.
@@ -135,21 +169,18 @@ struct StreamingResponseStateMachine<File> {
     // The file spool: its readable bytes are `fileStart..<fileEnd`; `fileReserved` of the
     // disk budget is this stream's.
     private var file: File?
-    private(set) var usedFile = false
+    private(set) var filesCreated = 0
     private var fileStart = 0
     private var fileEnd = 0
     private var fileReserved = 0
-    private var isReadingFile = false
-    /// The producer is writing the file (outside the lock).
-    private var isWritingFile = false
-    /// The disk refused a write: this stream spools no more to disk.
-    private(set) var diskFailed = false
-    /// The file could not be read back: the body cannot be completed.
-    private var spoolFailed = false
+    /// The bytes being read back from the file (off the event loop), while a read runs.
+    private var reading: Int?
+    /// The bytes the producer is appending to the file (outside the lock), while it does (0
+    /// while it only truncates it).
+    private var appending: Int?
+    private var fileHealth = FileHealth.usable
 
-    // The event loop's pump.
-    private var isPumping = false
-    private var pumpScheduled = false
+    private var pump = PumpState.idle
 
     // Callbacks waiting for something.
     private var onClose: Callback?
@@ -161,6 +192,16 @@ struct StreamingResponseStateMachine<File> {
         self.spool = spool
     }
 
+    var isClosed: Bool { self.lifecycle == .closed }
+
+    var isWaitingForWritability: Bool {
+        if case .waiting(forChannel: true) = self.producer { return true }
+        return false
+    }
+
+    /// The disk refused a write of this stream's spool.
+    var diskFailed: Bool { self.fileHealth != .usable }
+
     /// Bytes spooled and not yet delivered (memory and file).
     var spooledBytes: Int { self.queuedBytes + self.fileEnd - self.fileStart }
 
@@ -169,7 +210,7 @@ struct StreamingResponseStateMachine<File> {
 
     private var canDeliver: Bool { self.isWritable && self.chunksInFlight < self.maximumChunksInFlight }
 
-    private var fileIsEmpty: Bool { self.fileStart == self.fileEnd && !self.isReadingFile && !self.isWritingFile }
+    private var fileIsEmpty: Bool { self.fileStart == self.fileEnd && self.reading == nil && self.appending == nil }
 
     // MARK: The producer
 
@@ -195,7 +236,7 @@ struct StreamingResponseStateMachine<File> {
         // Disk only for a client that is behind, not for an event loop that is merely busy:
         // then the producer waits a moment, as without a spool.
         let clientIsBehind = !self.isWritable || !fileIsEmpty
-        if clientIsBehind && !self.diskFailed && !self.isWritingFile {
+        if clientIsBehind && self.fileHealth == .usable && self.appending == nil {
             // A file that was read back to its end starts over, giving its blocks back.
             let startOver = fileIsEmpty && self.fileEnd > 0
             var released = 0
@@ -209,7 +250,7 @@ struct StreamingResponseStateMachine<File> {
             // A file that started over exists (its end was past zero), so its blocks go back.
             if fits || startOver {
                 if fits { self.fileReserved += count }
-                self.isWritingFile = true
+                self.appending = fits ? count : 0
                 return .writeFile(FileWrite(file: self.file, offset: self.fileEnd, truncate: startOver, append: fits, releasedDisk: released))
             }
         }
@@ -231,13 +272,13 @@ struct StreamingResponseStateMachine<File> {
     /// The append of a ``FileWrite`` of `count` bytes ended: `created` is the file it made
     /// (if it made one), `failed` whether the disk refused it.
     mutating func fileWriteEnded(count: Int, created: File?, failed: Bool) -> FileWriteOutcome {
-        self.isWritingFile = false
+        self.appending = nil
         if let created {
             self.file = created
-            self.usedFile = true
+            self.filesCreated += 1
         }
         if failed {
-            self.diskFailed = true
+            self.fileHealth = .writeRefused
             self.fileReserved -= count
         }
         if self.isClosed { return .fail(self.releaseSpool(), refused: failed) }
@@ -250,14 +291,14 @@ struct StreamingResponseStateMachine<File> {
     /// A ``FileWrite`` that only truncated ended: the chunk did not fit, so the producer
     /// holds (or stops, when the sink closed meanwhile).
     mutating func truncated() -> WriteAction {
-        self.isWritingFile = false
+        self.appending = nil
         if self.isClosed { return .fail(self.releaseSpool()) }
         return self.startWaiting(firstHold: true)
     }
 
     /// The producer woke from a ``WriteAction/wait(firstHold:)``.
     mutating func waitEnded() {
-        self.isWaitingForWritability = false
+        self.producer = .writing
     }
 
     /// The producer finished the body with `rest`, which the connection handler sends. False:
@@ -287,48 +328,47 @@ struct StreamingResponseStateMachine<File> {
 
     /// A pump was asked for: false when one runs already.
     mutating func pumpStarted() -> Bool {
-        self.pumpScheduled = false
-        guard !self.isPumping else { return false }
-        self.isPumping = true
+        guard self.pump != .running else { return false }
+        self.pump = .running
         return true
     }
 
     /// The running pump's next step: a queued chunk while the channel can take one, then at
     /// most one read of the file, then the end.
     mutating func nextPumpStep() -> PumpStep {
-        precondition(self.isPumping, "a pump step outside a pump")
+        precondition(self.pump == .running, "a pump step outside a pump")
         var read: FileRead?
         if !self.isClosed && self.canDeliver {
             if let chunk = self.queued.popFirst() {
                 self.queuedBytes -= chunk.readableBytes
                 return .deliver(chunk, isFirst: self.startDelivery(), bytes: chunk.readableBytes)
             }
-            if self.fileStart < self.fileEnd && !self.isReadingFile, let file = self.file {
+            if self.fileStart < self.fileEnd && self.reading == nil, let file = self.file {
                 let count = min(StreamingResponseSink.spoolReadSize, self.fileEnd - self.fileStart)
                 read = FileRead(file: file, offset: self.fileStart, count: count)
                 self.fileStart += count
-                self.isReadingFile = true
+                self.reading = count
             }
         }
-        self.isPumping = false
+        self.pump = .idle
         return .finish(read: read, drained: self.takeDrained())
     }
 
     /// A read of the spool file ended with `chunk`, or nil when the file could not be read.
     mutating func fileReadEnded(_ chunk: ByteBuffer?) -> FileReadAction {
-        self.isReadingFile = false
+        self.reading = nil
         if self.isClosed { return .none }
         guard let chunk else {
-            self.spoolFailed = true
+            self.fileHealth = .readLost
             return .lost(drained: self.takeDrained())
         }
-        self.isPumping = true
+        self.pump = .running
         return .deliver(chunk, isFirst: self.startDelivery())
     }
 
     /// The chunk a ``FileReadAction/deliver(_:isFirst:)`` named was delivered.
     mutating func readDelivered() {
-        self.isPumping = false
+        self.pump = .idle
     }
 
     /// A delivered chunk was written; `channelIsWritable` is the channel's writability after.
@@ -354,10 +394,10 @@ struct StreamingResponseStateMachine<File> {
     /// The channel is gone. Returns the close callback (once) and what the spool gives back
     /// (unless the producer is writing the file: it gives it back when it ends).
     mutating func close() -> (onClose: Callback?, release: SpoolRelease)? {
-        guard !self.isClosed else { return nil }
-        self.isClosed = true
+        guard self.lifecycle == .open else { return nil }
+        self.lifecycle = .closed
         self.onWritable = nil
-        let release = self.isWritingFile ? .none : self.releaseSpool()
+        let release = self.appending != nil ? .none : self.releaseSpool()
         defer { self.onClose = nil }
         return (self.onClose, release)
     }
@@ -386,19 +426,19 @@ struct StreamingResponseStateMachine<File> {
     }
 
     private mutating func startWaiting(firstHold clientIsBehind: Bool) -> WriteAction {
-        let firstHold = clientIsBehind && !self.hasHeld
-        if firstHold { self.hasHeld = true }
+        let firstHold = clientIsBehind && self.holds == 0
+        if clientIsBehind { self.holds += 1 }
         let blockedByChannel = !self.isWritable
         if blockedByChannel && !self.isWaitingForWritability { self.pauses += 1 }
-        self.isWaitingForWritability = blockedByChannel
+        self.producer = .waiting(forChannel: blockedByChannel)
         return .wait(firstHold: firstHold)
     }
 
     /// Whether the producer must schedule a pump for what it just spooled: nothing on the
     /// event loop's side would look at the spool otherwise.
     private mutating func claimPump() -> Bool {
-        guard !self.pumpScheduled, !self.isPumping, self.chunksInFlight == 0, !self.isReadingFile else { return false }
-        self.pumpScheduled = true
+        guard self.pump == .idle, self.chunksInFlight == 0, self.reading == nil else { return false }
+        self.pump = .scheduled
         return true
     }
 
@@ -412,7 +452,7 @@ struct StreamingResponseStateMachine<File> {
     /// or the spool failed.
     private mutating func takeDrained() -> Drained? {
         guard let callback = self.whenDrained else { return nil }
-        if self.spoolFailed {
+        if self.fileHealth == .readLost {
             self.whenDrained = nil
             return Drained(callback: callback, complete: false, release: self.releaseSpool())
         }

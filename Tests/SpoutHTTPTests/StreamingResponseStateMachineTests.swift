@@ -122,7 +122,7 @@ struct StreamingResponseStateMachineTests {
         }
         #expect(next.file == 7 && next.offset == 50)
         _ = machine.fileWriteEnded(count: 5, created: nil, failed: false)
-        #expect(machine.spooledBytes == 135 && machine.usedFile)
+        #expect(machine.spooledBytes == 135 && machine.filesCreated == 1)
 
         _ = machine.writabilityChanged(true)
         let pumped = Self.pump(&machine)
