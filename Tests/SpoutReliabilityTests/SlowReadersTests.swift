@@ -186,7 +186,8 @@ struct SlowWholeBodyReadersTests {
                 return socket
             }
             var spooled = false
-            let deadline = ContinuousClock.now + .seconds(20)
+            // Two feeder threads write the 40 bodies to their files: generous, for a loaded machine.
+            let deadline = ContinuousClock.now + .seconds(90)
             while !spooled && ContinuousClock.now < deadline {
                 let metrics = try RawHTTP.exchange(port: port, RawHTTP.request("GET", "/metrics"))?.text ?? ""
                 let line = metrics.split(separator: "\n").first { $0.hasPrefix("spout_streams_spooled_total ") }
