@@ -177,6 +177,14 @@ public protocol DatabaseConnection: AnyObject, Sendable {
     /// runs `body` as it is.
     func withInterleavedQueries<T>(_ body: () throws -> T) throws -> T
 
+    /// Runs `body` with a ``WritePipeline`` on this connection, in the caller's open
+    /// transaction, with at most `window` statements in flight; `answered` gets each
+    /// statement's changed-row count, in order. Returns once every statement sent is answered.
+    /// When `body` throws, the statements in flight are answered first: a failure among them
+    /// (the earlier) is thrown instead of `body`'s error. Until it returns the connection
+    /// takes no other statement. Default: ``SequentialWritePipeline``.
+    func withWritePipeline<T>(window: Int, answered: (_ changed: Int) throws -> Void, _ body: (any WritePipeline) throws -> T) throws -> T
+
     /// Whether the database has a role and settings a ``RequestSession`` sets
     /// (``begin(readOnly:session:)``): PostgreSQL. When true, work with a session always runs
     /// in a transaction, which ends them. Default: false (SQLite: claims reach SQL as
@@ -229,6 +237,13 @@ public protocol DatabaseConnection: AnyObject, Sendable {
 extension DatabaseConnection {
     public func rolesBypassingRowSecurity(_ roles: [String?]) throws -> [String] { [] }
     public func withInterleavedQueries<T>(_ body: () throws -> T) throws -> T { try body() }
+    public func withWritePipeline<T>(
+        window: Int, answered: (_ changed: Int) throws -> Void, _ body: (any WritePipeline) throws -> T
+    ) throws -> T {
+        try withoutActuallyEscaping(answered) { answered in
+            try body(SequentialWritePipeline(connection: self, answered: answered))
+        }
+    }
     public var appliesRequestSessions: Bool { false }
     public func begin(readOnly: Bool, session: RequestSession) throws {
         try self.begin(readOnly: readOnly)

@@ -23,7 +23,9 @@ import SpoutHTTP
 ///   the key is looked up first (a replay reads the body, to compare, then gets the answer kept,
 ///   applying nothing), and claimed after the records ran, in their transaction (a request
 ///   under the key that committed meanwhile wins, and this one rolls back to its answer).
-/// - Memory holds one record and the stream's window, whatever the body's size.
+/// - The records' statements go through a ``SpoutCore/WritePipeline``: up to ``window`` of them
+///   in flight (PostgreSQL runs them while the next are read and sent), answered in order.
+/// - Memory holds the records in flight and the stream's window, whatever the body's size.
 struct BulkWrite: Sendable {
     let handler: EndpointHandler
 
@@ -77,17 +79,37 @@ struct BulkWrite: Sendable {
                         var digest = headDigest
                         var counts = Counts()
                         var decoder = BulkRecordDecoder(format: format)
-                        let apply = { (record: BulkRecord) throws in
-                            let changed = try Self.apply(
-                                record, shared: shared, parameters: parameters, claims: (identity, claimNames), sql: parsed, on: connection)
-                            counts.records += 1
-                            counts.changed += changed
+                        var inFlight = InFlightRecords()
+                        // The same for every record: found once.
+                        var claims: [String: SQLValue] = [:]
+                        identity?.bind(claimNames, into: &claims)
+                        do {
+                            try connection.withWritePipeline(window: Self.window) { changed in
+                                let record = inFlight.removeFirst()
+                                guard changed > 0 else {
+                                    throw BulkRecordFailure(position: record.position, error: RecordChangedNothing(), arguments: record.arguments)
+                                }
+                                counts.records += 1
+                                counts.changed += changed
+                            } _: { pipeline in
+                                let apply = { (record: BulkRecord) throws in
+                                    let (statement, arguments) = try Self.statement(
+                                        for: record, shared: shared, parameters: parameters, claims: claims, sql: parsed)
+                                    inFlight.append(InFlightRecord(position: record.position, arguments: arguments))
+                                    try pipeline.send(statement)
+                                }
+                                while let piece = try body?.next() {
+                                    if key != nil { digest.update(data: piece) }
+                                    try decoder.push(piece, apply)
+                                    try pipeline.flush()
+                                }
+                                try decoder.finish(apply)
+                            }
+                        } catch let failed as WritePipelineFailure {
+                            // Every record before the failed one was answered: it is the oldest in flight.
+                            let record = inFlight.removeFirst()
+                            throw BulkRecordFailure(position: record.position, error: failed.error, arguments: record.arguments)
                         }
-                        while let piece = try body?.next() {
-                            if key != nil { digest.update(data: piece) }
-                            try decoder.push(piece, apply)
-                        }
-                        try decoder.finish(apply)
                         let response = Self.answer(counts)
                         if let key, let store {
                             let claimed = key.digesting(digest)
@@ -122,27 +144,30 @@ struct BulkWrite: Sendable {
         }
     }
 
-    /// Runs the statement for one record; returns the rows it changed. Throws
-    /// ``SpoutHTTP/BulkRecordError`` for an argument refused, ``BulkRecordFailure`` for a
-    /// statement that failed or changed nothing.
-    private static func apply(
-        _ record: BulkRecord, shared: RawArguments, parameters: [Parameter], claims: (identity: RequestIdentity?, names: Set<String>),
-        sql: FilteredSQL, on connection: any DatabaseConnection
-    ) throws -> Int {
+    /// The statements in flight at most: sent to the database and not answered yet.
+    static let window = 1024
+
+    /// The statement for one record, with its arguments. Throws ``SpoutHTTP/BulkRecordError``
+    /// for an argument refused, ``BulkRecordFailure`` for a statement that cannot be made.
+    private static func statement(
+        for record: BulkRecord, shared: RawArguments, parameters: [Parameter], claims: [String: SQLValue], sql: FilteredSQL
+    ) throws -> (BoundStatement, [String: SQLValue]) {
         var raw = shared
-        raw.merge(record.arguments)
+        if shared.keys.isEmpty {
+            raw = record.arguments
+        } else {
+            raw.merge(record.arguments)
+        }
         var arguments: [String: SQLValue]
         do {
             arguments = try ArgumentConversion.convert(raw, for: parameters)
         } catch {
             throw BulkRecordError(error, at: record.position)
         }
-        claims.identity?.bind(claims.names, into: &arguments)
+        for (name, value) in claims { arguments[name] = value }
         do {
             let statement = try sql.statement(for: arguments)
-            let changed = try connection.execute(statement, try statement.bind(arguments))
-            guard changed > 0 else { throw RecordChangedNothing() }
-            return changed
+            return (BoundStatement(statement, try statement.bind(arguments)), arguments)
         } catch {
             throw BulkRecordFailure(position: record.position, error: error, arguments: arguments)
         }
@@ -153,6 +178,37 @@ struct BulkWrite: Sendable {
         object.add("records", counts.records)
         object.add("changed", counts.changed)
         return .bytes(object.finished, contentType: "application/json")
+    }
+}
+
+/// A record sent to the database and not answered yet: what names it when it fails.
+private struct InFlightRecord {
+    var position: BulkPosition
+    var arguments: [String: SQLValue]
+}
+
+/// The records in flight, oldest first (a queue that reuses its storage).
+private struct InFlightRecords {
+    private var records: [InFlightRecord] = []
+    private var head = 0
+
+    mutating func append(_ record: InFlightRecord) {
+        if self.head > 0 && self.head == self.records.count {
+            self.records.removeAll(keepingCapacity: true)
+            self.head = 0
+        }
+        self.records.append(record)
+    }
+
+    /// The oldest record; there is one whenever the pipeline answers or names a statement.
+    mutating func removeFirst() -> InFlightRecord {
+        let record = self.records[self.head]
+        self.head += 1
+        if self.head >= 4096 && self.head * 2 >= self.records.count {
+            self.records.removeFirst(self.head)
+            self.head = 0
+        }
+        return record
     }
 }
 

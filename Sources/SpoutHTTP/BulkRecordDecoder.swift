@@ -30,6 +30,15 @@ public struct BulkRecordDecoder: Sendable {
 
     /// Takes the next bytes of the body, calling `each` for every record they complete.
     public mutating func push(_ bytes: some Collection<UInt8>, _ each: (BulkRecord) throws -> Void) throws {
+        // The bytes are read through a buffer pointer: a loop over the generic collection
+        // would go through its witness table for every byte.
+        let pushed: Void? = try bytes.withContiguousStorageIfAvailable { buffer in try self.push(buffer, each) }
+        if pushed == nil {
+            try Array(bytes).withUnsafeBufferPointer { buffer in try self.push(buffer, each) }
+        }
+    }
+
+    private mutating func push(_ bytes: UnsafeBufferPointer<UInt8>, _ each: (BulkRecord) throws -> Void) throws {
         switch self.splitter {
         case .jsonArray(var splitter):
             self.splitter = .taken
@@ -38,7 +47,7 @@ public struct BulkRecordDecoder: Sendable {
         case .jsonLines(var splitter):
             self.splitter = .taken
             defer { self.splitter = .jsonLines(splitter) }
-            for byte in bytes { if let record = try splitter.take(byte) { try each(record) } }
+            try splitter.take(bytes, each)
         case .csv(var reader):
             self.splitter = .taken
             defer { self.splitter = .csv(reader) }

@@ -140,7 +140,18 @@ enum JSONArguments {
 
         mutating func string() throws(SyntaxError) -> String {
             self.index += 1  // opening quote
-            var output: [UInt8] = []
+            // Most strings hold no escape: made straight from their bytes, with no copy first.
+            var end = self.index
+            while end < self.bytes.count, self.bytes[end] != UInt8(ascii: "\""), self.bytes[end] != UInt8(ascii: "\\") { end += 1 }
+            if end < self.bytes.count, self.bytes[end] == UInt8(ascii: "\"") {
+                guard let text = String(validating: self.bytes[self.index..<end], as: UTF8.self) else {
+                    throw SyntaxError(reason: "invalid UTF-8 in JSON body")
+                }
+                self.index = end + 1
+                return text
+            }
+            var output = Array(self.bytes[self.index..<end])
+            self.index = end
             while let byte = self.peek() {
                 self.index += 1
                 switch byte {

@@ -21,6 +21,22 @@ struct JSONLinesRecordSplitter: Sendable {
         return nil
     }
 
+    /// Takes the next bytes, calling `each` for every record they complete: the same as
+    /// ``take(_:)`` byte by byte, a line's bytes copied at once.
+    mutating func take(_ bytes: UnsafeBufferPointer<UInt8>, _ each: (BulkRecord) throws -> Void) throws {
+        var start = bytes.startIndex
+        while start < bytes.endIndex {
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.endIndex
+            guard self.record.count + (end - start) <= self.maximumRecordSize else {
+                throw BulkRecordError.malformed("record larger than \(self.maximumRecordSize) bytes", at: .line(self.line))
+            }
+            self.record.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<end]))
+            guard end < bytes.endIndex else { return }
+            if let record = try self.endLine() { try each(record) }
+            start = end + 1
+        }
+    }
+
     /// The body ended: the last line, when it had no line end.
     mutating func finish() throws(BulkRecordError) -> BulkRecord? {
         try self.endLine()

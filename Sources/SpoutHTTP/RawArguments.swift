@@ -29,8 +29,11 @@ public struct RawArguments: Sendable, Hashable {
     }
 
     public mutating func append(_ value: String, for key: String) {
-        self.markPresent(key)
-        self.storage[key]!.append(value)
+        // One lookup when the key is there already, two when it is new.
+        if self.storage[key]?.append(value) == nil {
+            self.storage[key] = [value]
+            self.keys.append(key)
+        }
     }
 
     /// Adds content for `key` (a multipart part, a request body): its bytes, and its text when

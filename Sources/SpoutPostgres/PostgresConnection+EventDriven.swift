@@ -292,19 +292,14 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
                 self.fail(error, tentative: tentative)
                 break
             }
-            let key = PostgresStatementNames.key(text, parameters)
-            var name: String?
-            if !self.connection.keepsSessionState {
-                name = nil
-            } else if let prepared = self.connection.statementNames.prepared[key] ?? pending[key] {
-                name = prepared
-            } else {
-                let newName = self.connection.statementNames.reservePreparedName()
-                pending[key] = newName
-                let sent = parameters.withUnsafeTypes { count, types in PQsendPrepare(self.handle, newName, text, count, types) }
-                guard sent == 1 else { return self.sendFailed() }
+            let name: String?
+            switch self.connection.pipelinedName(for: text, parameters, pending: &pending, handle: self.handle) {
+            case .unnamed: name = nil
+            case .prepared(let prepared): name = prepared
+            case .preparing(let newName, let key):
                 self.commands.append(.prepare(name: newName, key: key, tentative: tentative))
                 name = newName
+            case .sendFailed: return self.sendFailed()
             }
             // Settings are not the request's statements (the thread path's are not counted either).
             if !asSettings { self.connection.statistics.recordStatement() }
@@ -318,17 +313,12 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
 
     /// Sends what libpq has buffered; false when the run is over (the connection failed).
     private func flush() -> Bool {
-        switch PQflush(self.handle) {
-        case 0:
-            self.isFlushing = false
-            return true
-        case 1:
-            self.isFlushing = true
-            return true
-        default:
+        guard let pending = self.connection.flushOutput(self.handle) else {
             self.connectionFailed()
             return false
         }
+        self.isFlushing = pending
+        return true
     }
 
     private func sendFailed() -> Bool {

@@ -343,6 +343,44 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         return name
     }
 
+    /// Sends what libpq holds of a non-blocking connection's output, as far as the socket takes
+    /// it: whether some is left to send, or nil when the connection failed.
+    func flushOutput(_ handle: OpaquePointer) -> Bool? {
+        switch PQflush(handle) {
+        case 0: return false
+        case 1: return true
+        default: return nil
+        }
+    }
+
+    /// How a statement goes into a pipeline (``pipelinedName(for:_:pending:handle:)``).
+    enum PipelinedName {
+        /// Unnamed, with its text (without session state).
+        case unnamed
+        /// As the statement prepared (or being prepared) under this name.
+        case prepared(String)
+        /// As the statement whose prepare was just queued under `name`, for `key`
+        /// (``PostgresStatementNames/key(_:_:)``): its result comes before the statement's.
+        case preparing(name: String, key: String)
+        /// The prepare could not be sent.
+        case sendFailed
+    }
+
+    /// The name to send `text` under in a pipeline, queueing its prepare (`PQsendPrepare`)
+    /// when neither the connection nor `pending` (the prepares queued and not yet answered, by
+    /// key) has it; the caller records it prepared once the prepare's result arrives.
+    func pipelinedName(
+        for text: String, _ parameters: PostgresTextParameters, pending: inout [String: String], handle: OpaquePointer
+    ) -> PipelinedName {
+        guard self.keepsSessionState else { return .unnamed }
+        let key = PostgresStatementNames.key(text, parameters)
+        if let prepared = self.statementNames.prepared[key] ?? pending[key] { return .prepared(prepared) }
+        let name = self.statementNames.reservePreparedName()
+        pending[key] = name
+        let sent = parameters.withUnsafeTypes { count, types in PQsendPrepare(handle, name, text, count, types) }
+        return sent == 1 ? .preparing(name: name, key: key) : .sendFailed
+    }
+
     /// Sends `text` (without waiting for its result): as the prepared statement `name`, or
     /// unnamed with its text when `name` is nil. Returns libpq's 1 on success.
     /// On a blocking connection libpq writes the whole statement before returning, and waits

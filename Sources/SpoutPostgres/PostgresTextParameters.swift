@@ -41,6 +41,9 @@ struct PostgresTextParameters {
 
     var count: Int { self.offsets.count }
 
+    /// The bytes of the rendered values, their terminators included.
+    var byteCount: Int { self.storage.count }
+
     /// What a statement prepared for these parameters is prepared for: empty when every type
     /// is inferred, else the declared OIDs. A statement text is prepared once per signature, as
     /// a statement prepared with an inferred type cannot take a declared one.

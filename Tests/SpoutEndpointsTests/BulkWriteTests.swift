@@ -24,11 +24,11 @@ struct BulkWriteTests {
     }
 
     static func bulk(
-        _ service: InProcessServer, _ body: [UInt8], contentType: String, token: String, key: String? = nil
+        _ service: InProcessServer, _ body: [UInt8], contentType: String, token: String, key: String? = nil, path: String = "/events/bulk"
     ) async throws -> HTTPTestResponse {
         var headers = [("Content-Type", contentType), ("Authorization", "Bearer \(token)")]
         if let key { headers.append(("Idempotency-Key", key)) }
-        return try await RawHTTP.get(port: service.port, "/events/bulk", method: "POST", headers: headers, body: body, timeout: 300)
+        return try await RawHTTP.get(port: service.port, path, method: "POST", headers: headers, body: body, timeout: 300)
     }
 
     static func eventCount(_ database: Database) async throws -> Int {
@@ -127,34 +127,7 @@ struct BulkWriteTests {
     @Test("row-level security refuses a record the statement itself would write (PostgreSQL)")
     func rowLevelSecurity() async throws {
         guard TestDatabases.postgresEnabled else { return }
-        let store = try IdentityDatabase.make(.postgres) { connection in
-            try PetsLoader(sqlDirectory: Repository.sqlDirectory).load(into: connection)
-        }
-        defer { store.drop() }
-        let endpoints = try store.endpoints("""
-            auth:
-              token: jwt
-              methods: [POST]
-            paths:
-              /raw-events:
-                post:
-                  sql: INSERT INTO event (name, "date", type) VALUES (:name, :date, :type)
-                  result: none
-                  bulk: true
-                  parameters:
-                    - name: name
-                      type: string
-                      required: true
-                    - name: date
-                      type: date
-                      required: true
-                    - name: type
-                      type: string
-                      required: true
-            """)
-        let database = try store.open()
-        defer { database.close() }
-        try await IdentityAPITests.withService(endpoints, database: database) { service in
+        try await BulkWritePipelineTests.withRawEvents(.postgres) { service, database in
             let diane = try await IdentityAPITests.token("Diane")
             let before = try await Self.eventCount(database)
             let body = "{\"name\":\"Bowser\",\"date\":\"2024-03-01\",\"type\":\"vet\"}\n{\"name\":\"Claws\",\"date\":\"2024-03-01\",\"type\":\"vet\"}\n"

@@ -74,6 +74,24 @@ struct PgBouncerTests {
                 port: bounced.port, "/pets/Replayed", #"{"species":"dog"}"#, headers: [diane, ("If-Match", #""stale""#)])
             #expect(stale.status == 412, "\(stale.status) \(stale.text)")
 
+            // A bulk write pipelines its records (more than one window of them) through the
+            // pooler, in its one transaction; one refused in the middle (Claws is Gwen's)
+            // names its line and commits none, and the connection serves on.
+            let events = (1...3_000).map { #"{"name":"Bowser","date":"2024-01-01","type":"visit","remark":"bulk \#($0)"}"# }
+            let bulk = [diane, ("Content-Type", "application/x-ndjson")]
+            let added = try await RawHTTP.send(
+                port: bounced.port, RawHTTP.request("POST", "/events/bulk", headers: bulk, body: Array(events.joined(separator: "\n").utf8)))
+            #expect(added.status == 200 && added.text == #"{"records":3000,"changed":3000}"#, "\(added.status) \(added.text)")
+            var refusedEvents = events
+            refusedEvents[1_499] = #"{"name":"Claws","date":"2024-01-01","type":"visit"}"#
+            let refused = try await RawHTTP.send(
+                port: bounced.port, RawHTTP.request("POST", "/events/bulk", headers: bulk, body: Array(refusedEvents.joined(separator: "\n").utf8)))
+            #expect(refused.status == 422 && refused.text.hasPrefix(#"{"line":1500,"#), "\(refused.status) \(refused.text)")
+            let bulkRows = try await onThread {
+                try SampleData.column(cluster.url(database: "employees"), "SELECT count(*) FROM event WHERE remark LIKE 'bulk %'")
+            }
+            #expect(bulkRows == ["3000"], "\(bulkRows)")
+
             // An upload of 3 MB (a bytea parameter of 6 MB of hex) reaches PostgreSQL whole
             // through the pooler, as it does straight.
             let upload = (0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
