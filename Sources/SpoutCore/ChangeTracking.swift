@@ -43,6 +43,42 @@ public struct ChangeLogPosition: Sendable, Hashable {
     }
 }
 
+/// One statement's look at the change log (``ChangeTracking/probeChangeLog()``): where it stands
+/// and the newest change it holds. A cursor above ``newest`` has nothing to read yet.
+public struct ChangeLogProbeReading: Sendable, Hashable {
+    /// The log's position and horizon, as ``ChangeTracking/changeLogPosition()`` reads them.
+    public var position: ChangeLogPosition
+    /// The position of the newest committed change the statement saw (0: none): no change the
+    /// statement saw is at or after a cursor above it. A change it did not see is at or after
+    /// ``position``.
+    public var newest: Int64
+
+    public init(position: ChangeLogPosition, newest: Int64) {
+        self.position = position
+        self.newest = newest
+    }
+}
+
+/// The two statements of a sync read's delta, made by the driver around an endpoint's
+/// statement (``ChangeLogStatements/delta``). Both bind the statement's own parameters, the
+/// cursor's position as ``SyncQuery/sinceParameter`` and the tracked tables as
+/// ``SyncQuery/tablesParameter`` (bound as ``ChangeLogStatements/tablesArgument`` binds), and
+/// join the log in SQL: no key passes through the process on its way from one to the other.
+public struct SyncDeltaSQL: Sendable, Hashable {
+    /// The statement's rows whose key the tracked tables' writes touched at or after the
+    /// position: its own columns, in no particular order.
+    public var rows: String
+    /// The keys those writes touched that are not keys of the statement's rows, a key perhaps
+    /// more than once (once per change): one column per key column, each in the type of the
+    /// statement's where the driver can say it.
+    public var forgotten: String
+
+    public init(rows: String, forgotten: String) {
+        self.rows = rows
+        self.forgotten = forgotten
+    }
+}
+
 /// A database's change log: the keys of the rows that tracked tables' writes touched, in an
 /// order a sync read can resume from. Each driver supplies its SQL
 /// (``changeTrackingScript(_:)``, ``changeLogStatements``: PostgreSQL a trigger function and
@@ -78,6 +114,9 @@ public struct ChangeLogStatements: Sendable {
     public var tableColumns: ParsedSQL
     /// → one row: the position, the horizon (``ChangeLogPosition``).
     public var position: ParsedSQL
+    /// → one row, read by one statement: the position, the horizon and the newest change's
+    /// position or NULL (``ChangeLogProbeReading``).
+    public var probe: ParsedSQL
     /// `:position`, `:tables` (``tablesArgument``) → distinct keys as JSON array text.
     public var changedKeys: ParsedSQL
     /// `:position` → every change at or after it, of every table: the writer
@@ -96,16 +135,22 @@ public struct ChangeLogStatements: Sendable {
     public var installedTriggers: ParsedSQL
     /// How a list of table names is bound as `:tables`.
     public var tablesArgument: @Sendable ([String]) -> SQLValue
+    /// A sync read's delta over an endpoint's statement (its SQL text), for its key (result
+    /// labels) whose columns, as the statement answers them, are the last argument.
+    public var delta: @Sendable (_ sql: String, _ key: [String], _ keyColumns: [Column]) -> SyncDeltaSQL
 
     public init(
-        tableExists: ParsedSQL, tableColumns: ParsedSQL, position: ParsedSQL, changedKeys: ParsedSQL, changes: ParsedSQL,
+        tableExists: ParsedSQL, tableColumns: ParsedSQL, position: ParsedSQL, probe: ParsedSQL, changedKeys: ParsedSQL, changes: ParsedSQL,
         newestPrunable: ParsedSQL, prune: ParsedSQL, advanceHorizon: ParsedSQL, installedTriggers: ParsedSQL,
-        tablesArgument: @escaping @Sendable ([String]) -> SQLValue
+        tablesArgument: @escaping @Sendable ([String]) -> SQLValue,
+        delta: @escaping @Sendable (_ sql: String, _ key: [String], _ keyColumns: [Column]) -> SyncDeltaSQL
     ) {
         self.installedTriggers = installedTriggers
         self.tableExists = tableExists
         self.tableColumns = tableColumns
         self.position = position
+        self.probe = probe
+        self.delta = delta
         self.changedKeys = changedKeys
         self.changes = changes
         self.newestPrunable = newestPrunable
@@ -160,6 +205,20 @@ extension ChangeTracking {
         }
         if case .integer(let horizon) = row[1] { return ChangeLogPosition(position: position, horizon: horizon) }
         return ChangeLogPosition(position: position, horizon: 0)
+    }
+
+    /// See ``ChangeLogProbeReading``; one statement, outside any transaction it is not given.
+    public func probeChangeLog() throws -> ChangeLogProbeReading {
+        let statement = try self.changeLogStatements.probe
+        let row = try self.queryAll([BoundStatement(statement, [])]).first?.rows.first ?? []
+        guard row.count == 3, case .integer(let position) = row[0] else {
+            throw DatabaseError(.other, message: "the change log's position could not be read")
+        }
+        var horizon: Int64 = 0
+        if case .integer(let value) = row[1] { horizon = value }
+        var newest: Int64 = 0
+        if case .integer(let value) = row[2] { newest = value }
+        return ChangeLogProbeReading(position: ChangeLogPosition(position: position, horizon: horizon), newest: newest)
     }
 
     /// The distinct keys that writes to `tables` (by ``TrackedTable/logName``) touched at or

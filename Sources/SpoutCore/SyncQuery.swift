@@ -1,15 +1,16 @@
-/// The statements of a sync read, made from an endpoint's statement: its rows whose key is one
-/// of a batch of keys, and those keys alone. The statement is wrapped, not rewritten
+/// The statements of a sync read and of live notices, made from an endpoint's statement: its
+/// rows whose key is one of a batch of keys, those keys alone, and the pieces the drivers'
+/// deltas (``SyncDeltaSQL``) are made of. The statement is wrapped, not rewritten
 /// (`SELECT * FROM (<statement>) AS spout_sync WHERE <key matches>`), so its filters, joins,
 /// claims and labels stay as they are; both databases push the key condition down into it,
-/// so an index on the key serves it and the cost follows the batch, not the table.
+/// so an index on the key serves it and the cost follows the keys, not the table.
 ///
 /// A key of one column is matched against one list parameter (``listParameter``, the
 /// dialect's ``SQLDialect/membership(_:inList:)``), so a batch of any size is one statement
 /// text. A key of several columns is bound as one parameter per value (``keyParameter(_:_:)``),
 /// whose types the database infers from the key columns; its batches are padded to a power of
-/// two by repeating their last key, so an endpoint's sync reads prepare a handful of statement
-/// texts, not one per batch size.
+/// two by repeating their last key, so an endpoint's statements prepare a handful of texts,
+/// not one per batch size.
 public enum SyncQuery {
     /// The list parameter holding the batch's keys when the key has one column.
     public static let listParameter = "spout_sync_keys"
@@ -20,9 +21,32 @@ public enum SyncQuery {
         "spout_sync_\(row)_\(column)"
     }
 
-    /// The rows of `sql` whose `key` (result labels) is one of `count` keys.
-    public static func rows(of sql: String, key: [String], count: Int, dialect: SQLDialect) -> String {
-        "SELECT * FROM (\n\(self.trimmed(sql))\n) AS spout_sync WHERE \(self.condition(key: key, count: count, dialect: dialect))"
+    /// The parameter of a delta (``SyncDeltaSQL``) holding the cursor's position.
+    public static let sinceParameter = "spout_sync_since"
+    /// The parameter of a delta holding the tracked tables' log names.
+    public static let tablesParameter = "spout_sync_tables"
+
+    /// The label of the changed keys' column `index` in a delta's statements.
+    public static func changedKeyColumn(_ index: Int) -> String {
+        "spout_key_\(index)"
+    }
+
+    /// `sql` as a delta embeds it: in parentheses, as `spout_sync`.
+    public static func wrapped(_ sql: String) -> String {
+        "(\n\(self.trimmed(sql))\n) AS spout_sync"
+    }
+
+    /// The condition that a row of `spout_sync` (``wrapped(_:)``) has the key of the row of
+    /// `spout_changed` (columns ``changedKeyColumn(_:)``).
+    public static func keyMatch(_ key: [String]) -> String {
+        key.enumerated().map { index, label in "\(self.quoted(label)) = spout_changed.\(self.changedKeyColumn(index))" }
+            .joined(separator: " AND ")
+    }
+
+    /// The `key` columns of `spout_sync` as a list: `spout_sync."a"`, or `(spout_sync."a",
+    /// spout_sync."b")` for several.
+    public static func keyList(_ key: [String]) -> String {
+        key.count == 1 ? self.quoted(key[0]) : "(" + key.map(self.quoted).joined(separator: ", ") + ")"
     }
 
     /// The `key` columns of the rows of `sql` whose key is one of `count` keys.
@@ -31,7 +55,8 @@ public enum SyncQuery {
         return "SELECT \(columns) FROM (\n\(self.trimmed(sql))\n) AS spout_sync WHERE \(self.condition(key: key, count: count, dialect: dialect))"
     }
 
-    /// The `key` columns of at most `limit` rows of `sql`, in no particular order.
+    /// The `key` columns of at most `limit` rows of `sql`, in no particular order (`0`: none,
+    /// for their types).
     public static func keys(of sql: String, key: [String], limit: Int) -> String {
         let columns = key.map(self.quoted).joined(separator: ", ")
         return "SELECT \(columns) FROM (\n\(self.trimmed(sql))\n) AS spout_sync LIMIT \(limit)"

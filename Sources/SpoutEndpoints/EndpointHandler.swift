@@ -247,7 +247,7 @@ struct EndpointHandler: Sendable {
         let cursorKey = try await self.keys.sealingCursorKey()
         let result = SyncResult(
             stream: try self.stream(arguments: request.arguments, details: details), database: self.database, sync: sync, since: position,
-            statementTimeout: self.timeout, session: session,
+            statementTimeout: self.timeout, session: session, state: self.syncState,
             seal: { PageCursor(values: [.integer($0)]).sealed(with: cursorKey, context: context) })
         return Response(headers: self.cachingHeaders, body: .produced(result))
     }

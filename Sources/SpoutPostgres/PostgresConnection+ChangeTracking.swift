@@ -100,6 +100,13 @@ extension PostgresConnection: ChangeTracking {
             position: try ParsedSQL(
                 "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, (SELECT horizon FROM spout_change_horizon)",
                 dialect: .postgres),
+            // One statement, one snapshot: a change below its xmin that it does not see was
+            // rolled back. The newest change is the largest xid the snapshot sees (an index's end).
+            probe: try ParsedSQL(
+                """
+                SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, (SELECT horizon FROM spout_change_horizon),
+                       (SELECT max(xid) FROM spout_changes)
+                """, dialect: .postgres),
             changedKeys: try ParsedSQL(
                 """
                 SELECT DISTINCT row_key::text FROM spout_changes
@@ -125,7 +132,37 @@ extension PostgresConnection: ChangeTracking {
                 SELECT count(*) FROM pg_trigger
                 WHERE NOT tgisinternal AND tgname = ANY(CAST(:names AS text[])) AND to_regclass('spout_change_horizon') IS NOT NULL
                 """, dialect: .postgres),
-            tablesArgument: { .array($0.map(SQLValue.text)) })
+            tablesArgument: { .array($0.map(SQLValue.text)) },
+            delta: PostgresConnection.delta)
+    }
+
+    /// A delta joins the log's keys, cast to the key columns' types so the key's index serves
+    /// the match, to the statement through `LATERAL` subqueries kept apart (`OFFSET 0`, `LIMIT
+    /// 1`): the statement, whose `ORDER BY` keeps PostgreSQL from merging it into the join, is
+    /// then searched once per changed key with the key pushed down into it, whatever the
+    /// planner guesses of the log's newest rows; its cost follows the changes, not the result.
+    static func delta(sql: String, key: [String], keyColumns: [Column]) -> SyncDeltaSQL {
+        let values = key.indices.map { index in
+            let type = index < keyColumns.count ? ParentKeyCast.typeName(of: keyColumns[index]) : "text"
+            return "CAST(row_key ->> \(index) AS \(type)) AS \(SyncQuery.changedKeyColumn(index))"
+        }.joined(separator: ", ")
+        let changes = """
+            FROM spout_changes
+             WHERE xid >= CAST(:\(SyncQuery.sinceParameter) AS bigint)
+               AND table_name = ANY(CAST(:\(SyncQuery.tablesParameter) AS text[]))
+            """
+        let match = SyncQuery.keyMatch(key)
+        let statement = SyncQuery.wrapped(sql)
+        return SyncDeltaSQL(
+            rows: """
+                SELECT spout_sync.* FROM (SELECT DISTINCT \(values) \(changes)) AS spout_changed
+                CROSS JOIN LATERAL (SELECT * FROM \(statement) WHERE \(match) OFFSET 0) AS spout_sync
+                """,
+            forgotten: """
+                SELECT spout_changed.* FROM (SELECT \(values) \(changes)) AS spout_changed
+                LEFT JOIN LATERAL (SELECT 1 AS spout_present FROM \(statement) WHERE \(match) LIMIT 1) AS spout_found ON true
+                WHERE spout_found.spout_present IS NULL
+                """)
     }
 
     /// The schema new tables go to (`current_schema()`), where the change log lives.

@@ -71,6 +71,13 @@ extension SQLiteConnection: ChangeTracking {
                 SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'spout_changes'), 0) + 1,
                        coalesce((SELECT horizon FROM spout_change_horizon), 0)
                 """, dialect: .sqlite),
+            // Positions are given out in commit order: the newest change is the last given out.
+            probe: try ParsedSQL(
+                """
+                SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'spout_changes'), 0) + 1,
+                       coalesce((SELECT horizon FROM spout_change_horizon), 0),
+                       (SELECT max(position) FROM spout_changes)
+                """, dialect: .sqlite),
             changedKeys: try ParsedSQL(
                 """
                 SELECT DISTINCT row_key FROM spout_changes
@@ -89,6 +96,27 @@ extension SQLiteConnection: ChangeTracking {
                 WHERE type = 'trigger' AND name IN (SELECT value FROM json_each(:names))
                   AND EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'spout_change_horizon')
                 """, dialect: .sqlite),
-            tablesArgument: { tables in .text("[" + tables.map { "\"" + $0 + "\"" }.joined(separator: ",") + "]") })
+            tablesArgument: { tables in .text("[" + tables.map { "\"" + $0 + "\"" }.joined(separator: ",") + "]") },
+            delta: SQLiteConnection.delta)
+    }
+
+    /// A delta joins the log's keys (`json_extract`, compared with the key columns' affinity)
+    /// to the statement: its rows by `IN`, which SQLite answers by searching the key's index
+    /// for each changed key (or the statement's own index, when its filters find fewer rows);
+    /// the keys to forget by a correlated `NOT EXISTS`, one search of the key per change.
+    static func delta(sql: String, key: [String], keyColumns: [Column]) -> SyncDeltaSQL {
+        let values = key.indices.map { "json_extract(row_key, '$[\($0)]') AS \(SyncQuery.changedKeyColumn($0))" }.joined(separator: ", ")
+        let changed = """
+            SELECT \(values) FROM spout_changes
+            WHERE position >= :\(SyncQuery.sinceParameter) AND table_name IN (SELECT value FROM json_each(:\(SyncQuery.tablesParameter)))
+            """
+        let columns = key.indices.map(SyncQuery.changedKeyColumn).joined(separator: ", ")
+        let statement = SyncQuery.wrapped(sql)
+        return SyncDeltaSQL(
+            rows: "SELECT * FROM \(statement)\nWHERE \(SyncQuery.keyList(key)) IN (SELECT \(columns) FROM (\(changed)))",
+            forgotten: """
+                SELECT spout_changed.* FROM (\(changed)) AS spout_changed
+                WHERE NOT EXISTS (SELECT 1 FROM \(statement) WHERE \(SyncQuery.keyMatch(key)))
+                """)
     }
 }

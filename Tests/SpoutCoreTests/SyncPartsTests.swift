@@ -54,11 +54,14 @@ struct SyncPartsTests {
     @Test("the wrapped statements: trailing semicolons go, one key column is one list parameter, several an OR of ANDs")
     func statements() {
         #expect(
-            SyncQuery.rows(of: "SELECT name FROM pet ORDER BY name;\n", key: ["name"], count: 2, dialect: .postgres)
-                == "SELECT * FROM (\nSELECT name FROM pet ORDER BY name\n) AS spout_sync WHERE spout_sync.\"name\" = ANY(:spout_sync_keys)")
+            SyncQuery.keys(of: "SELECT name FROM pet ORDER BY name;\n", key: ["name"], count: 2, dialect: .postgres)
+                == "SELECT spout_sync.\"name\" FROM (\nSELECT name FROM pet ORDER BY name\n) AS spout_sync WHERE spout_sync.\"name\" = ANY(:spout_sync_keys)")
         #expect(
-            SyncQuery.rows(of: "SELECT name FROM pet", key: ["name"], count: 5, dialect: .sqlite)
-                == "SELECT * FROM (\nSELECT name FROM pet\n) AS spout_sync WHERE spout_sync.\"name\" IN (SELECT value FROM json_each(:spout_sync_keys))")
+            SyncQuery.keys(of: "SELECT name FROM pet", key: ["name"], count: 5, dialect: .sqlite)
+                == "SELECT spout_sync.\"name\" FROM (\nSELECT name FROM pet\n) AS spout_sync WHERE spout_sync.\"name\" IN (SELECT value FROM json_each(:spout_sync_keys))")
+        #expect(SyncQuery.wrapped("SELECT 1;") == "(\nSELECT 1\n) AS spout_sync")
+        #expect(SyncQuery.keyMatch(["a", "b"]) == "spout_sync.\"a\" = spout_changed.spout_key_0 AND spout_sync.\"b\" = spout_changed.spout_key_1")
+        #expect(SyncQuery.keyList(["a"]) == "spout_sync.\"a\"" && SyncQuery.keyList(["a", "b"]) == "(spout_sync.\"a\", spout_sync.\"b\")")
         #expect(
             SyncQuery.keys(of: "SELECT a, b FROM t", key: ["a", "b"], count: 2, dialect: .sqlite)
                 == "SELECT spout_sync.\"a\", spout_sync.\"b\" FROM (\nSELECT a, b FROM t\n) AS spout_sync WHERE (spout_sync.\"a\" = :spout_sync_0_0 AND spout_sync.\"b\" = :spout_sync_0_1) OR (spout_sync.\"a\" = :spout_sync_1_0 AND spout_sync.\"b\" = :spout_sync_1_1)")
