@@ -146,8 +146,9 @@ struct ErrorDisclosureTests {
                 }
             }
             server.signal(SIGTERM)
-            #expect(await server.waitForExit() == 0)
+            let status = await server.waitForExit()
             let log = server.log
+            #expect(status == 0, "exit status \(status.map(String.init) ?? "none") (\(run.works ? "right" : "wrong") password):\n\(log.suffix(3_000).replacingOccurrences(of: run.secret, with: "<PASSWORD>"))")
             #expect(log.contains("listening on"))
             #expect(!log.contains(run.secret), "the password is in the log (\(run.url)):\n\(Self.context(of: run.secret, in: log))")
             #expect(!bodies.contains(run.secret))
