@@ -1,6 +1,7 @@
 import Crypto
 import HTTPTypes
 import Logging
+import NIOCore
 import SpoutCore
 import SpoutHTTP
 
@@ -79,7 +80,7 @@ struct BulkWrite: Sendable {
                         var digest = headDigest
                         var counts = Counts()
                         var decoder = BulkRecordDecoder(format: format)
-                        var inFlight = InFlightRecords()
+                        var inFlight = CircularBuffer<InFlightRecord>()
                         // The same for every record: found once.
                         var claims: [String: SQLValue] = [:]
                         identity?.bind(claimNames, into: &claims)
@@ -187,30 +188,6 @@ private struct InFlightRecord {
     var arguments: [String: SQLValue]
 }
 
-/// The records in flight, oldest first (a queue that reuses its storage).
-private struct InFlightRecords {
-    private var records: [InFlightRecord] = []
-    private var head = 0
-
-    mutating func append(_ record: InFlightRecord) {
-        if self.head > 0 && self.head == self.records.count {
-            self.records.removeAll(keepingCapacity: true)
-            self.head = 0
-        }
-        self.records.append(record)
-    }
-
-    /// The oldest record; there is one whenever the pipeline answers or names a statement.
-    mutating func removeFirst() -> InFlightRecord {
-        let record = self.records[self.head]
-        self.head += 1
-        if self.head >= 4096 && self.head * 2 >= self.records.count {
-            self.records.removeFirst(self.head)
-            self.head = 0
-        }
-        return record
-    }
-}
 
 /// A record's statement failed (or changed nothing), with the arguments it ran with: the
 /// constraint a violation names is traced to a parameter after the rollback.

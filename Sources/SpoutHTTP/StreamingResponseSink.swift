@@ -20,8 +20,8 @@ import Darwin
 ///   ``write(_:)`` and ``finish(_:)``; they may block, never on an event loop. A chunk the
 ///   channel can take now costs one event-loop hop; rows cost none.
 /// - Chunks reach the channel in the order written, whole or spooled. A chunk is handed over
-///   at once while the channel is writable, fewer than ``maximumChunksInFlight`` chunks are
-///   on their way, and nothing is spooled; otherwise it is queued in memory (up to
+///   at once while the channel is writable, fewer than `maximumChunksInFlight` (at least one)
+///   are on their way, and nothing is spooled; otherwise it is queued in memory (up to
 ///   ``SpoolConfiguration/memoryBytesPerStream``), then appended to the spool file (within
 ///   the per-stream and total caps). When neither may take it (no spool, a cap, or the disk
 ///   refused a write), ``write(_:)`` waits for the client: the bytes buffered in the process
@@ -54,7 +54,6 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
     /// Bytes read back from the spool file at a time.
     static let spoolReadSize = 64 * 1024
 
-    let maximumChunksInFlight: Int
     /// The lock of ``machine``. Its value says whether the machine changed since the producer
     /// last looked: the producer sets it false and waits for true, and every change on the
     /// event loop's side sets it true (NIO's `ConditionLock` broadcasts when it does).
@@ -77,7 +76,6 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
         self.compression = encoder.map { CompressionStage(encoder: $0) }
         self.allocator = allocator
         self.hop = hop
-        self.maximumChunksInFlight = max(1, maximumChunksInFlight)
         let spool = spool?.configuration.isEnabled == true ? spool : nil
         self.spool = spool
         self.machine = StreamingResponseStateMachine(
@@ -127,7 +125,7 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
     private func hand(_ chunk: ByteBuffer) throws {
         guard chunk.readableBytes > 0 else { return }
         self.lock.lock()
-        var action = self.machine.write(chunk) { self.spool?.reserveDisk($0) ?? false }
+        var action = self.decide(chunk)
         while true {
             switch action {
             case .fail(let release):
@@ -159,9 +157,15 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
                 self.lock.unlock(withValue: false)
                 self.lock.lock(whenValue: true)
                 self.machine.waitEnded()
-                action = self.machine.write(chunk) { self.spool?.reserveDisk($0) ?? false }
+                action = self.decide(chunk)
             }
         }
+    }
+
+    /// Where `chunk` goes now (holding the lock): the machine's decision, with the spool's
+    /// shared disk budget.
+    private func decide(_ chunk: ByteBuffer) -> StreamingResponseStateMachine<SpoolFile>.WriteAction {
+        self.machine.write(chunk) { self.spool?.reserveDisk($0) ?? false }
     }
 
     /// Makes `write` (outside the lock), then takes the lock and returns the producer's next
@@ -202,7 +206,7 @@ public final class StreamingResponseSink: ByteSink, CompressedBodyTarget, @unche
             if schedulePump { self.hop.execute { self.pump() } }
             return nil
         case .refused:
-            return self.machine.write(chunk) { spool.reserveDisk($0) }
+            return self.decide(chunk)
         case .fail(let release, _):
             return .fail(release)
         }
