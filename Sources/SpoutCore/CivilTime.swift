@@ -71,7 +71,8 @@ public enum CivilTime {
 
     /// Parses `YYYY-MM-DD` from a string; see ``parseDate(_:)-(Bytes)``.
     public static func parseDate(_ text: String) -> Int64? {
-        parseDate(Array(text.utf8))
+        var text = text
+        return text.withUTF8 { parseDate($0) }
     }
 
     /// Parses `YYYY-MM-DD[ T]HH:MM:SS[.ffffff][Z|+HH[:MM]|-HH[:MM]]` into microseconds since the
@@ -123,13 +124,36 @@ public enum CivilTime {
 
     /// Parses a timestamp from a string; see ``parseTimestamp(_:)-(Bytes)``.
     public static func parseTimestamp(_ text: String) -> Int64? {
-        parseTimestamp(Array(text.utf8))
+        var text = text
+        return text.withUTF8 { parseTimestamp($0) }
     }
 
     /// `YYYY-MM-DD` for a day count (years outside 0...9999 are written with more digits or a sign).
     public static func formatDate(days: Int64) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(10)
+        appendDate(days: days, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends ``formatDate(days:)``'s text to `buffer`, as its bytes.
+    public static func appendDate(days: Int64, to buffer: inout [UInt8]) {
         let (year, month, day) = civil(days: days)
-        return pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2)
+        guard (0...9999).contains(year) else {
+            buffer.append(contentsOf: (pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2)).utf8)
+            return
+        }
+        let zero = UInt8(ascii: "0")
+        buffer.append(zero + UInt8(year / 1000))
+        buffer.append(zero + UInt8(year / 100 % 10))
+        buffer.append(zero + UInt8(year / 10 % 10))
+        buffer.append(zero + UInt8(year % 10))
+        buffer.append(UInt8(ascii: "-"))
+        buffer.append(zero + UInt8(month / 10))
+        buffer.append(zero + UInt8(month % 10))
+        buffer.append(UInt8(ascii: "-"))
+        buffer.append(zero + UInt8(day / 10))
+        buffer.append(zero + UInt8(day % 10))
     }
 
     /// `YYYY-MM-DDTHH:MM:SS.sssZ` (milliseconds) for a microsecond count.

@@ -91,8 +91,8 @@ public enum JSONText {
     }
 
     /// Whether every byte is below 0x80, eight bytes at a time.
-    @inline(__always)
-    static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    @inlinable @inline(__always)
+    public static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let base = bytes.baseAddress else { return true }
         let raw = UnsafeRawPointer(base)
         var offset = 0

@@ -45,7 +45,7 @@ public enum ArgumentConversion {
     static func convert(_ texts: [String], for parameter: Parameter) throws(ArgumentError) -> SQLValue {
         let type = parameter.type
         // Empty text is an absent value for every type but string.
-        let present = type.elementType == .string ? texts : texts.filter { !$0.isEmpty }
+        let present = type.elementType == .string || !texts.contains(where: \.isEmpty) ? texts : texts.filter { !$0.isEmpty }
         guard !present.isEmpty else {
             if let value = parameter.defaultValue { return value }
             if parameter.isRequired { throw ArgumentError(.missing, parameter: parameter.name) }

@@ -51,7 +51,7 @@ public struct BulkRecordDecoder: Sendable {
         case .csv(var reader):
             self.splitter = .taken
             defer { self.splitter = .csv(reader) }
-            for byte in bytes { if let record = try reader.take(byte) { try each(record) } }
+            try reader.take(bytes, each)
         case .taken:
             preconditionFailure("a bulk decoder used after it threw")
         }

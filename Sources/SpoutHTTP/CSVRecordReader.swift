@@ -87,6 +87,47 @@ struct CSVRecordReader: Sendable {
         return nil
     }
 
+    /// Takes the next bytes, calling `each` for every record they complete: the same as
+    /// ``take(_:)`` byte by byte, a run of bytes inside a field that ends nothing copied at once.
+    mutating func take(_ bytes: UnsafeBufferPointer<UInt8>, _ each: (BulkRecord) throws -> Void) throws {
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            let run = self.ordinaryRun(in: bytes, from: index)
+            if run > index {
+                guard self.bytes.count + (run - index) <= self.maximumRecordSize else {
+                    throw BulkRecordError.malformed("record larger than \(self.maximumRecordSize) bytes", at: .line(self.rowLine))
+                }
+                self.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[index..<run]))
+                if case .fieldStart = self.state { self.state = .unquoted }
+                index = run
+                continue
+            }
+            if let record = try self.take(bytes[index]) { try each(record) }
+            index += 1
+        }
+    }
+
+    /// Where the bytes from `start` stop being plain field content in the current state: the
+    /// first separator, line end or quote (only a quote or a line feed inside quotes), or
+    /// `start` itself when the state reads no run (after a quote, after a carriage return).
+    private func ordinaryRun(in bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+        var end = start
+        switch self.state {
+        case .fieldStart, .unquoted:
+            while end < bytes.endIndex {
+                switch bytes[end] {
+                case UInt8(ascii: ","), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\""): return end
+                default: end += 1
+                }
+            }
+        case .quoted:
+            while end < bytes.endIndex, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\n") { end += 1 }
+        case .quoteInQuoted, .carriageReturn:
+            break
+        }
+        return end
+    }
+
     /// The body ended: the last row, when it had no line end. A quoted field still open is
     /// refused.
     mutating func finish() throws(BulkRecordError) -> BulkRecord? {
@@ -146,7 +187,8 @@ struct CSVRecordReader: Sendable {
                 arguments.markPresent(name)
                 continue
             }
-            guard let text = String(validating: self.bytes[start..<end], as: UTF8.self) else {
+            let text = self.bytes.withUnsafeBufferPointer { UTF8Text.validated(UnsafeBufferPointer(rebasing: $0[start..<end])) }
+            guard let text else {
                 throw BulkRecordError(ArgumentError(.invalidEncoding, parameter: name), at: position)
             }
             arguments.append(text, for: name)

@@ -144,7 +144,9 @@ enum JSONArguments {
             var end = self.index
             while end < self.bytes.count, self.bytes[end] != UInt8(ascii: "\""), self.bytes[end] != UInt8(ascii: "\\") { end += 1 }
             if end < self.bytes.count, self.bytes[end] == UInt8(ascii: "\"") {
-                guard let text = String(validating: self.bytes[self.index..<end], as: UTF8.self) else {
+                let start = self.index
+                let text = self.bytes.withUnsafeBufferPointer { UTF8Text.validated(UnsafeBufferPointer(rebasing: $0[start..<end])) }
+                guard let text else {
                     throw SyntaxError(reason: "invalid UTF-8 in JSON body")
                 }
                 self.index = end + 1
@@ -156,7 +158,7 @@ enum JSONArguments {
                 self.index += 1
                 switch byte {
                 case UInt8(ascii: "\""):
-                    guard let text = String(validating: output, as: UTF8.self) else {
+                    guard let text = output.withUnsafeBufferPointer(UTF8Text.validated) else {
                         throw SyntaxError(reason: "invalid UTF-8 in JSON body")
                     }
                     return text

@@ -41,6 +41,10 @@ public struct ParameterLimits: Sendable, Hashable {
             return nil
         case .text(let text):
             guard self.minLength != nil || self.maxLength != nil else { return nil }
+            // A text has at most one character per UTF-8 byte and at least one per four: within
+            // both bounds by its byte count, it need not be counted.
+            let bytes = text.utf8.count
+            if bytes <= self.maxLength ?? .max, (bytes + 3) / 4 >= self.minLength ?? 0 { return nil }
             let count = text.unicodeScalars.count
             if let most = self.maxLength, count > most { return "text too long (\(self.lengthBounds ?? ""))" }
             if let least = self.minLength, count < least { return "text too short (\(self.lengthBounds ?? ""))" }

@@ -46,12 +46,13 @@ public struct RawArguments: Sendable, Hashable {
 
     /// The bytes of every content value of `key`, in order (empty when it came only as text).
     public func contents(_ key: String) -> [[UInt8]] {
-        self.contentStorage[key] ?? []
+        // Most requests carry no content: no key to hash then.
+        self.contentStorage.isEmpty ? [] : self.contentStorage[key] ?? []
     }
 
     /// Whether `key` has content that is not UTF-8, which only a `bytes` parameter can take.
     public func hasUndecodableContent(_ key: String) -> Bool {
-        self.contents(key).contains { String(validating: $0, as: UTF8.self) == nil }
+        !self.contentStorage.isEmpty && self.contents(key).contains { String(validating: $0, as: UTF8.self) == nil }
     }
 
     /// Forgets every value of `key`, and that it appeared.
@@ -79,7 +80,7 @@ public struct RawArguments: Sendable, Hashable {
 
     /// Whether `key`'s values came as a list (``markList(_:)``).
     public func isList(_ key: String) -> Bool {
-        self.lists.contains(key)
+        !self.lists.isEmpty && self.lists.contains(key)
     }
 
     /// Appends every value of `other` after this one's.

@@ -84,6 +84,9 @@ final class PostgresWritePipeline: WritePipeline {
     private var changed: Int?
     /// Prepares queued and not answered yet, by key.
     private var pending: [String: String] = [:]
+    /// The last statement sent by name, and that name: a bulk write sends one statement
+    /// over and over, found again without building and hashing its key.
+    private var lastNamed: (text: String, types: String, name: String)?
     private var isFlushing = false
     private var syncQueued = false
 
@@ -124,17 +127,23 @@ final class PostgresWritePipeline: WritePipeline {
             return
         }
         let text = statement.sql.text
+        let types = parameters.typeSignature
         let name: String?
-        switch self.connection.pipelinedName(for: text, parameters, pending: &self.pending, handle: self.handle) {
-        case .unnamed: name = nil
-        case .prepared(let prepared): name = prepared
-        case .preparing(let newName, let key):
-            self.expected.append(.prepare(statement: number, name: newName, key: key))
-            name = newName
-        case .sendFailed:
-            self.lose()
-            try self.throwIfEnded()
-            return
+        if let last = self.lastNamed, last.text == text, last.types == types {
+            name = last.name
+        } else {
+            switch self.connection.pipelinedName(for: text, parameters, pending: &self.pending, handle: self.handle) {
+            case .unnamed: name = nil
+            case .prepared(let prepared): name = prepared
+            case .preparing(let newName, let key):
+                self.expected.append(.prepare(statement: number, name: newName, key: key))
+                name = newName
+            case .sendFailed:
+                self.lose()
+                try self.throwIfEnded()
+                return
+            }
+            self.lastNamed = name.map { (text, types, $0) }
         }
         self.connection.statistics.recordStatement()
         guard self.connection.send(text, prepared: name, parameters, handle: self.handle) == 1 else {

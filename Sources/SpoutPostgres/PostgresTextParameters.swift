@@ -20,6 +20,8 @@ struct PostgresTextParameters {
     /// which PostgreSQL text cannot hold (and which would silently truncate the parameter).
     init(_ values: [SQLValue]) throws {
         self.offsets.reserveCapacity(values.count)
+        // Most values' text is short: one allocation for all of them, usually.
+        self.storage.reserveCapacity(values.count * 24)
         for (position, value) in values.enumerated() {
             if value.isNull {
                 self.offsets.append(nil)
@@ -58,13 +60,15 @@ struct PostgresTextParameters {
         _ body: (Int32, UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<UInt32>?) throws -> Result
     ) rethrows -> Result {
         try self.storage.withUnsafeBytes { storage in
-            let pointers: [UnsafePointer<CChar>?] = self.offsets.map { offset in
-                guard let offset, let base = storage.baseAddress else { return nil }
-                return (base + offset).assumingMemoryBound(to: CChar.self)
-            }
-            return try pointers.withUnsafeBufferPointer { values in
-                guard let types = self.types else { return try body(Int32(values.count), values.baseAddress, nil) }
-                return try types.withUnsafeBufferPointer { try body(Int32(values.count), values.baseAddress, $0.baseAddress) }
+            try withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: self.offsets.count) { pointers in
+                for (position, offset) in self.offsets.enumerated() {
+                    pointers.initializeElement(
+                        at: position,
+                        to: offset.flatMap { offset in storage.baseAddress.map { ($0 + offset).assumingMemoryBound(to: CChar.self) } })
+                }
+                let values = UnsafePointer(pointers.baseAddress)
+                guard let types = self.types else { return try body(Int32(pointers.count), values, nil) }
+                return try types.withUnsafeBufferPointer { try body(Int32(pointers.count), values, $0.baseAddress) }
             }
         }
     }

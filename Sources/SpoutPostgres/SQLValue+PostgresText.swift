@@ -34,7 +34,7 @@ extension SQLValue {
         case .text(let text):
             buffer.append(contentsOf: text.utf8)
         case .date(let days):
-            buffer.append(contentsOf: CivilTime.formatDate(days: days).utf8)
+            CivilTime.appendDate(days: days, to: &buffer)
         case .timestamp(let microseconds):
             buffer.append(contentsOf: CivilTime.formatSQLTimestamp(microseconds: microseconds).utf8)
             buffer.append(contentsOf: "+00".utf8)

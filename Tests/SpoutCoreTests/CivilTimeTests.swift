@@ -54,6 +54,13 @@ import Testing
         for days in stride(from: Int64(-719_162), through: 2_932_896, by: 997) {
             #expect(CivilTime.parseDate(CivilTime.formatDate(days: days)) == days)
         }
+        #expect(CivilTime.formatDate(days: 0) == "1970-01-01")
+        #expect(CivilTime.formatDate(days: 2_932_896) == "9999-12-31")
+        #expect(CivilTime.formatDate(days: 2_932_897) == "10000-01-01")
+        #expect(CivilTime.formatDate(days: -719_529) == "-0001-12-31")
+        var buffer = Array("d=".utf8)
+        CivilTime.appendDate(days: 19_753, to: &buffer)
+        #expect(String(decoding: buffer, as: UTF8.self) == "d=2024-01-31")
     }
 
     @Test func timestamps() {

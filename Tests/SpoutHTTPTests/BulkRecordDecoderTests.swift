@@ -103,6 +103,15 @@ struct BulkRecordDecoderTests {
         #expect(invalid?.position == .line(2))
     }
 
+    @Test func textIsCheckedAsUTF8() {
+        func text(_ bytes: [UInt8]) -> String? { bytes.withUnsafeBufferPointer(UTF8Text.validated) }
+        #expect(text([]) == "")
+        #expect(text(Array("plain ASCII, longer than eight".utf8)) == "plain ASCII, longer than eight")
+        #expect(text(Array("eight by: é and 漢字".utf8)) == "eight by: é and 漢字")
+        #expect(text(Array("12345678".utf8) + [0xFF]) == nil)
+        #expect(text([0x41, 0xC3]) == nil)
+    }
+
     @Test func formatsByMediaType() {
         #expect(BulkFormat(contentType: "application/json; charset=utf-8") == .jsonArray)
         #expect(BulkFormat(contentType: "application/x-ndjson") == .jsonLines)
