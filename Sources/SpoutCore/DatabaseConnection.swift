@@ -130,6 +130,10 @@ public protocol DatabaseConnection: AnyObject, Sendable {
     /// Starts a transaction. `readOnly` makes writes fail (PostgreSQL `BEGIN READ ONLY`).
     func begin(readOnly: Bool) throws
     func commit() throws
+    /// Runs `statement` as the open transaction's last and commits: PostgreSQL sends both in
+    /// one round trip; the default runs them one after the other. When `statement` fails,
+    /// nothing is committed and the transaction is left for the caller to roll back.
+    func commit(after statement: BoundStatement) throws
     func rollback() throws
     var isInTransaction: Bool { get }
 
@@ -232,6 +236,13 @@ public protocol DatabaseConnection: AnyObject, Sendable {
     /// database. PostgreSQL: a transaction advisory lock (`pg_advisory_xact_lock`); SQLite:
     /// nothing, as its write transactions already exclude each other. Call it in a transaction.
     func lockUntilTransactionEnds(_ key: Int64) throws
+}
+
+extension DatabaseConnection {
+    public func commit(after statement: BoundStatement) throws {
+        try self.execute(statement.sql, statement.parameters)
+        try self.commit()
+    }
 }
 
 extension DatabaseConnection {

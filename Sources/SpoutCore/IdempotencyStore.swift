@@ -47,7 +47,8 @@ public struct IdempotencyStatements: Sendable {
     public var createScript: String
     /// `:scope`, `:key`, `:seconds` → deletes the key's record when older than that.
     public var deleteExpired: ParsedSQL
-    /// `:scope`, `:key`, `:hash` → inserts the key's record unless there is one (1 row: claimed).
+    /// `:scope`, `:key`, `:hash`, `:seconds` → inserts the key's record unless there is one, or
+    /// replaces one older than that (1 row: claimed). One statement: a claim costs one round trip.
     public var claim: ParsedSQL
     /// `:scope`, `:key` → request_hash, status, fields, body.
     public var find: ParsedSQL
@@ -88,8 +89,9 @@ extension IdempotencyStore {
     /// to `requestHash`; see the protocol's contract. Call it in the write's transaction.
     public func claimIdempotencyKey(scope: String, key: String, requestHash: String, retentionSeconds: Int) throws -> IdempotencyClaim {
         let statements = try self.idempotencyStatements
-        try self.deleteExpiredIdempotencyKey(scope: scope, key: key, retentionSeconds: retentionSeconds)
-        let claim: [String: SQLValue] = ["scope": .text(scope), "key": .text(key), "hash": .text(requestHash)]
+        let claim: [String: SQLValue] = [
+            "scope": .text(scope), "key": .text(key), "hash": .text(requestHash), "seconds": .integer(Int64(retentionSeconds)),
+        ]
         if try self.execute(statements.claim, try statements.claim.bind(claim)) == 1 { return .claimed }
         guard let record = try self.idempotencyRecord(scope: scope, key: key) else { return .claimed }
         guard record.requestHash == requestHash else { return .otherRequest }
@@ -130,14 +132,16 @@ extension IdempotencyStore {
         return (hash, StoredAnswer(status: Int(status), fields: fields, body: body))
     }
 
-    /// Stores `answer` for the key this transaction claimed.
-    public func storeIdempotentAnswer(scope: String, key: String, answer: StoredAnswer) throws {
+    /// Stores `answer` for the key this transaction claimed, as the transaction's last
+    /// statement, and commits (``DatabaseConnection/commit(after:)``: on PostgreSQL one round
+    /// trip for both).
+    public func commitIdempotentAnswer(scope: String, key: String, answer: StoredAnswer) throws {
         let statement = try self.idempotencyStatements.answer
         let arguments: [String: SQLValue] = [
             "scope": .text(scope), "key": .text(key), "status": .integer(Int64(answer.status)),
             "fields": .text(answer.fields.joined(separator: "\n")), "body": .bytes(answer.body),
         ]
-        _ = try self.execute(statement, try statement.bind(arguments))
+        try self.commit(after: BoundStatement(statement, try statement.bind(arguments)))
     }
 
     /// Deletes every record older than `seconds`; returns how many.

@@ -61,12 +61,13 @@ extension DatabaseConnection {
         return try self.committing(body)
     }
 
-    /// Runs `body` in the transaction just begun: commits when it returns, rolls back when it
-    /// throws (unless the error already ended the transaction).
+    /// Runs `body` in the transaction just begun: commits when it returns (unless `body` ended
+    /// it, as ``DatabaseConnection/commit(after:)`` does), rolls back when it throws (unless
+    /// the error already ended the transaction).
     public func committing<T>(_ body: () throws -> T) throws -> T {
         do {
             let value = try body()
-            try self.commit()
+            if self.isInTransaction { try self.commit() }
             return value
         } catch {
             if self.isInTransaction { try? self.rollback() }

@@ -118,7 +118,7 @@ struct BulkWrite: Sendable {
                                 scope: claimed.scope, key: claimed.key, requestHash: claimed.requestHash, retentionSeconds: retention)
                             {
                             case .claimed:
-                                try store.storeIdempotentAnswer(scope: claimed.scope, key: claimed.key, answer: IdempotencyKey.stored(response))
+                                try store.commitIdempotentAnswer(scope: claimed.scope, key: claimed.key, answer: IdempotencyKey.stored(response))
                             case .answered(let answer): throw AnsweredMeanwhile(response: IdempotencyKey.replay(answer))
                             case .otherRequest: throw IdempotencyKeyReused()
                             }

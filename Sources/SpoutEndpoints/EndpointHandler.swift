@@ -596,7 +596,7 @@ struct EndpointHandler: Sendable {
                         response.headers.replaceOrAdd(.eTag, made.tag.description)
                     }
                     if let idempotency, let store = connection as? any IdempotencyStore {
-                        try store.storeIdempotentAnswer(scope: idempotency.scope, key: idempotency.key, answer: IdempotencyKey.stored(response))
+                        try store.commitIdempotentAnswer(scope: idempotency.scope, key: idempotency.key, answer: IdempotencyKey.stored(response))
                     }
                     return response
                 }

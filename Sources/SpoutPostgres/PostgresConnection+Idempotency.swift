@@ -1,8 +1,9 @@
 import SpoutCore
 
 /// PostgreSQL's table of writes' answers by idempotency key (``SpoutCore/IdempotencyStore``).
-/// The claim is `INSERT … ON CONFLICT DO NOTHING`, which waits at the key's unique index for a
-/// transaction that inserted the same key and has not ended. A role that requests switch to
+/// The claim is `INSERT … ON CONFLICT DO UPDATE … WHERE` (the update replaces an expired
+/// record only), which waits at the key's unique index for a transaction that inserted the
+/// same key and has not ended. A role that requests switch to
 /// (`identity.roles`) needs `SELECT, INSERT, UPDATE, DELETE` on it.
 extension PostgresConnection: IdempotencyStore {
     /// An advisory lock key that serializes creating the table from several instances.
@@ -37,7 +38,9 @@ extension PostgresConnection: IdempotencyStore {
             claim: try ParsedSQL(
                 """
                 INSERT INTO spout_idempotency (scope, idempotency_key, request_hash) VALUES (:scope, :key, :hash)
-                ON CONFLICT DO NOTHING
+                ON CONFLICT (scope, idempotency_key) DO UPDATE
+                SET request_hash = excluded.request_hash, status = NULL, fields = NULL, body = NULL, created_at = now()
+                WHERE spout_idempotency.created_at < now() - CAST(:seconds AS integer) * interval '1 second'
                 """, dialect: .postgres),
             find: try ParsedSQL(
                 "SELECT request_hash, status, fields, body FROM spout_idempotency WHERE scope = :scope AND idempotency_key = :key",

@@ -600,6 +600,21 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         }
     }
 
+    /// `statement` and `COMMIT` in one pipeline, one round trip. When `statement` fails, the
+    /// server skips the `COMMIT` and the transaction stays open, failed, for the caller's
+    /// rollback; a `COMMIT` that rolls back (a statement before failed) throws.
+    public func commit(after statement: BoundStatement) throws {
+        guard self.transactionStatus != .failed else {
+            throw DatabaseError(.other, message: "the transaction was rolled back: a statement in it had failed")
+        }
+        let commit = BoundStatement(try ParsedSQL.cached("COMMIT", dialect: .postgres), [])
+        try self.runSettings([statement, commit])
+        self.noteTransactionState()
+        if self.isInTransaction {
+            throw DatabaseError(.other, message: "the transaction did not commit")
+        }
+    }
+
     public func rollback() throws {
         try self.runCommand("ROLLBACK")
     }

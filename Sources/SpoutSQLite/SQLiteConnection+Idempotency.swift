@@ -31,8 +31,13 @@ extension SQLiteConnection: IdempotencyStore {
                 AND created_at < CAST(strftime('%s', 'now') AS INTEGER) - :seconds
                 """, dialect: .sqlite),
             claim: try ParsedSQL(
-                "INSERT OR IGNORE INTO spout_idempotency (scope, idempotency_key, request_hash) VALUES (:scope, :key, :hash)",
-                dialect: .sqlite),
+                """
+                INSERT INTO spout_idempotency (scope, idempotency_key, request_hash) VALUES (:scope, :key, :hash)
+                ON CONFLICT (scope, idempotency_key) DO UPDATE
+                SET request_hash = excluded.request_hash, status = NULL, fields = NULL, body = NULL,
+                    created_at = CAST(strftime('%s', 'now') AS INTEGER)
+                WHERE spout_idempotency.created_at < CAST(strftime('%s', 'now') AS INTEGER) - :seconds
+                """, dialect: .sqlite),
             find: try ParsedSQL(
                 "SELECT request_hash, status, fields, body FROM spout_idempotency WHERE scope = :scope AND idempotency_key = :key",
                 dialect: .sqlite),
