@@ -178,7 +178,7 @@ struct CSVRecordReader: Sendable {
         guard self.fieldEnds.count == names.count else {
             throw .malformed("\(self.fieldEnds.count) fields where the header names \(names.count)", at: position)
         }
-        var arguments = RawArguments()
+        var arguments = RawArguments(capacity: names.count)
         var start = 0
         for (field, end) in self.fieldEnds.enumerated() {
             defer { start = end }

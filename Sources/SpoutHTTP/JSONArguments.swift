@@ -10,10 +10,12 @@ enum JSONArguments {
         var reason: String
     }
 
-    static func parse(_ bytes: [UInt8]) throws(SyntaxError) -> RawArguments {
+    /// `expectedMembers`: room made for that many members at once (records of a bulk body
+    /// are alike).
+    static func parse(_ bytes: [UInt8], expectedMembers: Int = 0) throws(SyntaxError) -> RawArguments {
         var parser = Parser(bytes: bytes)
         parser.skipWhitespace()
-        let arguments = try parser.object()
+        let arguments = try parser.object(expectedMembers: expectedMembers)
         parser.skipWhitespace()
         guard parser.index == bytes.count else { throw SyntaxError(reason: "trailing characters after the JSON object") }
         return arguments
@@ -44,8 +46,8 @@ enum JSONArguments {
             self.index < self.bytes.count ? self.bytes[self.index] : nil
         }
 
-        mutating func object() throws(SyntaxError) -> RawArguments {
-            var arguments = RawArguments()
+        mutating func object(expectedMembers: Int) throws(SyntaxError) -> RawArguments {
+            var arguments = RawArguments(capacity: expectedMembers)
             try self.expect(UInt8(ascii: "{"))
             self.skipWhitespace()
             if self.peek() == UInt8(ascii: "}") {

@@ -20,6 +20,8 @@ struct JSONArrayRecordSplitter: Sendable {
     private var state = State.start
     private var record: [UInt8] = []
     private var index = 0
+    /// The members of the last record: room made for as many in the next.
+    private var lastMemberCount = 0
     /// Depth of objects and arrays within the current element.
     private var depth = 0
     private var inString = false
@@ -109,7 +111,9 @@ struct JSONArrayRecordSplitter: Sendable {
             self.state = .afterElement
         }
         do {
-            return BulkRecord(arguments: try JSONArguments.parse(self.record), position: position)
+            let arguments = try JSONArguments.parse(self.record, expectedMembers: self.lastMemberCount)
+            self.lastMemberCount = arguments.keys.count
+            return BulkRecord(arguments: arguments, position: position)
         } catch {
             throw .malformed(error.reason, at: position)
         }

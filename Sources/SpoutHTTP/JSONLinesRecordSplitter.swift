@@ -6,6 +6,8 @@ struct JSONLinesRecordSplitter: Sendable {
     private let maximumRecordSize: Int
     private var record: [UInt8] = []
     private var line = 1
+    /// The members of the last record: room made for as many in the next.
+    private var lastMemberCount = 0
 
     init(maximumRecordSize: Int) {
         self.maximumRecordSize = maximumRecordSize
@@ -50,7 +52,9 @@ struct JSONLinesRecordSplitter: Sendable {
         }
         guard self.record.contains(where: { !JSONArrayRecordSplitter.isBlank($0) }) else { return nil }
         do {
-            return BulkRecord(arguments: try JSONArguments.parse(self.record), position: position)
+            let arguments = try JSONArguments.parse(self.record, expectedMembers: self.lastMemberCount)
+            self.lastMemberCount = arguments.keys.count
+            return BulkRecord(arguments: arguments, position: position)
         } catch {
             throw .malformed(error.reason, at: position)
         }

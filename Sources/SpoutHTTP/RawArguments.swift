@@ -14,6 +14,13 @@ public struct RawArguments: Sendable, Hashable {
 
     public init() {}
 
+    /// Room for `capacity` keys without growing: for a reader that knows how many to expect
+    /// (a CSV header's, the last JSON record's).
+    public init(capacity: Int) {
+        self.storage.reserveCapacity(capacity)
+        self.keys.reserveCapacity(capacity)
+    }
+
     public init(_ pairs: [(String, String)]) {
         for (key, value) in pairs { self.append(value, for: key) }
     }
