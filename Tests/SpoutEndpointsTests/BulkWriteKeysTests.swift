@@ -142,6 +142,25 @@ struct BulkWriteKeysTests {
         }
     }
 
+    @Test("/openapi.json describes the keys of a bulk create")
+    func openAPI() async throws {
+        try await Self.withLitters(.sqlite) { service, _ in
+            let document = try await RawHTTP.get(port: service.port, "/openapi.json")
+            let root = try JSONSerialization.jsonObject(with: Data(document.body)) as? [String: Any]
+            func answer(_ path: String) -> [String: Any]? {
+                let paths = root?["paths"] as? [String: Any]
+                let post = (paths?[path] as? [String: Any])?["post"] as? [String: Any]
+                let ok = (post?["responses"] as? [String: Any])?["200"] as? [String: Any]
+                let json = (ok?["content"] as? [String: Any])?["application/json"] as? [String: Any]
+                return json?["schema"] as? [String: Any]
+            }
+            let litters = answer("/litters/bulk")
+            #expect(litters?["required"] as? [String] == ["records", "changed", "keys"])
+            let keys = (litters?["properties"] as? [String: Any])?["keys"] as? [String: Any]
+            #expect(keys?["type"] as? String == "array")
+        }
+    }
+
     @Test("keys past what an Idempotency-Key keeps are a 413 that commits nothing; without a key they stream", arguments: PetsAPITests.backends)
     func keyedKeysHaveALimit(_ backend: SQLDialect) async throws {
         try await Self.withLitters(backend) { service, database in
