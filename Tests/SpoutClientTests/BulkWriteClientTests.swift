@@ -102,6 +102,23 @@ struct BulkWriteClientTests {
         }
     }
 
+    @Test("a sequence that throws midway cuts the body short: its error is thrown, nothing is committed", arguments: SQLDialect.allCases)
+    func sequenceThatThrows(_ dialect: SQLDialect) async throws {
+        struct SourceFailed: Error, Equatable {}
+        try await Self.withPets(dialect) { server in
+            let client = server.client(SpoutClientConfiguration(headers: try await LiveSpout.authorization(sub: "Diane")))
+            let before = try await Self.eventCount(client)
+            let failing = AsyncThrowingStream<Event, any Error> { continuation in
+                for number in 0..<5_000 {
+                    continuation.yield(Event(name: "Bowser", date: "2024-04-01", type: "visit", remark: "cut \(number)"))
+                }
+                continuation.finish(throwing: SourceFailed())
+            }
+            await #expect(throws: SourceFailed()) { _ = try await client.bulk("/events", records: failing) }
+            #expect(try await Self.eventCount(client) == before)
+        }
+    }
+
     @Test("the keys made decode in record order; a replay under the same key answers them again", arguments: SQLDialect.allCases)
     func keysAndReplay(_ dialect: SQLDialect) async throws {
         try await Self.withPets(dialect) { server in
