@@ -36,12 +36,26 @@ enum ErrorBodyDecoder {
 
     /// Reads at most ``maximumBytes`` of `response`'s body and decodes it.
     static func error(from response: TransportResponse) async -> SpoutServerError {
+        self.decode(status: response.status, body: await self.body(of: response), requestID: response.headers[.requestID])
+    }
+
+    /// A bulk write's error: ``SpoutBulkRecordError`` when the body names a record's `line`,
+    /// else ``SpoutClientError/server(_:)``.
+    static func bulkError(from response: TransportResponse) async -> any Error {
+        let body = await self.body(of: response)
+        let error = self.decode(status: response.status, body: body, requestID: response.headers[.requestID])
+        struct Position: Decodable { var line: Int? }
+        guard let line = (try? JSONDecoder().decode(Position.self, from: Data(body)))?.line else { return SpoutClientError.server(error) }
+        return SpoutBulkRecordError(record: line - 1, line: line, error: error)
+    }
+
+    private static func body(of response: TransportResponse) async -> [UInt8] {
         var bytes: [UInt8] = []
         while bytes.count < self.maximumBytes, let chunk = try? await response.body.nextChunk() {
             bytes += chunk
         }
         response.body.close()
-        return self.decode(status: response.status, body: bytes, requestID: response.headers[.requestID])
+        return bytes
     }
 
     /// Spout's JSON error fields, or the body's text as the message when it is not that JSON.

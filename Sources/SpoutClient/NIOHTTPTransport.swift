@@ -97,13 +97,18 @@ public struct NIOHTTPTransport: SpoutTransport {
             outgoing.headers.add(name: "Accept-Encoding", value: self.decompresses ? "gzip, deflate;q=0.9" : "identity")
         }
         if isWrite || !self.keepsConnections { outgoing.headers.replaceOrAdd(name: "Connection", value: "close") }
-        if let body = request.body { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
+        if let stream = request.bodyStream {
+            outgoing.body = .stream(StreamedBody(stream: stream), length: .unknown)
+        } else if let body = request.body {
+            outgoing.body = .bytes(ByteBuffer(bytes: body))
+        }
         // The head's wait: the connection (its own timeout inside), then the server's silence.
         let deadline = self.readTimeout.map { NIODeadline.now() + TimeAmount(self.connectTimeout + $0) } ?? .distantFuture
         let response: HTTPClientResponse
         do {
             response = try await (isWrite ? self.clients.writes : self.clients.reads).execute(outgoing, deadline: deadline)
         } catch {
+            request.bodyStream?.cancel()
             // A cancelled task's failure is its cancellation, not an outage (the stale policy
             // must not answer it).
             try Task.checkCancellation()
@@ -147,6 +152,25 @@ public struct NIOHTTPTransport: SpoutTransport {
             if error == .connectTimeout { return .connectionFailed("\(place): no connection within the connect timeout") }
         }
         return .connectionFailed("\(place): \(error)")
+    }
+}
+
+/// A ``SpoutBodyStream`` as AsyncHTTPClient sends a streamed body: its bytes in buffers.
+/// AsyncHTTPClient asks for the next one only when the connection has taken the last, and
+/// stops asking when the server answers an error before the body's end.
+private struct StreamedBody: AsyncSequence, Sendable {
+    let stream: SpoutBodyStream
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var wrapped: SpoutBodyStream.AsyncIterator
+
+        mutating func next() async throws -> ByteBuffer? {
+            try await self.wrapped.next().map { ByteBuffer(bytes: $0) }
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(wrapped: self.stream.makeAsyncIterator())
     }
 }
 

@@ -23,18 +23,24 @@ public protocol SpoutTransport: Sendable {
 }
 
 /// One request as the client built it: an absolute `http` or `https` URL, headers, an
-/// optional body.
+/// optional body, given whole or sent as it is made.
 public struct TransportRequest: Sendable {
     public var method: HTTPRequest.Method
     public var url: URL
     public var headers: HTTPFields
     public var body: [UInt8]?
+    /// A body of unknown length sent as its producer writes it (chunked), read only as the
+    /// connection takes it (a bulk write's records); when set, ``body`` is not sent. A
+    /// transport that ends the exchange before the body's end cancels it
+    /// (``SpoutBodyStream/cancel()``), which tells the producer to stop.
+    public var bodyStream: SpoutBodyStream?
 
-    public init(method: HTTPRequest.Method, url: URL, headers: HTTPFields = [:], body: [UInt8]? = nil) {
+    public init(method: HTTPRequest.Method, url: URL, headers: HTTPFields = [:], body: [UInt8]? = nil, bodyStream: SpoutBodyStream? = nil) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
+        self.bodyStream = bodyStream
     }
 }
 

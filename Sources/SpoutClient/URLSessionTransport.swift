@@ -62,7 +62,15 @@ public final class URLSessionTransport: SpoutTransport {
         urlRequest.httpMethod = request.method.rawValue
         urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
         for field in request.headers { urlRequest.addValue(field.value, forHTTPHeaderField: field.name.rawName) }
-        if let body = request.body { urlRequest.httpBody = Data(body) }
+        if let stream = request.bodyStream {
+            // URLSession takes a streamed body only as an InputStream; this transport gathers
+            // it first (docs/client.md: on Apple platforms a bulk write's body is held whole).
+            var gathered = Data()
+            for try await bytes in stream { gathered.append(contentsOf: bytes) }
+            urlRequest.httpBody = gathered
+        } else if let body = request.body {
+            urlRequest.httpBody = Data(body)
+        }
         let bytes: URLSession.AsyncBytes
         let response: URLResponse
         do {

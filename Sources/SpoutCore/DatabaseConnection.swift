@@ -183,11 +183,20 @@ public protocol DatabaseConnection: AnyObject, Sendable {
 
     /// Runs `body` with a ``WritePipeline`` on this connection, in the caller's open
     /// transaction, with at most `window` statements in flight; `answered` gets each
-    /// statement's changed-row count, in order. Returns once every statement sent is answered.
-    /// When `body` throws, the statements in flight are answered first: a failure among them
-    /// (the earlier) is thrown instead of `body`'s error. Until it returns the connection
-    /// takes no other statement. Default: ``SequentialWritePipeline``.
-    func withWritePipeline<T>(window: Int, answered: (_ changed: Int) throws -> Void, _ body: (any WritePipeline) throws -> T) throws -> T
+    /// statement's answer, in order: its changed-row count and, with `keepsRows`, the rows it
+    /// returned. Returns once every statement sent is answered. When `body` throws, the
+    /// statements in flight are answered first: a failure among them (the earlier) is thrown
+    /// instead of `body`'s error. Until it returns the connection takes no other statement.
+    /// Default: ``SequentialWritePipeline``.
+    func withWritePipeline<T>(
+        window: Int, keepsRows: Bool, answered: (WriteAnswer) throws -> Void, _ body: (any WritePipeline) throws -> T
+    ) throws -> T
+
+    /// Runs a statement that may return rows (`INSERT … RETURNING`) and answers the rows it
+    /// changed and every row it returned (nil for a statement that returns no columns), for a
+    /// ``SequentialWritePipeline`` that keeps rows. Default: ``execute(_:_:)``, keeping no rows
+    /// (SQLite reads them; PostgreSQL's pipeline reads its answers itself).
+    func executeReturning(_ sql: ParsedSQL, _ parameters: [SQLValue]) throws -> WriteAnswer
 
     /// Whether the database has a role and settings a ``RequestSession`` sets
     /// (``begin(readOnly:session:)``): PostgreSQL. When true, work with a session always runs
@@ -249,11 +258,14 @@ extension DatabaseConnection {
     public func rolesBypassingRowSecurity(_ roles: [String?]) throws -> [String] { [] }
     public func withInterleavedQueries<T>(_ body: () throws -> T) throws -> T { try body() }
     public func withWritePipeline<T>(
-        window: Int, answered: (_ changed: Int) throws -> Void, _ body: (any WritePipeline) throws -> T
+        window: Int, keepsRows: Bool, answered: (WriteAnswer) throws -> Void, _ body: (any WritePipeline) throws -> T
     ) throws -> T {
         try withoutActuallyEscaping(answered) { answered in
-            try body(SequentialWritePipeline(connection: self, answered: answered))
+            try body(SequentialWritePipeline(connection: self, keepsRows: keepsRows, answered: answered))
         }
+    }
+    public func executeReturning(_ sql: ParsedSQL, _ parameters: [SQLValue]) throws -> WriteAnswer {
+        WriteAnswer(changed: try self.execute(sql, parameters))
     }
     public var appliesRequestSessions: Bool { false }
     public func begin(readOnly: Bool, session: RequestSession) throws {

@@ -1,8 +1,9 @@
 import Foundation
 
 /// The one way Spout starts a thread of its own: the database's threads (`DatabaseThreads`),
-/// the PostgreSQL reactor and a compressed stream's compressor. (The event loops and the
-/// spool's `NIOThreadPool`s are SwiftNIO's.) docs/ARCHITECTURE.md lists every thread by name.
+/// the PostgreSQL reactor, a compressed stream's compressor and a spooled body's feeder. (The
+/// event loops and the spool's `NIOThreadPool`s are SwiftNIO's.) docs/ARCHITECTURE.md lists
+/// every thread by name.
 public enum SpoutThread {
     /// Starts `body` on a new thread named `name` for the system (``ThreadName``: `top -H`,
     /// `ps -L` and `perf` show it), with a stack of `stackSize` bytes when given.

@@ -2,12 +2,13 @@
 /// several in flight at a time: PostgreSQL runs one while the next are on their way (libpq
 /// pipeline mode) instead of waiting a round trip for each; SQLite, whose statements run in
 /// the process, runs each as it is sent (``SequentialWritePipeline``).
-/// ``DatabaseConnection/withWritePipeline(window:answered:_:)`` makes one.
+/// ``DatabaseConnection/withWritePipeline(window:keepsRows:answered:_:)`` makes one.
 ///
 /// Contract:
-/// - Statements are numbered from 0 in the order ``send(_:)`` takes them. Each one's answer,
-///   the rows it changed, reaches the pipeline's `answered` once, in that order, on the calling
-///   thread, during a ``send(_:)``, a ``flush()`` or the end of the pipeline.
+/// - Statements are numbered from 0 in the order ``send(_:)`` takes them. Each one's answer
+///   (``WriteAnswer``: the rows it changed and, when the pipeline keeps them, the rows it
+///   returned) reaches the pipeline's `answered` once, in that order, on the calling thread,
+///   during a ``send(_:)``, a ``flush()`` or the end of the pipeline.
 /// - At most the pipeline's `window` statements are sent and not yet answered: ``send(_:)``
 ///   waits for answers while the window is full (or sooner, when the statements in flight
 ///   hold many bytes), so memory stays bounded.
@@ -25,6 +26,20 @@ public protocol WritePipeline: AnyObject {
     func flush() throws
 }
 
+/// What one statement of a ``WritePipeline`` answered.
+public struct WriteAnswer: Sendable {
+    /// The rows it changed.
+    public var changed: Int
+    /// Every row it returned (an `INSERT … RETURNING`'s), when the pipeline keeps them
+    /// (`keepsRows`) and the statement returns columns; nil otherwise.
+    public var rows: QueryResult?
+
+    public init(changed: Int, rows: QueryResult? = nil) {
+        self.changed = changed
+        self.rows = rows
+    }
+}
+
 /// The first statement of a ``WritePipeline`` that failed: its number (from 0, in the order
 /// sent) and the database's error.
 public struct WritePipelineFailure: Error, CustomStringConvertible {
@@ -40,17 +55,20 @@ public struct WritePipelineFailure: Error, CustomStringConvertible {
 }
 
 /// A ``WritePipeline`` that runs each statement as it is sent
-/// (``DatabaseConnection/execute(_:_:)``) and answers it at once: the default, for a database
-/// whose statements cost no round trip.
+/// (``DatabaseConnection/execute(_:_:)``, or ``DatabaseConnection/executeReturning(_:_:)``
+/// when it keeps rows) and answers it at once: the default, for a database whose statements
+/// cost no round trip.
 public final class SequentialWritePipeline: WritePipeline {
     private let connection: any DatabaseConnection
-    private let answered: (Int) throws -> Void
+    private let keepsRows: Bool
+    private let answered: (WriteAnswer) throws -> Void
     private var sent = 0
     private var failure: (any Error)?
 
     /// `answered` must not outlive the pipeline's use.
-    public init(connection: any DatabaseConnection, answered: @escaping (Int) throws -> Void) {
+    public init(connection: any DatabaseConnection, keepsRows: Bool = false, answered: @escaping (WriteAnswer) throws -> Void) {
         self.connection = connection
+        self.keepsRows = keepsRows
         self.answered = answered
     }
 
@@ -58,15 +76,18 @@ public final class SequentialWritePipeline: WritePipeline {
         if let failure = self.failure { throw failure }
         let number = self.sent
         self.sent += 1
-        let changed: Int
+        let answer: WriteAnswer
         do {
-            changed = try self.connection.execute(statement.sql, statement.parameters)
+            answer =
+                self.keepsRows
+                ? try self.connection.executeReturning(statement.sql, statement.parameters)
+                : WriteAnswer(changed: try self.connection.execute(statement.sql, statement.parameters))
         } catch {
             self.failure = WritePipelineFailure(statement: number, error: error)
             throw self.failure!
         }
         do {
-            try self.answered(changed)
+            try self.answered(answer)
         } catch {
             self.failure = error
             throw error

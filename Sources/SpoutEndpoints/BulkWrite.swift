@@ -15,7 +15,11 @@ import SpoutHTTP
 ///   single write's are, with the caller's claims; all records in one transaction, on one
 ///   connection, under the caller's role and claims (row-level security applies to each).
 /// - The answer is 200 `{"records":N,"changed":M}`: the records applied and the rows their
-///   statements changed. A record that does not parse or whose argument is refused is a 400
+///   statements changed. An endpoint whose single write answers rows (``EndpointResult``
+///   `created`, `object`, `scalar`, `rows`) adds `"keys":[…]`, every row its statements
+///   returned (`INSERT … RETURNING`), in record order, each as a single write's JSON writes
+///   it. The keys wait in a ``SpoutHTTP/SpooledBody`` (a temporary file, constant memory)
+///   until the transaction commits; nothing of them reaches the client before. A record that does not parse or whose argument is refused is a 400
 ///   naming its position (``SpoutHTTP/BulkPosition``) and the parameter; a record whose
 ///   statement changes no row (another owner's, say) is a 422 naming its position; a
 ///   database error names the position too. Then, and when the client goes away before the
@@ -26,9 +30,13 @@ import SpoutHTTP
 ///   under the key that committed meanwhile wins, and this one rolls back to its answer).
 /// - The records' statements go through a ``SpoutCore/WritePipeline``: up to ``window`` of them
 ///   in flight (PostgreSQL runs them while the next are read and sent), answered in order.
+/// - With an `Idempotency-Key` the answer is kept in the database whole: keys of more than
+///   ``maximumKeptKeys`` bytes are a 413 and roll the write back.
 /// - Memory holds the records in flight and the stream's window, whatever the body's size.
 struct BulkWrite: Sendable {
     let handler: EndpointHandler
+    /// Where the keys wait for the commit (nil: `TMPDIR`, else `/tmp`).
+    let temporaryDirectory: String?
 
     /// The records applied and the rows their statements changed.
     private struct Counts: Sendable {
@@ -58,6 +66,9 @@ struct BulkWrite: Sendable {
         let claimNames = self.handler.claimNames
         let body = request.bodyStream
         let retention = self.handler.idempotency.retentionSeconds
+        let answersKeys = Self.answersKeys(endpoint.result)
+        let directory = self.temporaryDirectory
+        let dateFormat = self.handler.database.configuration.dateFormat
         let headDigest = IdempotencyKey.digest(ofHead: request)
         let work = DatabaseWork(
             readOnly: false, statementTimeout: self.handler.timeout, transaction: .always(readOnly: false),
@@ -84,14 +95,16 @@ struct BulkWrite: Sendable {
                         // The same for every record: found once.
                         var claims: [String: SQLValue] = [:]
                         identity?.bind(claimNames, into: &claims)
+                        let keys = try answersKeys ? Keys(directory: directory, dateFormat: dateFormat) : nil
                         do {
-                            try connection.withWritePipeline(window: Self.window) { changed in
+                            try connection.withWritePipeline(window: Self.window, keepsRows: keys != nil) { answer in
                                 let record = inFlight.removeFirst()
-                                guard changed > 0 else {
+                                guard answer.changed > 0 else {
                                     throw BulkRecordFailure(position: record.position, error: RecordChangedNothing(), arguments: record.arguments)
                                 }
                                 counts.records += 1
-                                counts.changed += changed
+                                counts.changed += answer.changed
+                                if let keys, let rows = answer.rows { try keys.writer.append(rows) }
                             } _: { pipeline in
                                 let apply = { (record: BulkRecord) throws in
                                     let (statement, arguments) = try Self.statement(
@@ -111,7 +124,7 @@ struct BulkWrite: Sendable {
                             let record = inFlight.removeFirst()
                             throw BulkRecordFailure(position: record.position, error: failed.error, arguments: record.arguments)
                         }
-                        let response = Self.answer(counts)
+                        let response = try Self.answer(counts, keys: keys, keyed: key != nil)
                         if let key, let store {
                             let claimed = key.digesting(digest)
                             switch try store.claimIdempotencyKey(
@@ -174,11 +187,66 @@ struct BulkWrite: Sendable {
         }
     }
 
-    private static func answer(_ counts: Counts) -> Response {
+    /// Whether an endpoint's bulk answer carries the keys made: its single write answers rows.
+    static func answersKeys(_ result: EndpointResult) -> Bool {
+        switch result {
+        case .created, .object, .scalar, .rows: true
+        case .none, .bytes: false
+        }
+    }
+
+    /// The most bytes of keys a bulk write under an `Idempotency-Key` makes: its answer is kept
+    /// in the database whole (one `bytea`/BLOB value) and read into memory to be kept and
+    /// replayed.
+    static let maximumKeptKeys = 4 << 20
+
+    /// Keys at most this long are read back and sent whole; longer ones stream from the file.
+    private static let wholeKeys = SpooledBody.bufferSize
+
+    /// The answer: the counts, then the keys when the endpoint answers them. Keys of a keyed
+    /// request, and short ones, are sent whole; the others stream from their file once the
+    /// transaction has committed. Throws ``KeysTooLargeToKeep`` for a keyed request whose keys
+    /// pass ``maximumKeptKeys``.
+    private static func answer(_ counts: Counts, keys: Keys?, keyed: Bool) throws -> Response {
         var object = JSONObjectWriter()
         object.add("records", counts.records)
         object.add("changed", counts.changed)
-        return .bytes(object.finished, contentType: "application/json")
+        guard let keys else { return .bytes(object.finished, contentType: "application/json") }
+        try keys.writer.finish()
+        let prefix = object.finished.dropLast() + Array(#","keys":"#.utf8)
+        let suffix = [UInt8(ascii: "}")]
+        if keyed && keys.body.count > Self.maximumKeptKeys { throw KeysTooLargeToKeep(count: keys.body.count) }
+        if keyed || keys.body.count <= Self.wholeKeys {
+            return .bytes(prefix + (try keys.body.bytes()) + suffix, contentType: "application/json")
+        }
+        return keys.body.response(contentType: "application/json", prefix: Array(prefix), suffix: suffix, rows: keys.writer.rowCount)
+    }
+}
+
+/// The keys a bulk write made, written to a temporary file as the records are answered.
+private struct Keys {
+    let body: SpooledBody
+    let writer: ReturnedRowsWriter
+
+    init(directory: String?, dateFormat: DateFormat) throws {
+        self.body = try SpooledBody(directory: directory)
+        self.writer = ReturnedRowsWriter(dateFormat: dateFormat, sink: self.body)
+    }
+}
+
+/// A bulk write under an `Idempotency-Key` whose keys are too long to keep (413): nothing was
+/// committed.
+private struct KeysTooLargeToKeep: Error, HTTPResponseError {
+    var count: Int
+    var status: HTTPResponse.Status { .contentTooLarge }
+    var responseBody: [UInt8] {
+        var object = JSONObjectWriter()
+        object.add(
+            "error",
+            "the keys this bulk write made (\(self.count) bytes) pass the \(BulkWrite.maximumKeptKeys >> 20) MiB an Idempotency-Key keeps: "
+                + "nothing was committed; send fewer records per keyed request")
+        object.add("parameter", "Idempotency-Key")
+        return object.finished
     }
 }
 

@@ -56,6 +56,9 @@ public struct EndpointSet: Sendable {
     /// Whether each request's transaction shows its trace context to the database
     /// (`database.traceContext`, ``SpoutCore/RequestSession/traceContext``).
     public var tracesIntoDatabase = false
+    /// Where a bulk write keeps the keys it made until its transaction commits
+    /// (``SpoutHTTP/SpooledBody``): the spool's directory; nil: `TMPDIR`, else `/tmp`.
+    public var temporaryDirectory: String? = nil
     /// The columns of each endpoint's result and of its details', as the database described
     /// them when the start checked the statements (``statementCheck(on:)``): by endpoint
     /// title (`GET /pets`), then by detail path (`""` for the endpoint itself, `pets.events`).
@@ -87,6 +90,7 @@ public struct EndpointSet: Sendable {
         endpoints.tracesIntoDatabase = configuration.database.traceContext
         endpoints.idempotencyState = IdempotencyState(retention: .seconds(configuration.database.idempotencyRetentionHours * 3_600))
         endpoints.noticeSettings = configuration.liveNoticeSettings
+        endpoints.temporaryDirectory = configuration.serverConfiguration.spool.directory
         endpoints.tokenVerifier = try Self.tokenVerifier(configuration: configuration, environment: environment)
         return endpoints
     }
@@ -178,7 +182,7 @@ public struct EndpointSet: Sendable {
                     Route(
                         .post, bulkPath, parameters: shared, summary: endpoint.summary.map { "Many records at once: \($0)" },
                         apiKeys: endpoint.apiKeys, streamsBody: true, errorFields: handler.errorFields,
-                        handler: BulkWrite(handler: handler).handle))
+                        handler: BulkWrite(handler: handler, temporaryDirectory: self.temporaryDirectory).handle))
             }
         }
         let openAPI = OpenAPIDocument(endpoints: self, dateFormat: database.configuration.dateFormat).bytes

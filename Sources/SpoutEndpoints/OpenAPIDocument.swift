@@ -224,17 +224,23 @@ struct OpenAPIDocument {
                 "error": ["type": "string"], "index": ["type": "integer"], "line": ["type": "integer"], "parameter": ["type": "string"],
             ],
         ]
+        var answer: JSONValue = [
+            "type": "object", "required": ["records", "changed"],
+            "properties": ["records": ["type": "integer"], "changed": ["type": "integer"]],
+        ]
+        if BulkWrite.answersKeys(endpoint.result) {
+            answer = [
+                "type": "object", "required": ["records", "changed", "keys"],
+                "properties": [
+                    "records": ["type": "integer"], "changed": ["type": "integer"],
+                    "keys": ["type": "array", "items": self.rowSchema(endpoint), "description": "The rows the statements returned, in record order"],
+                ],
+            ]
+        }
         var responses: JSONValue = [
             "200": [
                 "description": "Every record applied and committed: how many, and the rows their statements changed",
-                "content": [
-                    "application/json": [
-                        "schema": [
-                            "type": "object", "required": ["records", "changed"],
-                            "properties": ["records": ["type": "integer"], "changed": ["type": "integer"]],
-                        ]
-                    ]
-                ],
+                "content": ["application/json": ["schema": answer]],
             ],
             "400": [
                 "description": "A record refused (its index or line, and the parameter); nothing committed",
@@ -246,6 +252,9 @@ struct OpenAPIDocument {
                 "content": ["application/json": ["schema": error]],
             ],
         ]
+        if BulkWrite.answersKeys(endpoint.result) {
+            responses.set("413", ["description": "Under an Idempotency-Key, keys of more than 4 MiB; nothing committed"])
+        }
         if endpoint.tokenPolicy != nil || endpoint.requiresAPIKey {
             responses.set("401", ["description": "No valid credentials"])
             responses.set("403", ["description": "Credentials not allowed here"])

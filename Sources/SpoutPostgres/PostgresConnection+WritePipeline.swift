@@ -13,15 +13,16 @@ extension PostgresConnection {
     /// Answers are read only when the window is full, or the statements in flight hold
     /// ``PostgresWritePipeline/maximumBytesInFlight`` of parameters (then down to half of
     /// either, after a flush request), and at the end; ``SpoutCore/WritePipeline/flush()``
-    /// only writes.
+    /// only writes. With `keepsRows`, each statement's rows are decoded as its result arrives.
     public func withWritePipeline<T>(
-        window: Int, answered: (_ changed: Int) throws -> Void, _ body: (any WritePipeline) throws -> T
+        window: Int, keepsRows: Bool, answered: (WriteAnswer) throws -> Void, _ body: (any WritePipeline) throws -> T
     ) throws -> T {
         let handle = try self.idleHandle()
         try self.openImplicitTransactionIfNeeded()
         try self.obey(self.stateMachine.eventDrivenStarted())
         return try withoutActuallyEscaping(answered) { answered in
-            let pipeline = PostgresWritePipeline(connection: self, handle: handle, window: max(1, window), answered: answered)
+            let pipeline = PostgresWritePipeline(
+                connection: self, handle: handle, window: max(1, window), keepsRows: keepsRows, answered: answered)
             let value: T
             do {
                 try pipeline.start()
@@ -37,7 +38,7 @@ extension PostgresConnection {
     }
 }
 
-/// One ``PostgresConnection/withWritePipeline(window:answered:_:)``: the statements sent and
+/// One ``PostgresConnection/withWritePipeline(window:keepsRows:answered:_:)``: the statements sent and
 /// not yet answered, read back in order.
 ///
 /// It owns its connection (in the state machine's event-driven state) from ``start()`` until
@@ -69,7 +70,8 @@ final class PostgresWritePipeline: WritePipeline {
     private let handle: OpaquePointer
     private let socket: Int32
     private let window: Int
-    private let answered: (Int) throws -> Void
+    private let keepsRows: Bool
+    private let answered: (WriteAnswer) throws -> Void
 
     private var state = State.sending
     /// The results owed, oldest first from `head`.
@@ -80,8 +82,8 @@ final class PostgresWritePipeline: WritePipeline {
     private var oldestUnanswered = 0
     /// The parameter bytes of the statements sent and not answered.
     private var bytesInFlight = 0
-    /// The changed-row count of the statement being read, once its result arrived.
-    private var changed: Int?
+    /// The answer of the statement being read, once its result arrived.
+    private var answer: WriteAnswer?
     /// Prepares queued and not answered yet, by key.
     private var pending: [String: String] = [:]
     /// The last statement sent by name, and that name: a bulk write sends one statement
@@ -90,11 +92,14 @@ final class PostgresWritePipeline: WritePipeline {
     private var isFlushing = false
     private var syncQueued = false
 
-    init(connection: PostgresConnection, handle: OpaquePointer, window: Int, answered: @escaping (Int) throws -> Void) {
+    init(
+        connection: PostgresConnection, handle: OpaquePointer, window: Int, keepsRows: Bool, answered: @escaping (WriteAnswer) throws -> Void
+    ) {
         self.connection = connection
         self.handle = handle
         self.socket = PQsocket(handle)
         self.window = window
+        self.keepsRows = keepsRows
         self.answered = answered
     }
 
@@ -314,8 +319,12 @@ final class PostgresWritePipeline: WritePipeline {
         case (.prepare(_, let name, let key), PGRES_COMMAND_OK):
             self.connection.statementNames.prepared(key, as: name)
             self.pending[key] = nil
-        case (.statement, PGRES_COMMAND_OK), (.statement, PGRES_TUPLES_OK):
-            self.changed = Int(String(cString: PQcmdTuples(result))) ?? 0
+        case (.statement, PGRES_COMMAND_OK):
+            self.answer = WriteAnswer(changed: Int(String(cString: PQcmdTuples(result))) ?? 0)
+        case (.statement, PGRES_TUPLES_OK):
+            var rows: QueryResult?
+            if self.keepsRows { self.connection.decode(result, into: &rows) }
+            self.answer = WriteAnswer(changed: Int(String(cString: PQcmdTuples(result))) ?? 0, rows: rows)
         case (_, PGRES_PIPELINE_ABORTED):
             // Skipped after the failure already recorded.
             break
@@ -335,14 +344,14 @@ final class PostgresWritePipeline: WritePipeline {
         if case .statement(_, let bytes) = self.expected[self.head] {
             self.oldestUnanswered += 1
             self.bytesInFlight -= bytes
-            if case .sending = self.state, let changed = self.changed {
+            if case .sending = self.state, let answer = self.answer {
                 do {
-                    try self.answered(changed)
+                    try self.answered(answer)
                 } catch {
                     self.fail(error)
                 }
             }
-            self.changed = nil
+            self.answer = nil
         }
         self.head += 1
     }

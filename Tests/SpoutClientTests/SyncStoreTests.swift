@@ -23,11 +23,15 @@ struct SyncStoreTests {
     static let dianes = [URLQueryItem(name: "owner", value: "Diane"), URLQueryItem(name: "details", value: "events")]
 
     /// A pets server on `dialect` (nil when PostgreSQL is not there), with the URL of the
-    /// database it serves. The server is not stopped here when `body` stopped it already.
-    static func withPets(_ dialect: SQLDialect, _ body: (LiveSpout, String) async throws -> Void) async throws {
+    /// database it serves; `extraFiles` and `endpoints` (`SPOUT_ENDPOINTS`) add endpoints. The
+    /// server is not stopped here when `body` stopped it already.
+    static func withPets(
+        _ dialect: SQLDialect, extraFiles: [String: String] = [:], endpoints: String = "endpoints/pets.yaml",
+        _ body: (LiveSpout, String) async throws -> Void
+    ) async throws {
         switch dialect {
         case .sqlite:
-            let server = try await LiveSpout.start(environment: ["SPOUT_ENDPOINTS": "endpoints/pets.yaml"])
+            let server = try await LiveSpout.start(extraFiles: extraFiles, environment: ["SPOUT_ENDPOINTS": endpoints])
             try await Self.run(server, database: server.seededDatabaseURL, body)
         case .postgres:
             guard TestDatabases.postgresEnabled else { return }
@@ -38,7 +42,7 @@ struct SyncStoreTests {
                 arguments: ["load-pets", "--database", database.url, "--sql-directory", TestFixtures.repositoryRoot.appendingPathComponent("sql").path])
             #expect(load.status == 0, "\(load.standardError)")
             let server = try await LiveSpout.start(
-                environment: ["SPOUT_ENDPOINTS": "endpoints/pets.yaml"], extraArguments: ["--database", database.url])
+                extraFiles: extraFiles, environment: ["SPOUT_ENDPOINTS": endpoints], extraArguments: ["--database", database.url])
             try await Self.run(server, database: database.url, body)
         }
     }

@@ -16,15 +16,12 @@ import Testing
 struct IdempotencyKeyTests {
     /// The shipped endpoints on a pets database Spout reaches as an ordinary role; the table of
     /// answers made by the tables' owner and granted, as docs/endpoints.md says.
-    static func withPets(
-        _ backend: SQLDialect, retention: Duration = .seconds(3_600), configuration: ServerConfiguration = InProcessServer.testConfiguration,
-        _ body: (InProcessServer, Database) async throws -> Void
-    ) async throws {
+    /// The pets database, with the table of idempotent answers made and granted to Spout's role.
+    static func petsStore(_ backend: SQLDialect) async throws -> IdentityDatabase {
         let store = try IdentityDatabase.make(backend) { connection in
             try PetsLoader(sqlDirectory: Repository.sqlDirectory).load(into: connection)
             try (connection as? any IdempotencyStore)?.prepareIdempotency()
         }
-        defer { store.drop() }
         if backend == .postgres {
             try await onThread {
                 let connection = try Drivers.driver(for: store.temporary.url).connect(readOnly: false, statistics: QueryStatistics())
@@ -32,6 +29,15 @@ struct IdempotencyKeyTests {
                 try connection.executeScript("GRANT SELECT, INSERT, UPDATE, DELETE ON spout_idempotency TO \(store.appRole)")
             }
         }
+        return store
+    }
+
+    static func withPets(
+        _ backend: SQLDialect, retention: Duration = .seconds(3_600), configuration: ServerConfiguration = InProcessServer.testConfiguration,
+        _ body: (InProcessServer, Database) async throws -> Void
+    ) async throws {
+        let store = try await Self.petsStore(backend)
+        defer { store.drop() }
         let database = try store.open()
         defer { database.close() }
         var endpoints = try Repository.shippedEndpoints()
