@@ -1,5 +1,3 @@
-import NIOCore
-
 /// What a ``CompressionStage`` decides, as a value: when a chunk is queued or its producer
 /// waits for room, when the compressor's thread starts, what it does next (compress a chunk,
 /// flush, code the end, wait, stop), and how a close or a failure reaches both sides.
@@ -106,8 +104,10 @@ struct CompressionStateMachine {
     private var lifecycle = Lifecycle.running
     private(set) var producer = ProducerState.writing
     private(set) var compressor = CompressorState.notStarted
-    /// Chunks written and not yet taken by the compressor, in order.
-    private var queued: CircularBuffer<[UInt8]>
+    /// Chunks written and not yet taken by the compressor, in order (at most
+    /// ``maximumQueued``: removing the first moves that few references, and a body coded whole
+    /// allocates no queue).
+    private var queued: [[UInt8]] = []
     /// The last bytes, once the producer handed them over and until the compressor takes them.
     private var last: [UInt8]?
     /// Uncompressed bytes the producer handed over.
@@ -115,8 +115,6 @@ struct CompressionStateMachine {
 
     init(maximumQueued: Int) {
         self.maximumQueued = max(1, maximumQueued)
-        // Room for every chunk the queue may hold, so it never grows.
-        self.queued = CircularBuffer(initialCapacity: self.maximumQueued + 1)
     }
 
     /// How many chunks wait for the compressor.
@@ -197,9 +195,9 @@ struct CompressionStateMachine {
             return .stop
         }
         precondition(self.compressor != .notStarted && self.compressor != .ended, "compressor work without a compressor")
-        if let chunk = self.queued.popFirst() {
+        if !self.queued.isEmpty {
             self.compressor = .compressing
-            return .compress(chunk)
+            return .compress(self.queued.removeFirst())
         }
         if let last = self.last {
             self.last = nil
