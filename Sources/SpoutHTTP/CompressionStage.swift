@@ -35,9 +35,13 @@ protocol CompressedBodyTarget: AnyObject, Sendable {
 ///   away) both stop: a waiting producer wakes and throws
 ///   ``StreamingResponseSink/ChannelClosed``, queued chunks are dropped, the thread ends.
 ///
-/// `@unchecked Sendable`: every mutable field is guarded by `condition`, except the encoder,
-/// which one thread uses at a time: the producer's until the compressor's thread starts (under
-/// `condition`), then only the compressor's.
+/// Every decision is made by a ``CompressionStateMachine`` under the stage's lock; the stage
+/// performs what it decides (starts the thread, compresses, hands bytes to the target, waits)
+/// and, for the waits, keeps the clock.
+///
+/// `@unchecked Sendable`: its mutable fields, the machine and the target, are guarded by
+/// `condition`, except the encoder, which one thread uses at a time: the producer's for a body
+/// coded whole (the machine then starts no compressor), else only the compressor's.
 final class CompressionStage: @unchecked Sendable {
     /// How much lower the compressor thread's priority is than the process's (its nice value
     /// is raised by this much, on Linux): with 4 compressed streams on two busy cores, a small
@@ -50,21 +54,15 @@ final class CompressionStage: @unchecked Sendable {
     /// waits for its database gets what it wrote to the client this much later.
     static let flushDelay: TimeInterval = 0.002
 
-    /// How many uncompressed chunks may wait for the compressor.
-    let maximumQueued: Int
     private let encoder: any StreamEncoder
     private let condition = NSCondition()
-
-    // Guarded by `condition`.
+    /// Every decision; guarded by `condition`.
+    private var machine: CompressionStateMachine
+    /// Guarded by `condition`.
     private weak var target: (any CompressedBodyTarget)?
-    private var queued: [[UInt8]] = []
-    private var last: [UInt8]?
-    private var hasStarted = false
-    private var hasInput = false
-    /// The compressor's thread ended: finished, failed or cancelled.
-    private var hasEnded = false
-    private var failure: (any Error)?
-    private var isCancelled = false
+
+    /// How many uncompressed chunks may wait for the compressor.
+    var maximumQueued: Int { self.machine.maximumQueued }
 
     /// How many uncompressed chunks may wait for the compressor unless told otherwise: four of
     /// the encoders' 32 KiB (`ChunkedOutput`), 128 KiB, the largest block zstd compresses at
@@ -77,7 +75,7 @@ final class CompressionStage: @unchecked Sendable {
 
     init(encoder: any StreamEncoder, maximumQueued: Int = CompressionStage.defaultMaximumQueued) {
         self.encoder = encoder
-        self.maximumQueued = max(1, maximumQueued)
+        self.machine = CompressionStateMachine(maximumQueued: maximumQueued)
     }
 
     /// Sets where the compressed bytes go, before the first ``write(_:)``. Held weakly: a
@@ -88,12 +86,12 @@ final class CompressionStage: @unchecked Sendable {
 
     /// Whether the compressor's thread has ended (finished, failed or cancelled).
     var hasStopped: Bool {
-        self.withLock { self.hasEnded }
+        self.withLock { self.machine.hasStopped }
     }
 
     /// Whether the producer handed over any bytes yet.
     var tookInput: Bool {
-        self.withLock { self.hasInput }
+        self.withLock { self.machine.bytesTaken > 0 }
     }
 
     // MARK: Producer side
@@ -101,57 +99,50 @@ final class CompressionStage: @unchecked Sendable {
     /// Queues `chunk` for compression; starts the compressor's thread with the first.
     func write(_ chunk: [UInt8]) throws {
         self.condition.lock()
-        while self.queued.count >= self.maximumQueued && !self.hasEnded && !self.isCancelled {
-            self.condition.wait()
-        }
-        if let error = self.stopReason() {
-            self.condition.unlock()
-            throw error
-        }
-        self.queued.append(chunk)
-        self.hasInput = true
-        let start = !self.hasStarted
-        self.hasStarted = true
-        self.condition.broadcast()
-        self.condition.unlock()
-        if start {
-            // The libraries keep their state on the heap.
-            SpoutThread.start(named: "spout-compress", stackSize: 1 << 20) { self.compress() }
+        while true {
+            switch self.machine.write(chunk) {
+            case .fail(let error):
+                self.condition.unlock()
+                throw error
+            case .wait:
+                self.condition.wait()
+            case .queued(let startCompressor):
+                self.condition.broadcast()
+                self.condition.unlock()
+                if startCompressor {
+                    // The libraries keep their state on the heap.
+                    SpoutThread.start(named: "spout-compress", stackSize: 1 << 20) { self.compress() }
+                }
+                return
+            }
         }
     }
 
     /// Compresses `last` and ends the coding; returns once the target took the end.
     func finish(_ last: [UInt8]) throws {
         self.condition.lock()
-        if let error = self.stopReason() {
-            self.condition.unlock()
-            throw error
-        }
-        if !self.hasStarted {
-            // Nothing was written: no thread for a body this small.
-            self.hasInput = self.hasInput || !last.isEmpty
-            let target = self.target
-            self.condition.unlock()
-            guard let target else { throw StreamingResponseSink.ChannelClosed() }
-            try target.finishCompressed(try self.encoder.finish(last))
-            return
-        }
-        self.last = last
+        var action = self.machine.finish(last)
+        // The compressor may wait for the last bytes.
         self.condition.broadcast()
-        while !self.hasEnded && !self.isCancelled {
-            self.condition.wait()
+        while true {
+            switch action {
+            case .fail(let error):
+                self.condition.unlock()
+                throw error
+            case .codeHere(let last):
+                let target = self.target
+                self.condition.unlock()
+                guard let target else { throw StreamingResponseSink.ChannelClosed() }
+                try target.finishCompressed(try self.encoder.finish(last))
+                return
+            case .wait:
+                self.condition.wait()
+                action = self.machine.endAwaited()
+            case .done:
+                self.condition.unlock()
+                return
+            }
         }
-        let error = self.stopReason()
-        self.condition.unlock()
-        if let error { throw error }
-    }
-
-    /// Why the producer may not go on (holding the lock): the compressor's failure, or a
-    /// cancelled stage. Nil while it may, and after a finish that went through.
-    private func stopReason() -> (any Error)? {
-        if let failure = self.failure { return failure }
-        if self.isCancelled { return StreamingResponseSink.ChannelClosed() }
-        return nil
     }
 
     // MARK: Any thread
@@ -159,20 +150,12 @@ final class CompressionStage: @unchecked Sendable {
     /// Stops the stage: the channel is gone. Wakes a waiting producer and the compressor.
     func cancel() {
         self.withLock {
-            self.isCancelled = true
-            self.queued = []
+            self.machine.cancel()
             self.condition.broadcast()
         }
     }
 
     // MARK: The compressor's thread
-
-    private enum Work {
-        case chunk([UInt8])
-        /// Everything given so far, out to the target (the producer handed nothing more).
-        case flush
-        case last([UInt8])
-    }
 
     private func compress() {
         #if os(Linux)
@@ -180,65 +163,59 @@ final class CompressionStage: @unchecked Sendable {
         // requests) go first. On Linux, nice(2) changes the calling thread's nice value only.
         _ = nice(Self.niceness)
         #endif
-        // Whether the encoder may hold bytes of chunks it took (compressed without a flush).
-        var holdsInput = false
+        // When the compressor flushes if no chunk comes first; kept across wake-ups that
+        // bring no work, so they do not put the flush off.
+        var flushDeadline: Date?
+        self.condition.lock()
         while true {
-            self.condition.lock()
-            if holdsInput {
-                // Out of input: give the producer a moment to hand the next chunk before
-                // flushing, so that a producer as fast as the compressor does not cost a flush
-                // per chunk.
-                let deadline = Date(timeIntervalSinceNow: Self.flushDelay)
-                while self.queued.isEmpty && self.last == nil && !self.isCancelled && self.condition.wait(until: deadline) {}
-            }
-            let work: Work
-            if holdsInput && self.queued.isEmpty && self.last == nil && !self.isCancelled {
-                work = .flush
-            } else {
-                while self.queued.isEmpty && self.last == nil && !self.isCancelled {
+            let action = self.machine.nextWork()
+            if case .wait(let flushAfterDelay) = action {
+                if flushAfterDelay {
+                    let deadline = flushDeadline ?? Date(timeIntervalSinceNow: Self.flushDelay)
+                    flushDeadline = deadline
+                    if !self.condition.wait(until: deadline) { self.machine.flushDelayElapsed() }
+                } else {
                     self.condition.wait()
                 }
-                if self.isCancelled {
-                    self.end(failure: nil)
-                    return
-                }
-                work = self.queued.isEmpty ? .last(self.last ?? []) : .chunk(self.queued.removeFirst())
+                continue
             }
+            if case .stop = action {
+                self.condition.unlock()
+                return
+            }
+            flushDeadline = nil
             let target = self.target
+            // The producer may wait for room, or for the end.
             self.condition.broadcast()
             self.condition.unlock()
             do {
                 guard let target else { throw StreamingResponseSink.ChannelClosed() }
-                switch work {
-                case .chunk(let chunk):
+                switch action {
+                case .compress(let chunk):
                     let compressed = try self.encoder.encode(chunk, flush: false)
-                    holdsInput = true
                     if !compressed.isEmpty { try target.deliverCompressed(compressed) }
                 case .flush:
                     let compressed = try self.encoder.encode([], flush: true)
-                    holdsInput = false
                     if !compressed.isEmpty { try target.deliverCompressed(compressed) }
-                case .last(let last):
+                case .codeEnd(let last):
                     try target.finishCompressed(try self.encoder.finish(last))
                     self.condition.lock()
-                    self.end(failure: nil)
+                    self.machine.codingEnded()
+                    self.condition.broadcast()
+                    self.condition.unlock()
                     return
+                case .wait, .stop:
+                    preconditionFailure("handled above")
                 }
             } catch {
                 self.condition.lock()
-                self.end(failure: error)
+                self.machine.compressorFailed(error)
+                self.condition.broadcast()
+                self.condition.unlock()
                 return
             }
+            self.condition.lock()
         }
-    }
-
-    /// Marks the compressor's thread ended (holding the lock; releases it).
-    private func end(failure: (any Error)?) {
-        if self.failure == nil { self.failure = failure }
-        self.hasEnded = true
-        self.queued = []
-        self.condition.broadcast()
-        self.condition.unlock()
     }
 
     private func withLock<T>(_ body: () throws -> T) rethrows -> T {

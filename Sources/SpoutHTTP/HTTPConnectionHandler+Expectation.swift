@@ -12,17 +12,39 @@ extension HTTPConnectionHandler {
     /// continue; an HTTP/1.0 request's expectation is ignored, as the RFC says. Any other
     /// expectation is `417 Expectation Failed`, and the connection closes (a body may follow).
     func meetExpectation(of exchange: InFlightRequest, context: ChannelHandlerContext) {
-        let values = exchange.requestFields[values: .expect]
-        guard !values.isEmpty, exchange.version.major == 1, exchange.version.minor >= 1 else { return }
-        let expectations = values.flatMap { $0.split(separator: ",") }.map { $0.trimmingBlanks.lowercased() }.filter { !$0.isEmpty }
-        guard expectations.allSatisfy({ $0 == "100-continue" }) else {
+        let answer = Connection.answer(
+            toExpectation: exchange.requestFields[values: .expect], version: exchange.version, sendsBody: exchange.sendsBody)
+        switch answer {
+        case .none:
+            break
+        case .refuse:
             self.answerBeforeTheBody(
                 ErrorResponse(status: .expectationFailed, message: "only Expect: 100-continue is supported"), exchange: exchange,
                 context: context)
-            return
+        case .sendContinue:
+            let interim = HTTPResponseHead(version: exchange.version, status: .continue)
+            context.writeAndFlush(self.wrapOutboundOut(.head(interim)), promise: nil)
         }
-        guard exchange.sendsBody else { return }
-        let interim = HTTPResponseHead(version: exchange.version, status: .continue)
-        context.writeAndFlush(self.wrapOutboundOut(.head(interim)), promise: nil)
+    }
+}
+
+extension HTTPConnectionStateMachine {
+    /// How a request's `Expect` field is answered.
+    enum ExpectationAnswer: Equatable {
+        /// Nothing to answer: no expectation, no body to continue, or HTTP/1.0.
+        case none
+        /// `100 Continue` now, before the body.
+        case sendContinue
+        /// `417 Expectation Failed`, and the connection closes (a body may follow).
+        case refuse
+    }
+
+    /// The answer to the `Expect` field `values` of a request of `version` that sends a body
+    /// when `sendsBody`, by the rules of ``HTTPConnectionHandler/meetExpectation(of:context:)``.
+    static func answer(toExpectation values: [String], version: HTTPVersion, sendsBody: Bool) -> ExpectationAnswer {
+        guard !values.isEmpty, version.major == 1, version.minor >= 1 else { return .none }
+        let expectations = values.flatMap { $0.split(separator: ",") }.map { $0.trimmingBlanks.lowercased() }.filter { !$0.isEmpty }
+        guard expectations.allSatisfy({ $0 == "100-continue" }) else { return .refuse }
+        return sendsBody ? .sendContinue : .none
     }
 }

@@ -8,26 +8,11 @@ import NIOHTTP1
 /// every request and response passed through, and turned the socket's read interest off and on
 /// around each request.)
 extension HTTPConnectionHandler {
-    /// Whether `arrival`, just delivered by the parser, must wait rather than be taken now: a
-    /// request is being answered (its whole head and body have arrived), or earlier arrivals
-    /// wait. Held in order then; dropped when the connection is closing. True when it was held
-    /// or dropped.
-    func heldBack(_ arrival: PipelinedRequests.Arrival) -> Bool {
-        guard self.isAnsweringOrClosing || !self.pipelined.isEmpty else { return false }
-        if case .closing = self.state { return true }
-        self.pipelined.hold(arrival)
-        return true
-    }
-
     /// Reads go on while a response is written, unless pipelined arrivals wait to be taken up
-    /// or a streamed body's consumer is behind (then the read waits), or the connection is
-    /// closing.
+    /// or a streamed body's consumer is behind (then the read waits: its stream has as much
+    /// unread as it holds, until ``resumeStreamedBodyReads()``), or the connection is closing.
     func read(context: ChannelHandlerContext) {
-        if case .closing = self.state { return }
-        guard self.pipelined.isEmpty && !self.streamedBodyPausesReads() else {
-            self.pipelined.readIsWaiting = true
-            return
-        }
+        guard self.machine.readRequested(bodyPausesReads: { $0.bodyStream?.pauseIfFull() ?? false }) else { return }
         context.read()
     }
 
@@ -36,28 +21,16 @@ extension HTTPConnectionHandler {
     /// response that ends at once (a 404) comes back here from ``receive(_:context:)``; the
     /// `while` loop, not recursion, takes up the next request.
     func takeUpPipelined(context: ChannelHandlerContext) {
-        guard !self.isTakingUpPipelined else { return }
-        self.isTakingUpPipelined = true
-        defer { self.isTakingUpPipelined = false }
-        while !self.isAnsweringOrClosing, let arrival = self.pipelined.takeFirst() {
+        guard self.machine.startTakingUp() else { return }
+        while let arrival = self.machine.nextHeld() {
             switch arrival {
-            case .part(let part): self.receive(part, context: context)
-            case .parserError(let error): self.refuse(error, context: context)
+            case .part(let part):
+                self.receive(part, context: context)
+            case .parserError(let error):
+                if case .answerAndClose = self.machine.refused() { self.refuse(error, context: context) }
             }
         }
-        if self.pipelined.isEmpty && self.pipelined.readIsWaiting {
-            self.pipelined.readIsWaiting = false
-            if case .closing = self.state { return }
-            context.read()
-        }
-    }
-
-    /// A request is being answered or the connection is closing: nothing more is taken up now.
-    private var isAnsweringOrClosing: Bool {
-        switch self.state {
-        case .responding, .closing: true
-        case .idle, .receiving: false
-        }
+        if self.machine.takingUpEnded() { context.read() }
     }
 
     /// The server is shutting down (`ServerQuiescingHelper`): an idle connection closes now; one
@@ -69,15 +42,6 @@ extension HTTPConnectionHandler {
             context.fireUserInboundEventTriggered(event)
             return
         }
-        self.pipelined.drop()
-        switch self.state {
-        case .idle:
-            self.state = .closing
-            context.close(promise: nil)
-        case .receiving(_, _, let exchange), .responding(let exchange):
-            exchange.keepAlive = false
-        case .closing:
-            break
-        }
+        if self.machine.quiesce() { context.close(promise: nil) }
     }
 }

@@ -50,8 +50,7 @@ extension HTTPConnectionHandler {
     func streamChunk(_ number: Int, _ chunk: ByteBuffer, isFirst: Bool) {
         guard let exchange = self.currentExchange(number), let sink = exchange.sink, let context = self.context else { return }
         if isFirst, let head = exchange.streamHead {
-            exchange.streamHeadWritten = true
-            self.responseInProgress = true
+            self.machine.responseHeadSent()
             context.write(self.wrapOutboundOut(.head(head)), promise: nil)
             self.environment.metrics?.firstByte(route: exchange.route, after: .nanoseconds((NIODeadline.now() - exchange.start).nanoseconds))
         }
@@ -111,7 +110,7 @@ extension HTTPConnectionHandler {
             // The producer is done, but its compression stage may still hold chunks, or wait
             // for the channel with one: closing the sink stops it and drops them.
             sink.close()
-            if exchange.streamHeadWritten {
+            if self.machine.headSent {
                 // Too late for a status: cut the body short (no terminating chunk) so the
                 // client sees an incomplete response, and close.
                 exchange.bytes = snapshot.byteCount
@@ -125,9 +124,8 @@ extension HTTPConnectionHandler {
 
     /// Ends a response whose head was sent without its terminating chunk, and closes.
     func cutShort(_ exchange: InFlightRequest, failure: String, context: ChannelHandlerContext) {
-        exchange.keepAlive = false
         self.log(exchange, failure: failure)
-        self.state = .closing
+        self.machine.close()
         context.close(promise: nil)
     }
 
@@ -160,7 +158,7 @@ extension HTTPConnectionHandler {
             fields.replaceOrAdd(.contentLength, String(body.count))
         }
         let head = HTTPResponseHead(version: exchange.version, status: HTTPResponseStatus(status), headers: HTTPHeaders(fields))
-        self.responseInProgress = true
+        self.machine.responseHeadSent()
         context.write(self.wrapOutboundOut(.head(head)), promise: nil)
         let last = hasBody && !body.isEmpty ? context.channel.allocator.buffer(bytes: body) : nil
         self.end(exchange, lastChunk: last, context: context, failure: failure)
@@ -201,9 +199,7 @@ extension HTTPConnectionHandler {
             context.write(self.wrapOutboundOut(.body(.byteBuffer(lastChunk))), promise: nil)
         }
         self.log(exchange, failure: failure)
-        let keepAlive = exchange.keepAlive
-        self.state = keepAlive ? .idle : .closing
-        self.responseInProgress = false
+        let keepAlive = self.machine.responseEnded() == .keepAlive
         self.idleSince = .now()
         self.arrival.reset()
         let trailerFields = trailers.map(HTTPHeaders.init)
@@ -235,8 +231,8 @@ extension HTTPConnectionHandler {
     private func headFields(_ exchange: InFlightRequest, headers: HTTPFields) -> HTTPFields {
         var fields = headers
         // The rest of a body being streamed in is not read: the connection cannot carry
-        // another request after it.
-        if exchange.receivingBody != nil { exchange.keepAlive = false }
+        // another request after it (the machine says so).
+        let keepAlive = self.machine.persistenceForHead() == .keepAlive
         // Room for what follows at once, rather than the array growing field by field.
         fields.reserveCapacity(headers.count + exchange.corsHeaders.count + 4)
         for field in exchange.corsHeaders {
@@ -253,7 +249,7 @@ extension HTTPConnectionHandler {
         fields.replaceOrAdd(.requestID, exchange.id)
         fields.replaceOrAdd(.traceResponse, exchange.trace.headerValue)
         fields.replaceOrAdd(.xContentTypeOptions, "nosniff")
-        if !exchange.keepAlive {
+        if !keepAlive {
             fields.replaceOrAdd(.connection, "close")
         } else if exchange.version.minor == 0 {
             fields.replaceOrAdd(.connection, "keep-alive")

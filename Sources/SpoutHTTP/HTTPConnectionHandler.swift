@@ -20,31 +20,23 @@ import SpoutCore
 /// after routing, and before any argument is converted, it checks the route's
 /// ``Route/apiKeys``. Every response head, streamed or whole, carries the request's CORS
 /// fields. Its responses are in `HTTPConnectionHandler+Responses.swift`; each request's record
-/// is an ``InFlightRequest``.
+/// is an ``InFlightRequest``. What happens to the connection (which request is received or
+/// answered, what is held, whether a read goes on, keep-alive or close) is decided by its
+/// ``HTTPConnectionStateMachine``; the handler performs it.
 final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
-
-    // Internal rather than private: the responses (HTTPConnectionHandler+Responses.swift) read
-    // and move the connection's state too. All of it is the event loop's.
-    enum State {
-        case idle
-        case receiving(HTTPRequestHead, ByteBuffer, InFlightRequest)
-        case responding(InFlightRequest)
-        /// The connection is closing (rejected request, `Connection: close`, failure).
-        case closing
-    }
+    typealias Connection = HTTPConnectionStateMachine<InFlightRequest>
 
     let environment: ConnectionEnvironment
     /// When the request being received started to arrive (see ``RequestArrivalObserver``).
     let arrival: RequestArrivalClock
     /// Where each request's entry goes (the environment's logger).
     let accessLog: AccessLog
-    var state = State.idle
-    /// A response's head went out and its end has not: a request the parser rejects now cannot
-    /// be answered, only closed on.
-    var responseInProgress = false
+    /// Every decision about the connection. Internal rather than private: the responses
+    /// (HTTPConnectionHandler+Responses.swift) move it too. The event loop's.
+    var machine = Connection()
     private var exchangeCount = 0
     private var hop: LoopHop?
     private(set) var context: ChannelHandlerContext?
@@ -54,12 +46,6 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// The peer's IP address as text, read once per connection (a connection's peer does not
     /// change); `-` when the channel has none.
     private var peerAddress: String?
-    /// What arrived of the requests after the one being answered, and whether a read waits for
-    /// them to be taken up.
-    var pipelined = PipelinedRequests()
-    /// ``takeUpPipelined(context:)`` is running (a response that ends while it takes up a
-    /// request must not start it again).
-    var isTakingUpPipelined = false
 
     init(environment: ConnectionEnvironment, arrival: RequestArrivalClock) {
         self.environment = environment
@@ -82,33 +68,40 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let part = self.unwrapInboundIn(data)
-        if self.receiveStreamedBody(part) { return }
-        if self.heldBack(.part(part)) { return }
-        self.receive(part, context: context)
+        switch self.machine.arrived(self.unwrapInboundIn(data)) {
+        case .receive(let part):
+            self.receive(part, context: context)
+        case .streamBody(let exchange, let chunk):
+            exchange.bodyStream?.append(Array(chunk.readableBytesView))
+        case .endStreamedBody(let exchange):
+            exchange.bodyStream?.finish()
+        case .none:
+            break
+        }
     }
 
     /// Takes one part of the request being received (or of the next one, when idle).
     func receive(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
         switch part {
         case .head(let head):
-            guard case .idle = self.state else { return }
+            guard self.machine.takesHead else { return }
             self.arrival.reset()
             self.exchangeCount += 1
             let exchange = InFlightRequest(
                 number: self.exchangeCount, head: head, cors: self.environment.configuration.cors, tracer: self.environment.tracer)
+            var persistence = head.isKeepAlive ? Connection.Persistence.keepAlive : .close
             switch RequestHeadRule(head) {
             case .refuse(let message):
                 self.answerBeforeTheBody(ErrorResponse(status: .badRequest, message: message), exchange: exchange, context: context)
                 return
             case .answerThenClose:
-                exchange.keepAlive = false
+                persistence = .close
             case .proceed:
                 break
             }
             exchange.maximumBodySize = self.maximumBodySize(for: head, exchange: exchange)
             if case .found(let route, _) = exchange.routeMatch, route.streamsBody {
-                self.startStreamingBody(head: head, exchange: exchange, context: context)
+                self.startStreamingBody(head: head, exchange: exchange, persistence: persistence, context: context)
                 return
             }
             let length = exchange.requestFields[values: .contentLength].first.flatMap(Int.init)
@@ -122,39 +115,37 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 self.refuseBody(length, of: exchange, context: context)
                 return
             }
-            self.state = .receiving(head, context.channel.allocator.buffer(capacity: 0), exchange)
+            self.machine.receiveBody(head: head, body: context.channel.allocator.buffer(capacity: 0), exchange: exchange, persistence: persistence)
             self.meetExpectation(of: exchange, context: context)
         case .body(var chunk):
-            guard case .receiving(let head, var body, let exchange) = self.state else { return }
-            if body.readableBytes + chunk.readableBytes > exchange.maximumBodySize {
+            guard let receiving = self.machine.receiving else { return }
+            let exchange = receiving.exchange
+            if receiving.bodyBytes + chunk.readableBytes > exchange.maximumBodySize {
                 self.rejectBody(exchange, context: context)
                 return
             }
             guard self.holdBody(chunk.readableBytes, of: exchange, context: context) else { return }
-            self.state = .idle  // drop the reference so appending does not copy
-            body.writeBuffer(&chunk)
-            self.state = .receiving(head, body, exchange)
+            self.machine.appendBody(&chunk)
         case .end:
-            guard case .receiving(let head, let body, let exchange) = self.state else { return }
-            self.state = .responding(exchange)
-            self.dispatch(head: head, body: body, exchange: exchange, context: context)
+            guard let received = self.machine.bodyEnded() else { return }
+            self.dispatch(head: received.head, body: received.body, exchange: received.exchange, context: context)
         }
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if case .responding(let exchange) = self.state, let sink = exchange.sink {
+        if let sink = self.machine.answering?.sink {
             sink.writabilityChanged(context.channel.isWritable)
         }
         context.fireChannelWritabilityChanged()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        if case .responding(let exchange) = self.state {
+        switch self.machine.channelInactive() {
+        case .abandonResponse(let exchange, let bodyWasStreaming):
             // A body being streamed in will not end: its consumer fails.
-            self.failStreamedBody()
+            if bodyWasStreaming { exchange.bodyStream?.fail(.clientGone) }
             // The client went away mid-response: log it (first, so the entry exists before the
             // connection is back in the pool), then stop the producer and its statement.
-            exchange.keepAlive = false
             if let sink = exchange.sink { exchange.bytes = sink.snapshot.byteCount }
             // An event stream ends when its client leaves: that is its ordinary end.
             let isEventStream = exchange.streamHead?.headers.first(name: "content-type") == "text/event-stream"
@@ -162,13 +153,13 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             self.log(exchange, failure: isEventStream ? nil : "client closed the connection")
             exchange.sink?.close()
             exchange.task?.cancel()
-        } else if case .receiving(_, _, let exchange) = self.state {
+        case .abandonRequest(let exchange):
             // Gone before its body arrived: no response and no log line, but a span that was
             // started must end, or the tracer would hold it for good.
             exchange.trace.span?.abandon(requestID: exchange.id)
+        case .none:
+            break
         }
-        self.state = .closing
-        self.pipelined.drop()
         context.fireChannelInactive()
     }
 
@@ -220,7 +211,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         guard context.channel.isActive else { return }
         let now = NIODeadline.now()
         let poll = now + self.headTimeout
-        switch self.state {
+        switch self.machine.state {
         case .idle:
             if let started = self.arrival.requestBytesSince {
                 let due = started + self.headTimeout
@@ -228,7 +219,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                     self.environment.logger.info(
                         "request head timeout; connection closed",
                         metadata: ["client.address": .string(context.channel.remoteAddress?.ipAddress ?? "-")])
-                    self.state = .closing
+                    self.machine.close()
                     context.close(promise: nil)
                     return
                 }
@@ -241,7 +232,8 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 }
                 self.scheduleDeadlineCheck(at: min(due, poll), context: context)
             }
-        case .receiving(_, _, let exchange):
+        case .receiving(let receiving):
+            let exchange = receiving.exchange
             let due = exchange.start + self.bodyTimeout
             guard now < due else {
                 self.answerBeforeTheBody(
@@ -264,21 +256,17 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         if let parserError = error as? HTTPParserError {
             // A body being streamed in will not end (a broken chunk, the input closed).
             self.failStreamedBody()
-            if self.heldBack(.parserError(parserError)) { return }
-            self.refuse(parserError, context: context)
+            if case .answerAndClose = self.machine.parserFailed(parserError) { self.refuse(parserError, context: context) }
             return
         }
         self.environment.logger.debug("connection error", metadata: ["error": "\(String(reflecting: error))"])
         context.close(promise: nil)
     }
 
-    /// Answers the parser's error (unless a response is under way or the channel is gone), and
-    /// closes: nothing held is taken up after it. (A request being received keeps its state
-    /// until the channel goes inactive, which ends its span.)
+    /// Answers the parser's error the machine refused (``HTTPConnectionStateMachine/refused()``:
+    /// no response is under way then) unless the channel is gone, and closes.
     func refuse(_ parserError: HTTPParserError, context: ChannelHandlerContext) {
-        if !self.responseInProgress && context.channel.isActive { self.answerParserError(parserError, context: context) }
-        if case .idle = self.state { self.state = .closing }
-        self.pipelined.drop()
+        if context.channel.isActive { self.answerParserError(parserError, context: context) }
         context.close(promise: nil)
     }
 
@@ -322,8 +310,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// Answers a request whose body has not (all) arrived with `response`, and closes after it:
     /// the rest of the body may still come, and is not read.
     func answerBeforeTheBody(_ response: ErrorResponse, exchange: InFlightRequest, context: ChannelHandlerContext) {
-        exchange.keepAlive = false
-        self.state = .responding(exchange)
+        self.machine.answerEarly(exchange)
         self.sendError(response, exchange: exchange, context: context)
     }
 
@@ -395,7 +382,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             request.bodyStream = bodyStream
             if exchange.version.major == 1 && exchange.version.minor == 0 {
                 // HTTP/1.0 has no chunked encoding: a streamed body ends when the connection does.
-                exchange.keepAlive = false
+                self.machine.closeAfterResponse()
             }
             let peer = self.peerAddress ?? context.channel.remoteAddress?.ipAddress ?? "-"
             self.peerAddress = peer
@@ -437,12 +424,11 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     /// The sink of the response being streamed, if any (for tests; on the event loop).
     var activeSink: StreamingResponseSink? {
-        if case .responding(let exchange) = self.state { return exchange.sink }
-        return nil
+        self.machine.answering?.sink
     }
 
     func currentExchange(_ number: Int) -> InFlightRequest? {
-        if case .responding(let exchange) = self.state, exchange.number == number { return exchange }
-        return nil
+        guard let exchange = self.machine.answering, exchange.number == number else { return nil }
+        return exchange
     }
 }

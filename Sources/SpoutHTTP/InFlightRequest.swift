@@ -21,7 +21,6 @@ final class InFlightRequest {
     let trace: RequestTrace
     /// The CORS fields every response head of this request carries (empty when CORS is off).
     let corsHeaders: HTTPFields
-    var keepAlive: Bool
     /// The template of the route that answers (`unmatched` when none does), for metrics.
     var route = "unmatched"
     /// The largest body this request may send: its route's own limit, else the server's
@@ -39,10 +38,6 @@ final class InFlightRequest {
     var rows: Int?
     var sink: StreamingResponseSink?
     var streamHead: HTTPResponseHead?
-    /// Whether the streamed head went to the channel: past that, a failure can only cut the
-    /// body short. (The sink's count of chunks handed over can run ahead of it: a compression
-    /// stage hands a chunk over from its own thread, and the hop may still be queued.)
-    var streamHeadWritten = false
     /// The task answering the request, while it runs (cleared once it ends: a finished task
     /// keeps its frames' memory until its last handle goes, and an event stream outlives it).
     var task: Task<Void, Never>?
@@ -50,8 +45,9 @@ final class InFlightRequest {
     var streamTicket: StreamAdmission.Ticket?
     /// The bytes of the body held (``RequestBodyBudget``), given back when the exchange ends.
     var bodyReservation: RequestBodyBudget.Reservation?
-    /// The body of a route that streams it (``Route/streamsBody``), until its end arrives.
-    var receivingBody: RequestBodyStream?
+    /// The body of a route that streams it (``Route/streamsBody``); whether it is still
+    /// arriving is the connection's ``HTTPConnectionStateMachine/BodyIn``.
+    var bodyStream: RequestBodyStream?
 
     var isHead: Bool { self.method == .HEAD }
 
@@ -80,6 +76,5 @@ final class InFlightRequest {
         self.version = head.version
         self.start = .now()
         self.corsHeaders = cors.responseHeaders(origin: self.requestFields[values: .origin].first)
-        self.keepAlive = head.isKeepAlive
     }
 }

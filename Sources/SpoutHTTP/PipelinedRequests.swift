@@ -1,8 +1,8 @@
 import NIOHTTP1
 
 /// The requests a client sent on a connection before the response to the one being answered
-/// had ended (HTTP/1.1 pipelining), as the parser delivered them, in order, and whether a read
-/// from the socket waits until they have been taken up.
+/// had ended (HTTP/1.1 pipelining), as the parser delivered them, in order; held by the
+/// connection's ``HTTPConnectionStateMachine``.
 ///
 /// Reading goes on while a response is written, so a connection that does not pipeline (nearly
 /// every client) never has its socket's read interest turned off and on again around each
@@ -18,8 +18,6 @@ struct PipelinedRequests {
 
     private var arrivals: [Arrival] = []
     private var next = 0
-    /// A read was asked for while parts were held; it is passed on once they are taken up.
-    var readIsWaiting = false
 
     /// Whether anything is held.
     var isEmpty: Bool { self.next == self.arrivals.count }
