@@ -19,8 +19,8 @@ import SpoutHTTP
 ///   `created`, `object`, `scalar`, `rows`) adds `"keys":[…]`, every row its statements
 ///   returned (`INSERT … RETURNING`), in record order, each as a single write's JSON writes
 ///   it. The keys wait in a ``SpoutHTTP/SpooledBody`` (a temporary file, constant memory)
-///   until the transaction commits; nothing of them reaches the client before. A record that does not parse or whose argument is refused is a 400
-///   naming its position (``SpoutHTTP/BulkPosition``) and the parameter; a record whose
+///   until the transaction commits; nothing of them reaches the client before. A record
+///   that does not parse or whose argument is refused is a 400 naming its position (``SpoutHTTP/BulkPosition``) and the parameter; a record whose
 ///   statement changes no row (another owner's, say) is a 422 naming its position; a
 ///   database error names the position too. Then, and when the client goes away before the
 ///   body's end, nothing is committed.
@@ -28,11 +28,14 @@ import SpoutHTTP
 ///   the key is looked up first (a replay reads the body, to compare, then gets the answer kept,
 ///   applying nothing), and claimed after the records ran, in their transaction (a request
 ///   under the key that committed meanwhile wins, and this one rolls back to its answer).
-/// - The records' statements go through a ``SpoutCore/WritePipeline``: up to ``window`` of them
-///   in flight (PostgreSQL runs them while the next are read and sent), answered in order.
+/// - The records are read and their statements made on a thread of their own
+///   (``BulkRecordReader``), ahead of the database thread, which sends them through a
+///   ``SpoutCore/WritePipeline``: up to ``window`` of them in flight (PostgreSQL runs them
+///   while the next are read and sent), answered in order.
 /// - With an `Idempotency-Key` the answer is kept in the database whole: keys of more than
 ///   ``maximumKeptKeys`` bytes are a 413 and roll the write back.
-/// - Memory holds the records in flight and the stream's window, whatever the body's size.
+/// - Memory holds the records in flight, those read ahead (``BulkRecordReader/maximumPieces``
+///   pieces of the body) and the stream's window, whatever the body's size.
 struct BulkWrite: Sendable {
     let handler: EndpointHandler
     /// Where the keys wait for the commit (nil: `TMPDIR`, else `/tmp`).
@@ -90,11 +93,18 @@ struct BulkWrite: Sendable {
                         }
                         var digest = headDigest
                         var counts = Counts()
-                        var decoder = BulkRecordDecoder(format: format)
                         var inFlight = CircularBuffer<InFlightRecord>()
                         // The same for every record: found once.
                         var claims: [String: SQLValue] = [:]
                         identity?.bind(claimNames, into: &claims)
+                        let reader = BulkRecordReader(
+                            body: body, decoder: BulkRecordDecoder(format: format), head: headDigest, digesting: key != nil
+                        ) { [claims] record in
+                            let (statement, arguments) = try Self.statement(
+                                for: record, shared: shared, parameters: parameters, claims: claims, sql: parsed)
+                            return (statement, InFlightRecord(position: record.position, arguments: arguments))
+                        }
+                        defer { reader.cancel() }
                         let keys = try answersKeys ? Keys(directory: directory, dateFormat: dateFormat) : nil
                         do {
                             try connection.withWritePipeline(window: Self.window, keepsRows: keys != nil) { answer in
@@ -106,18 +116,16 @@ struct BulkWrite: Sendable {
                                 counts.changed += answer.changed
                                 if let keys, let rows = answer.rows { try keys.writer.append(rows) }
                             } _: { pipeline in
-                                let apply = { (record: BulkRecord) throws in
-                                    let (statement, arguments) = try Self.statement(
-                                        for: record, shared: shared, parameters: parameters, claims: claims, sql: parsed)
-                                    inFlight.append(InFlightRecord(position: record.position, arguments: arguments))
-                                    try pipeline.send(statement)
+                                while let item = try reader.next() {
+                                    switch item {
+                                    case .statement(let statement, let record):
+                                        inFlight.append(record)
+                                        try pipeline.send(statement)
+                                    case .pieceEnded:
+                                        try pipeline.flush()
+                                    }
                                 }
-                                while let piece = try body?.next() {
-                                    if key != nil { digest.update(data: piece) }
-                                    try decoder.push(piece, apply)
-                                    try pipeline.flush()
-                                }
-                                try decoder.finish(apply)
+                                if let read = reader.digest { digest = read }
                             }
                         } catch let failed as WritePipelineFailure {
                             // Every record before the failed one was answered: it is the oldest in flight.
@@ -251,7 +259,7 @@ private struct KeysTooLargeToKeep: Error, HTTPResponseError {
 }
 
 /// A record sent to the database and not answered yet: what names it when it fails.
-private struct InFlightRecord {
+struct InFlightRecord: Sendable {
     var position: BulkPosition
     var arguments: [String: SQLValue]
 }
