@@ -20,9 +20,10 @@ import SpoutHTTP
 ///   returned (`INSERT … RETURNING`), in record order, each as a single write's JSON writes
 ///   it. The keys wait in a ``SpoutHTTP/SpooledBody`` (a temporary file, constant memory)
 ///   until the transaction commits; nothing of them reaches the client before. A record
-///   that does not parse or whose argument is refused is a 400 naming its position (``SpoutHTTP/BulkPosition``) and the parameter; a record whose
-///   statement changes no row (another owner's, say) is a 422 naming its position; a
-///   database error names the position too. Then, and when the client goes away before the
+///   that does not parse or whose argument is refused is a 400 naming its position
+///   (``SpoutHTTP/BulkPosition``) and the parameter; a record whose statement changes no row
+///   (another owner's, say) is a 422 naming its position; a database error names the
+///   position too. Then, and when the client goes away before the
 ///   body's end, nothing is committed.
 /// - With an `Idempotency-Key`, the request's digest covers the body, known only at its end:
 ///   the key is looked up first (a replay reads the body, to compare, then gets the answer kept,
@@ -263,7 +264,6 @@ struct InFlightRecord: Sendable {
     var position: BulkPosition
     var arguments: [String: SQLValue]
 }
-
 
 /// A record's statement failed (or changed nothing), with the arguments it ran with: the
 /// constraint a violation names is traced to a parameter after the rollback.

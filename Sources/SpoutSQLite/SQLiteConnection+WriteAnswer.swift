@@ -14,9 +14,6 @@ extension SQLiteConnection {
         while try cursor.next() {
             rows.append((0..<columns.count).map(cursor.value(at:)))
         }
-        // Complete (stepped to its end), so sqlite3_changes counts it; a statement that
-        // changed nothing must not report an earlier statement's count.
-        let changed = sqlite3_total_changes64(self.handle) == changesBefore ? 0 : Int(sqlite3_changes64(self.handle))
-        return WriteAnswer(changed: changed, rows: columns.isEmpty ? nil : QueryResult(columns: columns, rows: rows))
+        return WriteAnswer(changed: self.rowsChanged(since: changesBefore), rows: columns.isEmpty ? nil : QueryResult(columns: columns, rows: rows))
     }
 }

@@ -230,9 +230,15 @@ public final class SQLiteConnection: DatabaseConnection, @unchecked Sendable {
             if result == SQLITE_DONE { break }
             throw self.error(result, phase: .run)
         }
-        // sqlite3_changes keeps the count of the last INSERT/UPDATE/DELETE; a statement that
-        // changed nothing (DDL, SELECT) must not report an earlier statement's count.
-        guard sqlite3_total_changes64(self.handle) != changesBefore else { return 0 }
+        return self.rowsChanged(since: changesBefore)
+    }
+
+    /// The rows the statement just stepped to its end changed (an `INSERT`, `UPDATE` or
+    /// `DELETE`'s own, not a trigger's), given `sqlite3_total_changes64` before it ran.
+    /// `sqlite3_changes` keeps the count of the last such statement: one that changed nothing
+    /// (DDL, a `SELECT`) must not report an earlier statement's count.
+    func rowsChanged(since totalBefore: Int64) -> Int {
+        guard sqlite3_total_changes64(self.handle) != totalBefore else { return 0 }
         return Int(sqlite3_changes64(self.handle))
     }
 
