@@ -1,7 +1,9 @@
 #ifndef SPOUT_CEVENTPOLL_SHIM_H
 #define SPOUT_CEVENTPOLL_SHIM_H
-// Linux's epoll and timerfd, for the PostgreSQL driver's reactor thread (glibc; no package).
+// Linux's epoll, timerfd and eventfd, for the PostgreSQL driver's reactor thread (glibc; no
+// package).
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/timerfd.h>
 
 #endif

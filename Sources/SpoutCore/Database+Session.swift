@@ -11,6 +11,10 @@ extension Database {
     ///    ``DatabaseError/Code/cancelled`` when the task is cancelled while waiting. The
     ///    observers (the call's and the database's, ``observer``) hear how long the wait took,
     ///    or that it timed out.
+    ///    Read-only work outside an explicit transaction, when this database shares
+    ///    connections (``sharedReaders``) and no replica would take the work, leases only if
+    ///    its session needs a connection of its own (``DatabaseSession``): a read whole may be
+    ///    answered on a shared connection instead.
     /// 2. Calls `body` with a ``DatabaseSession`` on that connection: its
     ///    ``DatabaseSession/run(_:)`` runs blocking calls on the database's threads under the
     ///    work's statement timeout, transaction and role.
@@ -24,6 +28,17 @@ extension Database {
         _ body: (DatabaseSession) async throws -> T
     ) async throws -> T {
         let observers = ObserverPair.combining(self.observer, observer)
+        if self.sharedReaders != nil, work.readOnly, !work.isStream, work.transaction == .none || work.transaction == .read,
+            !(work.onReplica && self.replicas != nil) {
+            // May read on a shared connection: the session leases only if it needs to.
+            let session = DatabaseSession(deferredOn: self, work: work, observer: observers)
+            let result = await Self.outcome { try await body(session) }
+            await session.end()
+            if let (lease, acquired) = session.heldLease {
+                observers?.connectionReleased(database: lease.databaseName, after: ContinuousClock.now - acquired, work: session.work)
+            }
+            return try result.get()
+        }
         let waitStarted = ContinuousClock.now
         var onReplica = false
         let lease: ConnectionLease
@@ -41,12 +56,7 @@ extension Database {
         let acquired = ContinuousClock.now
         observers?.connectionAcquired(database: lease.databaseName, after: acquired - waitStarted)
         let session = DatabaseSession(lease: lease, work: work, onReplica: onReplica, configuration: self.configuration, observer: observers)
-        let result: Result<T, any Error>
-        do {
-            result = .success(try await body(session))
-        } catch {
-            result = .failure(error)
-        }
+        let result = await Self.outcome { try await body(session) }
         await session.end()
         observers?.connectionReleased(database: lease.databaseName, after: ContinuousClock.now - acquired, work: session.work)
         if case .failure(let error) = result, onReplica, self.replicas?.reportFailure(on: lease, error: error) == true, retryOnPrimary() {
@@ -55,5 +65,14 @@ extension Database {
             return try await self.withSession(primary, observer: observer, retryOnPrimary: retryOnPrimary, body)
         }
         return try result.get()
+    }
+
+    /// What `body` returns or throws, caught so the session can end either way.
+    private static func outcome<T>(_ body: () async throws -> T) async -> Result<T, any Error> {
+        do {
+            return .success(try await body())
+        } catch {
+            return .failure(error)
+        }
     }
 }

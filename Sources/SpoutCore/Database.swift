@@ -37,6 +37,9 @@ public final class Database: Sendable {
     /// Where this database's blocking work runs: as many threads as it has connections, plus
     /// one (releases and readiness checks never wait behind a stream).
     let threads: DatabaseThreads
+    /// The connections read-only whole reads share (``DatabaseConfiguration/sharedReaders``);
+    /// nil when the driver cannot share or sharing is off.
+    public let sharedReaders: SharedReaders?
 
     /// - Parameter clock: what the pools' deadlines go by; a test's own clock makes waits and
     ///   timeouts testable without real time passing.
@@ -78,6 +81,13 @@ public final class Database: Sendable {
                 clock: clock, threads: threads, observer: observer
             )
             : self.writePool
+        if configuration.sharedReaders > 0, configuration.preparedStatements, let sharing = driver as? any SharedReadingDriver {
+            self.sharedReaders = SharedReaders(
+                driver: sharing, count: configuration.sharedReaders, statementTimeout: configuration.statementTimeoutMilliseconds ?? 0,
+                statistics: self.statistics, threads: threads)
+        } else {
+            self.sharedReaders = nil
+        }
     }
 
     public var dialect: SQLDialect { self.driver.dialect }
@@ -155,6 +165,7 @@ public final class Database: Sendable {
     /// on the database's threads still runs, new work is refused.
     public func close() {
         self.replicas?.close()
+        self.sharedReaders?.close()
         self.readPool.close()
         if self.readPool !== self.writePool { self.writePool.close() }
         self.threads.shutdown()

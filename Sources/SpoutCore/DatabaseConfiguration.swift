@@ -52,6 +52,13 @@ public struct DatabaseConfiguration: Sendable, Hashable {
     /// shuts the connection and fails the work with ``DatabaseError/Code/notAnswering``; 0 for
     /// no limit. Statements without a statement timeout have none either. SQLite ignores it.
     public var answerGraceMilliseconds: Int
+    /// PostgreSQL: how many connections, besides the pool's, carry the whole reads of many
+    /// requests at once (``SharedReaders``): read-only responses read whole (objects, values,
+    /// pages) pipeline their statements on them behind other requests', each in a
+    /// transaction of its own, instead of leasing a connection each. 0 turns sharing off.
+    /// Connections without session state (``preparedStatements`` false) are never shared.
+    /// SQLite ignores it.
+    public var sharedReaders: Int
 
     public init(
         maximumConnections: Int = 8,
@@ -64,8 +71,10 @@ public struct DatabaseConfiguration: Sendable, Hashable {
         streamReserve: Int = 2,
         streamAcquireTimeout: Duration = .seconds(30),
         applicationName: String? = nil,
-        answerGraceMilliseconds: Int = 0
+        answerGraceMilliseconds: Int = 0,
+        sharedReaders: Int = 2
     ) {
+        self.sharedReaders = max(0, sharedReaders)
         self.answerGraceMilliseconds = max(0, answerGraceMilliseconds)
         self.streamAcquireTimeout = streamAcquireTimeout
         self.streamReserve = max(0, streamReserve)

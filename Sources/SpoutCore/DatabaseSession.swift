@@ -1,53 +1,110 @@
 import Synchronization
 
-/// One leased connection, lent to the body of ``Database/withSession(_:observer:retryOnPrimary:_:)``
-/// and valid only while that body runs.
+/// One piece of work's access to its database, lent to the body of
+/// ``Database/withSession(_:observer:retryOnPrimary:_:)`` and valid only while that body runs:
+/// a leased connection, or, for read-only work that may share (``Database/sharedReaders``),
+/// a lease taken only when something needs one.
 ///
 /// Contract:
 /// - ``run(_:)`` runs blocking calls on the connection, on the leasing database's threads,
 ///   one at a time, each inside the work's rules (statement timeout, transaction, role and
 ///   claims: ``DatabaseConnection/runRequest(statementTimeout:transaction:session:_:)``).
+/// - ``readWhole(_:shape:format:roundTrips:)`` on a session that has not leased yet reads on a
+///   shared connection when one is lent (``SharedReaders/reader(statementTimeout:)``), and
+///   leases only otherwise.
 /// - ``cancel()`` (any thread) cancels what runs now and fails what runs later; the calling
 ///   task's cancellation does the same for a ``run(_:)`` in progress, unless the work says
 ///   otherwise (``DatabaseWork/cancelsWithTask``).
-/// - The session never releases its lease itself: the call that made it does, once.
-/// - Its observer hears of a statement timeout in ``run(_:)`` or ``readWhole(_:shape:format:roundTrips:)``.
+/// - The session never releases its lease itself: the call that made it does, once
+///   (``end()``).
+/// - Its observer hears of a statement timeout in ``run(_:)`` or ``readWhole(_:shape:format:roundTrips:)``,
+///   and of a lease taken after the session began (when it took one).
 public final class DatabaseSession: Sendable {
-    let lease: ConnectionLease
     /// The work as asked for, with `onReplica` true only when a replica's connection was lent.
     public let work: DatabaseWork
     /// The configuration of the database the work was asked of (a replica's lease still
     /// encodes as the primary says).
     public let configuration: DatabaseConfiguration
+    /// The database a deferred lease comes from; nil when the session was made with its lease.
+    private let deferredOn: Database?
     private let observer: (any DatabaseObserver)?
-    private let flags = Mutex(Flags())
+    private let state: Mutex<State>
 
-    private struct Flags {
+    private struct State {
+        var lease: ConnectionLease?
+        /// When the lease was taken.
+        var acquired: ContinuousClock.Instant?
         var cancelled = false
         var ranOnThread = false
     }
 
+    /// A session on `lease`, taken by the caller.
     init(
         lease: ConnectionLease, work: DatabaseWork, onReplica: Bool, configuration: DatabaseConfiguration, observer: (any DatabaseObserver)?
     ) {
-        self.lease = lease
         var work = work
         work.onReplica = onReplica
         self.work = work
         self.configuration = configuration
         self.observer = observer
+        self.deferredOn = nil
+        self.state = Mutex(State(lease: lease, acquired: .now))
+    }
+
+    /// A session that leases from `database`'s pool only when it needs a connection of its own.
+    init(deferredOn database: Database, work: DatabaseWork, observer: (any DatabaseObserver)?) {
+        var work = work
+        work.onReplica = false
+        self.work = work
+        self.configuration = database.configuration
+        self.observer = observer
+        self.deferredOn = database
+        self.state = Mutex(State())
     }
 
     /// The database the connection belongs to (``Database/name``): `primary`, `replica 1`.
-    public var databaseName: String { self.lease.databaseName }
+    public var databaseName: String {
+        self.state.withLock { $0.lease?.databaseName } ?? self.deferredOn?.name ?? ""
+    }
+
+    /// The session's lease, taken now if it has none yet (the observer hears how long that
+    /// waited). Throws ``DatabaseError/Code/cancelled`` after ``cancel()``, or what leasing
+    /// throws.
+    private func leased() async throws -> ConnectionLease {
+        if let lease = self.state.withLock({ $0.lease }) { return lease }
+        guard let database = self.deferredOn else { throw DatabaseError(.unsupported, message: "a session without a lease") }
+        let asked = ContinuousClock.now
+        let lease: ConnectionLease
+        do {
+            lease = try await database.lease(readOnly: self.work.readOnly)
+        } catch let error as DatabaseError where error.code == .poolExhausted {
+            self.observer?.acquireTimedOut(database: database.name)
+            throw error
+        }
+        let now = ContinuousClock.now
+        self.observer?.connectionAcquired(database: lease.databaseName, after: now - asked)
+        let cancelled = self.state.withLock { state in
+            state.lease = lease
+            state.acquired = now
+            return state.cancelled
+        }
+        if cancelled { lease.cancel() }
+        return lease
+    }
+
+    /// The lease and how long it was held, once the session has ended with one (``end()``);
+    /// nil when it never leased.
+    var heldLease: (lease: ConnectionLease, acquired: ContinuousClock.Instant)? {
+        self.state.withLock { state in state.lease.map { ($0, state.acquired ?? .now) } }
+    }
 
     /// Runs `body` with the connection on one of the database's threads, under the work's
     /// rules, and returns what it returns. Throws what `body` throws, or
     /// ``DatabaseError/Code/cancelled`` after ``cancel()``, or
     /// ``DatabaseError/Code/connectionFailed`` when the database has been closed.
     public func run<T: Sendable>(_ body: @escaping @Sendable (any DatabaseConnection) throws -> T) async throws -> T {
-        self.flags.withLock { $0.ranOnThread = true }
-        let lease = self.lease
+        let lease = try await self.leased()
+        self.state.withLock { $0.ranOnThread = true }
         let work = self.work
         let run = {
             try await lease.threads.run {
@@ -79,14 +136,32 @@ public final class DatabaseSession: Sendable {
     }
 
     /// Reads `stream` whole into memory, encoded in `format` and `shape`, with the date format,
-    /// attachment window and fetch size of ``configuration``: the driver's own way when the
+    /// attachment window and fetch size of ``configuration``: on a shared connection when the
+    /// session has not leased and one is lent (``SharedReadingConnection``; cancelling the task
+    /// drops the answer, the statement finishes), else the driver's own way when the leased
     /// connection has one for it and is ready as the work asks (``WholeReadingConnection``:
-    /// PostgreSQL on Linux, without a thread; the work's role and claims, its transaction left
-    /// implicit), else through ``run(_:)``. Cancelling the task cancels the statement.
+    /// PostgreSQL on Linux, without a thread), else through ``run(_:)``; cancelling the task
+    /// then cancels the statement. Either way with the work's role and claims, its transaction
+    /// left implicit.
     public func readWhole(_ stream: RowStream, shape: ResultShape, format: OutputFormat, roundTrips: RoundTripLog? = nil) async throws -> WholeRead {
         let started = ContinuousClock.now
         let configuration = self.configuration
-        if let reader = self.lease.readerWithoutThread(statementTimeout: self.work.statementTimeout?.statementTimeoutMilliseconds) {
+        let timeout = self.work.statementTimeout?.statementTimeoutMilliseconds
+        if let shared = self.sharedReader(statementTimeout: timeout) {
+            roundTrips?.markShared()
+            let session = self.work.session
+            let read = try await self.noticingTimeouts {
+                try await withTaskCancellationHandler {
+                    try await shared.readWhole(
+                        stream, shape: shape, format: format, dateFormat: configuration.dateFormat, session: session, roundTrips: roundTrips)
+                } onCancel: {
+                    self.cancel()
+                }
+            }
+            if let read { return read }
+        }
+        let lease = try await self.leased()
+        if let reader = lease.readerWithoutThread(statementTimeout: timeout) {
             let session = self.work.session
             let read = try await self.noticingTimeouts {
                 try await withTaskCancellationHandler {
@@ -106,15 +181,22 @@ public final class DatabaseSession: Sendable {
         return WholeRead(body: body, outcome: outcome, database: ContinuousClock.now - started, encode: nil)
     }
 
+    /// A shared connection for a read now, when the session has not leased, its work may
+    /// share (read-only, no explicit transaction, not a stream) and one is lent.
+    private func sharedReader(statementTimeout: Int?) -> (any SharedReadingConnection)? {
+        guard let shared = self.deferredOn?.sharedReaders, self.state.withLock({ $0.lease == nil && !$0.cancelled }) else { return nil }
+        return shared.reader(statementTimeout: statementTimeout)
+    }
+
     /// Cancels the statement running on the connection, if any, and fails later statements
     /// (``ConnectionLease/cancel()``). Never blocks. The observer hears of it once.
     public func cancel() {
-        let first = self.flags.withLock { flags in
-            defer { flags.cancelled = true }
-            return !flags.cancelled
+        let (first, lease) = self.state.withLock { state in
+            defer { state.cancelled = true }
+            return (!state.cancelled, state.lease)
         }
         if first { self.observer?.statementCancelled() }
-        self.lease.cancel()
+        lease?.cancel()
     }
 
     /// Whether `error`, thrown by work on this session, means its replica is gone, so that the
@@ -123,12 +205,12 @@ public final class DatabaseSession: Sendable {
         self.work.onReplica && ReadReplicas.meansServerGone(error)
     }
 
-    /// Gives the lease back: on the calling task when nothing needs a round trip (only
-    /// reads without a thread, which leave the connection clean), else on the database's threads
-    /// (a reset may roll back or close), or inline when those are shut down.
+    /// Gives the lease back, if the session has one: on the calling task when nothing needs a
+    /// round trip (only reads without a thread, which leave the connection clean), else on the
+    /// database's threads (a reset may roll back or close), or inline when those are shut down.
     func end() async {
-        let ranOnThread = self.flags.withLock { $0.ranOnThread }
-        let lease = self.lease
+        let (ranOnThread, held) = self.state.withLock { ($0.ranOnThread, $0.lease) }
+        guard let lease = held else { return }
         if !ranOnThread, lease.readerWithoutThread(statementTimeout: nil) != nil || !lease.hasConnection {
             lease.release()
             return

@@ -10,6 +10,8 @@ import Synchronization
 public final class QueryStatistics: Sendable {
     private let statements = Atomic<Int>(0)
     private let eventDrivenRuns = Atomic<Int>(0)
+    private let sharedReads = Atomic<Int>(0)
+    private let sharedReadsBehindOthers = Atomic<Int>(0)
 
     public init() {}
 
@@ -19,6 +21,19 @@ public final class QueryStatistics: Sendable {
     /// How many reads without a thread started (``WholeReadingConnection``): responses served
     /// without a thread blocked on the database.
     public var eventDrivenRunCount: Int { self.eventDrivenRuns.load(ordering: .relaxed) }
+
+    /// How many reads were sent on a shared connection (``SharedReadingConnection``).
+    public var sharedReadCount: Int { self.sharedReads.load(ordering: .relaxed) }
+
+    /// How many of those were sent while another read was in flight on the same connection:
+    /// pipelined behind it.
+    public var sharedReadsBehindOthersCount: Int { self.sharedReadsBehindOthers.load(ordering: .relaxed) }
+
+    /// A read was sent on a shared connection, behind `othersInFlight` reads.
+    public func recordSharedRead(othersInFlight: Int) {
+        self.sharedReads.add(1, ordering: .relaxed)
+        if othersInFlight > 0 { self.sharedReadsBehindOthers.add(1, ordering: .relaxed) }
+    }
 
     public func recordStatement() {
         self.statements.add(1, ordering: .relaxed)

@@ -48,8 +48,18 @@ public struct WholeRead: Sendable {
 /// read once the read is over (for trace spans).
 public final class RoundTripLog: Sendable {
     private let state = Mutex<(first: Int?, marks: [(end: ContinuousClock.Instant, next: Int)])>((nil, []))
+    private let sharedConnection = Atomic<Bool>(false)
 
     public init() {}
+
+    /// The read went on a shared connection (``SharedReadingConnection``), behind other
+    /// requests' reads.
+    public func markShared() {
+        self.sharedConnection.store(true, ordering: .relaxed)
+    }
+
+    /// Whether ``markShared()`` was called.
+    public var isShared: Bool { self.sharedConnection.load(ordering: .relaxed) }
 
     /// The first round trip starts, sending `statements`.
     public func started(statements: Int) {

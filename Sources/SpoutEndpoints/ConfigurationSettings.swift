@@ -91,6 +91,7 @@ extension SpoutConfiguration {
             Setting(path: "database.traceContext", kind: .boolean(\.database.traceContext)),
             Setting(path: "database.streamReserve", kind: .integer(\.database.streamReserve, 0...1_000)),
             Setting(path: "database.streamAcquireTimeoutMs", kind: .integer(\.database.streamAcquireTimeoutMs, 0...3_600_000)),
+            Setting(path: "database.sharedReaders", kind: .integer(\.database.sharedReaders, 0...64)),
             Setting(path: "database.applicationName", kind: .optionalString(\.database.applicationName)),
             Setting(path: "database.changePollMs", kind: .integer(\.database.changePollMs, 10...60_000)),
             Setting(path: "database.changeRetentionHours", kind: .integer(\.database.changeRetentionHours, 1...87_600)),

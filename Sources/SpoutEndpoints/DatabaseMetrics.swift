@@ -1,6 +1,7 @@
 import Prometheus
 import SpoutCore
 import SpoutHTTP
+import Synchronization
 
 /// The databases' metrics: pools, waits for a connection, cancelled and timed-out statements,
 /// servers that stopped answering, switches to another server (a failover), and how long
@@ -18,6 +19,9 @@ public final class DatabaseMetrics: DatabaseObserver {
     private let acquireTimeouts: Counter
     private let statementTimeouts: Counter
     private let streamConnectionSeconds: Counter
+    /// Each database's shared reads counted so far (``SpoutCore/QueryStatistics/sharedReadCount``
+    /// at the last scrape), so the counter grows by what was read since.
+    private let sharedReadsCounted = Mutex<[String: Int]>([:])
 
     public init(registry: PrometheusCollectorRegistry) {
         self.registry = registry
@@ -83,6 +87,14 @@ public final class DatabaseMetrics: DatabaseObserver {
         // has a series before the first server stops answering.
         _ = self.registry.makeCounter(descriptor: Family.notAnswering.descriptor, labels: labels)
         _ = self.registry.makeCounter(descriptor: Family.serverChanges.descriptor, labels: labels)
+        guard let shared = database.sharedReaders else { return }
+        self.registry.makeGauge(descriptor: Family.sharedOpen.descriptor, labels: labels).set(to: Double(shared.openCount))
+        let reads = database.statistics.sharedReadCount
+        let new = self.sharedReadsCounted.withLock { counted in
+            defer { counted[name] = max(counted[name] ?? 0, reads) }
+            return max(0, reads - (counted[name] ?? 0))
+        }
+        self.registry.makeCounter(descriptor: Family.sharedReads.descriptor, labels: labels).increment(by: Int64(new))
     }
 }
 
@@ -100,6 +112,8 @@ extension DatabaseMetrics {
         case poolInUse = "spout_pool_connections_in_use"
         case poolIdle = "spout_pool_connections_idle"
         case poolWaiters = "spout_pool_waiters"
+        case sharedOpen = "spout_shared_connections_open"
+        case sharedReads = "spout_shared_reads_total"
 
         /// The `# HELP` text: one line, what is measured and in what unit.
         var help: String {
@@ -115,6 +129,8 @@ extension DatabaseMetrics {
             case .poolInUse: "Database connections leased to a request, by pool."
             case .poolIdle: "Database connections open and idle, by pool."
             case .poolWaiters: "Requests waiting for a database connection, by pool."
+            case .sharedOpen: "Shared connections open, carrying many requests' single-row reads at once, by database."
+            case .sharedReads: "Reads answered on a shared connection instead of a leased one, by database."
             }
         }
     }

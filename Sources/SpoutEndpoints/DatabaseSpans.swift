@@ -92,8 +92,9 @@ extension DatabaseSpans {
         var from = start
         var size = first
         var number = 1
+        let shared = log.isShared
         for mark in log.marks {
-            self.record("pipeline", from: from, to: mark.end, attributes: Self.roundTripAttributes(number, size))
+            self.record("pipeline", from: from, to: mark.end, attributes: Self.roundTripAttributes(number, size, shared: shared))
             guard mark.next > 0 else { return }
             from = mark.end
             size = mark.next
@@ -101,11 +102,14 @@ extension DatabaseSpans {
         }
         // The round trip whose end the driver did not note: the read failed in it, or its
         // answer was the last.
-        self.record("pipeline", from: from, to: end, attributes: Self.roundTripAttributes(number, size), error: error)
+        self.record("pipeline", from: from, to: end, attributes: Self.roundTripAttributes(number, size, shared: shared), error: error)
     }
 
-    private static func roundTripAttributes(_ number: Int, _ size: Int) -> SpanAttributes {
+    /// A round trip's attributes: its number, its statements and, on a shared connection,
+    /// `spout.shared_connection`.
+    private static func roundTripAttributes(_ number: Int, _ size: Int, shared: Bool) -> SpanAttributes {
         var attributes = SpanAttributes()
+        if shared { attributes["spout.shared_connection"] = true }
         attributes["spout.round_trip"] = number
         attributes["db.operation.batch.size"] = size
         return attributes

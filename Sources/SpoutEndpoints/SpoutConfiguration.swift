@@ -137,6 +137,9 @@ public struct SpoutConfiguration: Sendable, Hashable {
         public var streamReserve = 2
         /// How long a stream waits for a connection before a 503, in milliseconds.
         public var streamAcquireTimeoutMs = 30_000
+        /// PostgreSQL connections, besides the pool's, that carry many requests' single-row
+        /// reads at once (``SpoutCore/DatabaseConfiguration/sharedReaders``); 0: none.
+        public var sharedReaders = 2
         /// How often live notices read the change log's position while anyone subscribes, in
         /// milliseconds.
         public var changePollMs = 250
@@ -494,7 +497,8 @@ public struct SpoutConfiguration: Sendable, Hashable {
             streamReserve: self.database.streamReserve,
             streamAcquireTimeout: .milliseconds(self.database.streamAcquireTimeoutMs),
             applicationName: self.database.applicationName.isEmpty ? nil : self.database.applicationName,
-            answerGraceMilliseconds: self.database.answerGraceMs
+            answerGraceMilliseconds: self.database.answerGraceMs,
+            sharedReaders: self.database.sharedReaders
         )
     }
 

@@ -61,9 +61,29 @@ extension PostgresConnection: EventDrivenConnection {
 /// One ``PostgresConnection/runEventDriven(_:then:completion:)``: sends a batch, reads its
 /// results as they can be read without waiting, sends the next batch, and calls back when done.
 ///
-/// It owns its connection from ``start()`` until ``complete()``. ``start()`` runs on the
-/// caller's thread; once the socket is handed to the reactor, everything else runs there.
-final class PostgresEventDrivenRun: PostgresReactorTask {
+/// Alone on its connection, it owns the connection from ``start()`` until ``complete()``:
+/// ``start()`` runs on the caller's thread; once the socket is handed to the reactor,
+/// everything else runs there. Shared (``PostgresSharedPipeline``), it owns nothing: the
+/// pipeline keeps the connection in pipeline mode, sends the run's batches among other runs'
+/// (``sendShared()``) and hands it each result while its batch is at the head of the
+/// pipeline (``readResult()``), always holding the pipeline's lock.
+// @unchecked Sendable: a run is touched by one thread at a time, as said above: its starter,
+// then the reactor (handed over through the reactor's lock), or only under its shared
+// pipeline's lock; what crosses threads afterwards is its finished outcome, read by
+// ``complete()``.
+final class PostgresEventDrivenRun: PostgresReactorTask, @unchecked Sendable {
+    /// What reading one result did (``readResult()``).
+    enum ReadStep {
+        /// A result was read; the batch goes on.
+        case read
+        /// The batch's sync point has not been answered yet: wait for the socket.
+        case waiting
+        /// The batch was read through its sync, and the next batch has been queued.
+        case batchSent
+        /// The run is over: its outcome is set.
+        case over
+    }
+
     /// One command of the pipeline.
     private enum Command {
         /// Prepares the statement `key` (``PostgresStatementNames/key(_:_:)``) as `name`.
@@ -101,12 +121,16 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
     private var isFlushing = false
     /// Whether this run set the connection's answer deadline (for the batch being read).
     private var setsDeadline = false
+    /// Whether the connection is a ``PostgresSharedPipeline``'s: kept in pipeline mode by it,
+    /// its deadline and flushing its business.
+    private let isShared: Bool
 
     init(
         connection: PostgresConnection, handle: OpaquePointer, first: StatementBatch, settings: [BoundStatement] = [],
-        next: @escaping @Sendable ([[QueryResult]]) throws -> StatementBatch,
+        isShared: Bool = false, next: @escaping @Sendable ([[QueryResult]]) throws -> StatementBatch,
         completion: @escaping @Sendable (Result<[[QueryResult]], any Error>) -> Void
     ) {
+        self.isShared = isShared
         self.connection = connection
         self.handle = handle
         self.settings = settings
@@ -154,32 +178,11 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
             self.connectionFailed()
             return false
         }
-        while PQisBusy(self.handle) == 0 {
-            let result = PQgetResult(self.handle)
-            guard case .sync = self.commands[self.current] else {
-                guard let result else {
-                    self.endCommand()
-                    continue
-                }
-                self.read(result)
-                PQclear(result)
-                continue
-            }
-            // A sync point answers with one result of its own, and no null after it.
-            guard let result else { break }
-            let status = PQresultStatus(result)
-            PQclear(result)
-            guard status == PGRES_PIPELINE_SYNC else {
-                self.connection.markBroken()
-                self.failure = self.failure ?? DatabaseError(.connectionLost, message: "unexpected result after a pipeline")
-                self.finish()
-                return false
-            }
-            self.current += 1
-            if self.current < self.commands.count {
-                self.startCommand()
-            } else {
-                guard self.endBatch() else { return false }
+        reading: while PQisBusy(self.handle) == 0 {
+            switch self.readResult() {
+            case .read, .batchSent: continue
+            case .waiting: break reading
+            case .over: return false
             }
         }
         if PQstatus(self.handle) == CONNECTION_BAD {
@@ -188,6 +191,38 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
             return false
         }
         return true
+    }
+
+    /// Reads the connection's next result, which belongs to the current command, when libpq
+    /// has one ready (`PQisBusy` is 0). At the end of the batch, sends the next batch or
+    /// finishes the run.
+    func readResult() -> ReadStep {
+        let result = PQgetResult(self.handle)
+        guard case .sync = self.commands[self.current] else {
+            if let result {
+                self.read(result)
+                PQclear(result)
+            } else {
+                self.endCommand()
+            }
+            return .read
+        }
+        // A sync point answers with one result of its own, and no null after it.
+        guard let result else { return .waiting }
+        let status = PQresultStatus(result)
+        PQclear(result)
+        guard status == PGRES_PIPELINE_SYNC else {
+            self.connection.markBroken()
+            self.failure = self.failure ?? DatabaseError(.connectionLost, message: "unexpected result after a pipeline")
+            self.finish()
+            return .over
+        }
+        self.current += 1
+        if self.current < self.commands.count {
+            self.startCommand()
+            return .read
+        }
+        return self.endBatch() ? .batchSent : .over
     }
 
     /// Runs to the end on the calling thread, waiting for the socket with `poll(2)` where the
@@ -231,18 +266,45 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
     /// Queues the batch's commands and sync points, and flushes what the socket takes. False
     /// when the run is over (the connection failed).
     private func send() -> Bool {
+        // Each batch is waited for under a deadline of its own, one statement timeout per
+        // statement (each runs under its own) plus the grace period.
+        self.stopWaiting()
+        self.setsDeadline = self.connection.answerDeadline.begin(statements: self.statementsInBatch)
+        var pending: [String: String] = [:]
+        guard self.queueBatch(pending: &pending) else { return false }
+        self.startCommand()
+        return self.flush()
+    }
+
+    /// Queues the first batch of a run on a shared pipeline, behind the batches already in it;
+    /// the pipeline flushes, and starts the run's first command once the run is at its head.
+    /// False when the connection failed.
+    ///
+    /// A statement whose prepare another run in flight has sent, but whose answer has not been
+    /// read yet, is prepared again under a new name (names are never reused): harmless, and
+    /// only while a statement is new; sharing the other run's name would leave this run
+    /// failing on a prepare that failed for the other.
+    func sendShared() -> Bool {
+        self.connection.statistics.recordEventDrivenRun()
+        var pending: [String: String] = [:]
+        return self.queueBatch(pending: &pending)
+    }
+
+    /// Statements of the batch being sent, its settings included: what its answer deadline is
+    /// counted in.
+    var statementsInBatch: Int {
+        self.batch.statements.count + self.batch.tentative.count + (self.settings.isEmpty ? 0 : 2)
+    }
+
+    /// Queues the batch's commands and sync points, without flushing. False when the run is
+    /// over (the connection failed).
+    private func queueBatch(pending: inout [String: String]) -> Bool {
         self.commands = []
         self.current = 0
         self.batchResults = []
         self.tentativeResults = []
         self.tentativeFailure = nil
         self.connection.statementStarting()
-        // Each batch is waited for under a deadline of its own, one statement timeout per
-        // statement (each runs under its own) plus the grace period.
-        self.stopWaiting()
-        let statements = self.batch.statements.count + self.batch.tentative.count + (self.settings.isEmpty ? 0 : 2)
-        self.setsDeadline = self.connection.answerDeadline.begin(statements: statements)
-        var pending: [String: String] = [:]
         guard self.queueSettings(tentative: false, pending: &pending),
             self.queue(self.batch.statements, tentative: false, pending: &pending)
         else { return false }
@@ -256,9 +318,7 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
             }
             guard self.queue(self.batch.tentative, tentative: true, pending: &pending) else { return false }
         }
-        guard self.sync() else { return false }
-        self.startCommand()
-        return self.flush()
+        return self.sync()
     }
 
     /// Queues a sync point. False when the run is over (the connection failed).
@@ -331,7 +391,8 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
 
     /// Gets ready to read the current command: a statement with a row limit is read one row
     /// per result (single-row mode), which libpq sets per statement, just before its results.
-    private func startCommand() {
+    /// A shared pipeline calls it when the run's batch comes to its head.
+    func startCommand() {
         guard self.current < self.commands.count, case .query(tentative: false) = self.commands[self.current],
             self.batch.rowLimit != nil
         else { return }
@@ -406,7 +467,7 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
     /// The batch is read through its sync: sends the next one or finishes. False when the
     /// run is over.
     private func endBatch() -> Bool {
-        self.connection.noteTransactionState()
+        if !self.isShared { self.connection.noteTransactionState() }
         if self.failure == nil {
             self.results.append(self.tentativeFailure == nil ? self.batchResults + self.tentativeResults : self.batchResults)
             do {
@@ -418,6 +479,11 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
         guard self.failure == nil, !self.batch.statements.isEmpty else {
             self.finish()
             return false
+        }
+        if self.isShared {
+            var pending: [String: String] = [:]
+            guard self.queueBatch(pending: &pending) else { return false }
+            return true
         }
         return self.send()
     }
@@ -434,12 +500,14 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
 
     /// Leaves pipeline and non-blocking mode and records the outcome.
     private func finish() {
-        self.stopWaiting()
-        if PQexitPipelineMode(self.handle) != 1 || PQsetnonblocking(self.handle, 0) != 0 {
-            self.connection.markBroken()
+        if !self.isShared {
+            self.stopWaiting()
+            if PQexitPipelineMode(self.handle) != 1 || PQsetnonblocking(self.handle, 0) != 0 {
+                self.connection.markBroken()
+            }
+            self.connection.stateMachine.eventDrivenEnded()
+            self.connection.noteTransactionState()
         }
-        self.connection.stateMachine.eventDrivenEnded()
-        self.connection.noteTransactionState()
         if let failure = self.failure {
             self.outcome = .failure(failure)
         } else {
@@ -447,9 +515,14 @@ final class PostgresEventDrivenRun: PostgresReactorTask {
         }
     }
 
+    /// Ends the run with `error` without reading anything more: its shared pipeline is closed.
+    func abandon(with error: any Error) {
+        self.outcome = .failure(error)
+    }
+
     /// The connection is lost or unusable: the run fails (with the database's own error when
     /// one arrived, such as a terminated backend's), and the pool discards the connection.
-    private func connectionFailed() {
+    func connectionFailed() {
         self.stopWaiting()
         let error = self.connection.makeError(nil)
         self.connection.markBroken()

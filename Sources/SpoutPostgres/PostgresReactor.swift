@@ -22,6 +22,11 @@ import Synchronization
 /// while any connection with a deadline is open, and each tick shuts the sockets of the waits
 /// past theirs.
 ///
+/// Another thread can ask the reactor to handle a task now, without an event on its socket
+/// (``wake(_:)``): an `eventfd` in the same epoll, written once however many wake-ups are
+/// pending. A shared pipeline (``PostgresSharedPipeline``) does all its libpq work on this
+/// thread that way.
+///
 /// The reactor lives as long as the process (like NIO's singleton event loops) and is started
 /// on first use.
 final class PostgresReactor: Sendable {
@@ -37,6 +42,13 @@ final class PostgresReactor: Sendable {
     private let timer: Int32
     /// The answer deadlines of open connections.
     private let deadlines = Mutex<[ObjectIdentifier: PostgresAnswerDeadline]>([:])
+    /// Readable while ``wakeups`` holds tasks to handle.
+    private let wakeSignal: Int32
+    /// Tasks to handle on the next turn, whatever their sockets say (``wake(_:)``).
+    // Not Sendable tasks: handed over through this lock, like ``tasks``.
+    private let wakeups = Mutex(SendableBox([any PostgresReactorTask]()))
+    /// Whether ``wakeSignal`` has been written since the reactor last read it.
+    private let isSignalled = Atomic<Bool>(false)
 
     /// How often the deadlines are checked: a late answer is noticed this much after its
     /// deadline at most.
@@ -51,6 +63,10 @@ final class PostgresReactor: Sendable {
         event.events = EPOLLIN.rawValue
         event.data.fd = self.timer
         precondition(epoll_ctl(self.epoll, EPOLL_CTL_ADD, self.timer, &event) == 0, "cannot watch the deadline timer")
+        self.wakeSignal = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        precondition(self.wakeSignal >= 0, "cannot create the PostgreSQL reactor's wake-up signal")
+        event.data.fd = self.wakeSignal
+        precondition(epoll_ctl(self.epoll, EPOLL_CTL_ADD, self.wakeSignal, &event) == 0, "cannot watch the wake-up signal")
         self.startThread()
     }
 
@@ -102,6 +118,32 @@ final class PostgresReactor: Sendable {
         }
     }
 
+    /// Has the reactor handle `task`, watched already, on its next turn (with no events), from
+    /// any thread: a task with work that does not wait for its socket.
+    func wake(_ task: any PostgresReactorTask) {
+        self.wakeups.withLock { $0.value.append(task) }
+        if !self.isSignalled.exchange(true, ordering: .acquiringAndReleasing) {
+            var one: UInt64 = 1
+            _ = write(self.wakeSignal, &one, MemoryLayout<UInt64>.size)
+        }
+    }
+
+    /// Handles the tasks woken since the last turn.
+    private func handleWakeups() {
+        var count: UInt64 = 0
+        _ = read(self.wakeSignal, &count, MemoryLayout<UInt64>.size)
+        self.isSignalled.store(false, ordering: .releasing)
+        let woken = self.wakeups.withLock { box in
+            defer { box.value = [] }
+            return SendableBox(box.value)
+        }
+        for task in woken.value where task.socketIsOpen {
+            let socket = task.socket
+            guard self.tasks.withLock({ $0.value[socket] }) === task else { continue }
+            self.handle(task, socket: socket, events: [])
+        }
+    }
+
     /// Removes `task` from the registry, unless its socket already belongs to another task.
     private func forget(_ task: any PostgresReactorTask, socket: Int32) {
         self.tasks.withLock { tasks in
@@ -125,17 +167,27 @@ final class PostgresReactor: Sendable {
                     self.checkDeadlines()
                     continue
                 }
-                guard let task = self.tasks.withLock({ $0.value[socket] }) else { continue }
-                let next = task.handle(events: Self.interest(events[index].events))
-                if let next, task.socketIsOpen {
-                    if self.control(EPOLL_CTL_MOD, socket, Self.epollEvents(next)) { continue }
-                    _ = epoll_ctl(self.epoll, EPOLL_CTL_DEL, socket, nil)
+                if socket == self.wakeSignal {
+                    self.handleWakeups()
+                    continue
                 }
-                // Over: the socket stays registered, disarmed, for the connection's next task.
-                self.forget(task, socket: socket)
-                task.complete()
+                guard let task = self.tasks.withLock({ $0.value[socket] }) else { continue }
+                self.handle(task, socket: socket, events: Self.interest(events[index].events))
             }
         }
+    }
+
+    /// Lets `task` handle `events`, then re-arms its socket for what it waits for next, or
+    /// ends it.
+    private func handle(_ task: any PostgresReactorTask, socket: Int32, events: SocketInterest) {
+        let next = task.handle(events: events)
+        if let next, task.socketIsOpen {
+            if self.control(EPOLL_CTL_MOD, socket, Self.epollEvents(next)) { return }
+            _ = epoll_ctl(self.epoll, EPOLL_CTL_DEL, socket, nil)
+        }
+        // Over: the socket stays registered, disarmed, for the connection's next task.
+        self.forget(task, socket: socket)
+        task.complete()
     }
 
     /// The epoll events for `interest`.

@@ -11,6 +11,8 @@ struct SocketInterest: OptionSet, Sendable {
 
 /// Something the reactor drives: it owns one socket while it is watched.
 protocol PostgresReactorTask: AnyObject {
+    /// The socket the task is watched on.
+    var socket: Int32 { get }
     /// `events` arrived on the socket (on the reactor thread). Returns what to wait for next,
     /// or nil when the task is over.
     func handle(events: SocketInterest) -> SocketInterest?

@@ -132,7 +132,8 @@ struct ConfigurationTests {
         #expect(table["server.limits.maxBufferedBodyBytes"] == "SPOUT_LIMITS_MAX_BUFFERED_BODY_BYTES")
         #expect(table["server.limits.maxSubscribersPerAddress"] == "SPOUT_LIMITS_MAX_SUBSCRIBERS_PER_ADDRESS")
         #expect(table["database.changePollMs"] == "SPOUT_DATABASE_CHANGE_POLL_MS")
-        #expect(table.count == 72)
+        #expect(table["database.sharedReaders"] == "SPOUT_DATABASE_SHARED_READERS")
+        #expect(table.count == 73)
         #expect(Set(table.values).count == table.count)
     }
 

@@ -448,22 +448,35 @@ struct IdentityAPITests {
               result: object
         """
 
-    @Test("PostgreSQL: SET LOCAL ROLE from the token (allow-list, else 403), anonymous role, claims setting; nothing leaks on a pool of one",
-          .enabled(if: TestDatabases.postgresEnabled))
-    func postgresRoles() async throws {
+    /// A service on a PostgreSQL database with `configuration`, reached as an ordinary role that
+    /// may switch to its reader (the default) and writer roles, anonymous callers as its
+    /// anonymous role, serving ``rolesFile``, ``publicFile`` and `files`.
+    static func withRoles(
+        _ configuration: DatabaseConfiguration, files: [String: String] = [:],
+        _ body: (InProcessServer, Database, IdentityDatabase) async throws -> Void
+    ) async throws {
         let store = try IdentityDatabase.make(.postgres) { _ in }
         defer { store.drop() }
-        var configuration = DatabaseConfiguration()
-        configuration.maximumConnections = 1
         let database = try store.open(configuration)
         defer { database.close() }
         var identity = SpoutConfiguration.Identity()
         identity.roles = [store.reader, store.writer]
         identity.defaultRole = store.reader
         identity.anonymousRole = store.anonymous
-        let (endpoints, directory) = try Self.endpoints(["roles.yaml": Self.rolesFile, "public.yaml": Self.publicFile])
+        let all = files.merging(["roles.yaml": Self.rolesFile, "public.yaml": Self.publicFile]) { own, _ in own }
+        let (endpoints, directory) = try Self.endpoints(all)
         defer { try? FileManager.default.removeItem(at: directory) }
         try await Self.withService(endpoints, database: database, identity: identity) { service in
+            try await body(service, database, store)
+        }
+    }
+
+    @Test("PostgreSQL: SET LOCAL ROLE from the token (allow-list, else 403), anonymous role, claims setting; nothing leaks on a pool of one",
+          .enabled(if: TestDatabases.postgresEnabled))
+    func postgresRoles() async throws {
+        var configuration = DatabaseConfiguration()
+        configuration.maximumConnections = 1
+        try await Self.withRoles(configuration) { service, database, store in
             // Not in the allow-list: 403, before any SQL.
             let superuser = try await Self.send(service, "GET", "/whoami", token: try await Self.token("eve", role: "spout"))
             #expect(superuser.status == 403)

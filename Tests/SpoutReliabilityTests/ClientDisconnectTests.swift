@@ -32,8 +32,9 @@ struct ClientDisconnectTests {
         }
     }
 
-    /// A single-row response on PostgreSQL runs event-driven (no thread of its own): a client
-    /// that leaves cancels the request's task, which cancels the statement.
+    /// A single-row response on PostgreSQL read event-driven on a leased connection (no thread
+    /// of its own; shared connections off): a client that leaves cancels the request's task,
+    /// which cancels the statement. (On a shared connection nothing is cancelled: Shared reads.)
     @Test("a disconnect during an event-driven response on PostgreSQL cancels its statement",
           .enabled(if: TestDatabases.postgresEnabled))
     func postgresEventDriven() async throws {
@@ -41,7 +42,7 @@ struct ClientDisconnectTests {
         defer { database.drop() }
         let directory = try ServiceDirectory(
             databaseURL: database.url, extraEndpoints: ["slow.yaml": TestEndpoints.slow(.postgres, timeoutMs: 60_000)],
-            shipped: false, poolSize: 1, acquireTimeoutMs: 5_000)
+            shipped: false, poolSize: 1, acquireTimeoutMs: 5_000, sharedReaders: 0)
         defer { directory.remove() }
         let service = try await InProcessServer.start(directory)
         // Opens the pool's one connection, so the next request can run event-driven.

@@ -18,7 +18,9 @@ struct MetricsTests {
         try #require(Self.parserAvailable, "python3 module prometheus_client missing: python3 -m pip install prometheus-client")
         try await StreamsService.with(
             .postgres, prefix: "spout_rel_metrics", extraEndpoints: ["slow.yaml": TestEndpoints.slow(.postgres, timeoutMs: 300)],
-            poolSize: 1, acquireTimeoutMs: 300, statementTimeoutMs: 0, environment: ["SPOUT_TIMING_HEADER": "true"]
+            // The pool alone (no shared connections): its waits, timeouts and leases are counted.
+            poolSize: 1, acquireTimeoutMs: 300, statementTimeoutMs: 0,
+            environment: ["SPOUT_TIMING_HEADER": "true", "SPOUT_DATABASE_SHARED_READERS": "0"]
         ) { service in
             for _ in 0..<3 { #expect(try await service.get("/one").status == 200) }
             // server.timingHeader: a single row, sent whole, read event-driven on PostgreSQL.

@@ -35,6 +35,13 @@ struct PgBouncerTests {
             }
             #expect(statuses.mismatched == 0, "\(statuses)")
             #expect(statuses.total == targets.count * 3)
+            // The direct instance read most of them on its shared connections; behind the
+            // pooler nothing is shared (every request leased a connection of its own).
+            _ = try await Self.load(direct, targets: targets, clients: 16, rounds: 1) { _, response in response.status == 200 }
+            #expect(try SlowDownloadsTests.metric(direct, "spout_shared_reads_total").map { $0 > 0 } == true)
+            #expect(try SlowDownloadsTests.metric(direct, "spout_shared_connections_open") == 2)
+            #expect(try SlowDownloadsTests.metric(bounced, "spout_shared_reads_total") == nil)
+            #expect(try SlowDownloadsTests.metric(bounced, "spout_shared_connections_open") == nil)
 
             // A list with details, a stream, a filtered list: whole, and byte for byte the same.
             for target in ["/departments/d005/employees?details=titles", "/salaries", "/employees?lastName=Facello", "/pets?owner=Gwen"] {

@@ -63,8 +63,9 @@ struct PoolAndTimeoutTests {
             dialect, prefix: "spout_rel_pool", extraEndpoints: ["slow.yaml": TestEndpoints.slow(dialect, timeoutMs: 300)],
             poolSize: poolSize, acquireTimeoutMs: acquireTimeoutMs, statementTimeoutMs: 0,
             // A stream that holds its connection while its client does not read is how these
-            // tests exhaust the pool: the spool, which would release it, is off.
-            environment: ["SPOUT_SPOOL_ENABLED": "false"], body)
+            // tests exhaust the pool: the spool, which would release it, is off. The pool
+            // alone: single rows would otherwise be read on the shared connections.
+            environment: ["SPOUT_SPOOL_ENABLED": "false", "SPOUT_DATABASE_SHARED_READERS": "0"], body)
     }
 }
 

@@ -27,7 +27,8 @@ final class ServiceDirectory: Sendable {
     ///   - settings: extra YAML lines under `database:` / `server.limits:` (see the parameters).
     init(
         databaseURL: String, extraEndpoints: [String: String] = [:], shipped: Bool = true,
-        poolSize: Int = 4, acquireTimeoutMs: Int = 2_000, statementTimeoutMs: Int = 30_000, drainTimeoutSeconds: Int = 10
+        poolSize: Int = 4, acquireTimeoutMs: Int = 2_000, statementTimeoutMs: Int = 30_000, drainTimeoutSeconds: Int = 10,
+        sharedReaders: Int = 2
     ) throws {
         self.path = FileManager.default.temporaryDirectory.appendingPathComponent("spout-reliability-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: self.path, withIntermediateDirectories: true)
@@ -48,6 +49,7 @@ final class ServiceDirectory: Sendable {
               poolSize: \(poolSize)
               acquireTimeoutMs: \(acquireTimeoutMs)
               statementTimeoutMs: \(statementTimeoutMs)
+              sharedReaders: \(sharedReaders)
               seed:
                 enabled: false
             endpoints:

@@ -1,0 +1,132 @@
+import Synchronization
+
+/// The connections of one ``Database`` that read results whole for many requests at once
+/// (``SharedReadingConnection``), and the rule that lends them: the one owner of which read
+/// shares a connection.
+///
+/// Contract:
+/// - ``reader(statementTimeout:)`` never blocks and never waits: it returns an open connection
+///   for a read now, or nil (the read then leases a connection of its own, as without
+///   sharing). Nil when the work asks another statement timeout than the connections have,
+///   before the first connection is open, after ``close()``, and when every open connection
+///   has had a read in flight for longer than ``stallLimit`` (a slow statement: the reads
+///   behind it wait for it, so no more join them).
+/// - Among the others it lends the connection with the fewest reads in flight.
+/// - It keeps ``count`` connections open: each one missing (not opened yet, or broken and
+///   closed) is opened on the database's threads, one at a time, when a read asks; a failed
+///   open is tried again after ``retryDelay``. A driver that cannot share
+///   (``SharedReadingDriver/openSharedReader(statementTimeout:statistics:)`` returns nil) turns
+///   sharing off for good.
+public final class SharedReaders: Sendable {
+    /// How many connections are kept.
+    public let count: Int
+    /// The statement timeout of the connections, in milliseconds (0: none).
+    public let statementTimeout: Int
+    /// A connection whose oldest read has been in flight this long takes no more reads.
+    public static let stallLimit: Duration = .milliseconds(20)
+    /// How long after a failed open the next is tried.
+    static let retryDelay: Duration = .seconds(1)
+
+    private let driver: any SharedReadingDriver
+    private let statistics: QueryStatistics
+    private let threads: DatabaseThreads
+    private let state = Mutex(State())
+
+    private struct State {
+        var connections: [any SharedReadingConnection] = []
+        var isOpening = false
+        var closed = false
+        /// The driver cannot share: no more opens.
+        var unsupported = false
+        /// No open before this instant (after a failure).
+        var notBefore: ContinuousClock.Instant?
+    }
+
+    init(driver: any SharedReadingDriver, count: Int, statementTimeout: Int, statistics: QueryStatistics, threads: DatabaseThreads) {
+        self.driver = driver
+        self.count = count
+        self.statementTimeout = statementTimeout
+        self.statistics = statistics
+        self.threads = threads
+    }
+
+    /// A connection to read on now, or nil (see the type's contract). `statementTimeout`: the
+    /// work's own, in milliseconds; nil for the database's.
+    public func reader(statementTimeout: Int?) -> (any SharedReadingConnection)? {
+        if let statementTimeout, statementTimeout != self.statementTimeout { return nil }
+        let now = ContinuousClock.now
+        let (chosen, open) = self.state.withLock { state -> ((any SharedReadingConnection)?, Bool) in
+            guard !state.closed, !state.unsupported else { return (nil, false) }
+            var broken: [any SharedReadingConnection] = []
+            state.connections.removeAll { connection in
+                guard connection.isBroken else { return false }
+                broken.append(connection)
+                return true
+            }
+            broken.forEach { $0.close() }
+            let index = Self.choose(state.connections.map(\.load))
+            let open = state.connections.count < self.count && !state.isOpening && (state.notBefore.map { now >= $0 } ?? true)
+            if open { state.isOpening = true }
+            return (index.map { state.connections[$0] }, open)
+        }
+        if open { self.openOne() }
+        return chosen
+    }
+
+    /// The connection to lend among those with `loads`, or nil: the fewest reads in flight
+    /// among those whose oldest read has waited less than ``stallLimit`` (the first of equals).
+    static func choose(_ loads: [SharedReaderLoad]) -> Int? {
+        var best: (index: Int, inFlight: Int)?
+        for (index, load) in loads.enumerated() {
+            if let waited = load.oldestWaited, waited >= Self.stallLimit { continue }
+            if best.map({ load.inFlight < $0.inFlight }) ?? true { best = (index, load.inFlight) }
+        }
+        return best?.index
+    }
+
+    /// Opens a connection on the database's threads and adds it (or closes it, when the
+    /// readers were closed meanwhile).
+    private func openOne() {
+        Task {
+            let outcome: Result<(any SharedReadingConnection)?, any Error>
+            do {
+                let driver = self.driver
+                let timeout = self.statementTimeout
+                let statistics = self.statistics
+                outcome = .success(try await self.threads.run { try driver.openSharedReader(statementTimeout: timeout, statistics: statistics) })
+            } catch {
+                outcome = .failure(error)
+            }
+            let surplus = self.state.withLock { state -> (any SharedReadingConnection)? in
+                state.isOpening = false
+                switch outcome {
+                case .success(let connection?):
+                    guard !state.closed else { return connection }
+                    state.connections.append(connection)
+                case .success(nil):
+                    state.unsupported = true
+                case .failure:
+                    state.notBefore = ContinuousClock.now + Self.retryDelay
+                }
+                return nil
+            }
+            surplus?.close()
+        }
+    }
+
+    /// Closes the connections (their reads in flight fail); later reads lease connections of
+    /// their own.
+    public func close() {
+        let connections = self.state.withLock { state in
+            state.closed = true
+            defer { state.connections = [] }
+            return state.connections
+        }
+        connections.forEach { $0.close() }
+    }
+
+    /// The connections open now (for tests and metrics).
+    public var openCount: Int {
+        self.state.withLock { $0.connections.count }
+    }
+}
