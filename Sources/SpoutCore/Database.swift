@@ -156,8 +156,10 @@ public final class Database: Sendable {
         self.readPool.waiterCount + (self.readPool === self.writePool ? 0 : self.writePool.waiterCount)
     }
 
-    /// A database nobody holds any more lets its threads end (``close()`` does too).
+    /// A database nobody holds any more lets its threads end and closes its shared
+    /// connections (``close()`` does too): the driver's I/O thread would otherwise keep them.
     deinit {
+        self.sharedReaders?.close()
         self.threads.shutdown()
     }
 

@@ -150,13 +150,11 @@ public final class DatabaseSession: Sendable {
         if let shared = self.sharedReader(statementTimeout: timeout) {
             roundTrips?.markShared()
             let session = self.work.session
+            // A cancelled task ends the read at once (the shared connection's contract); no
+            // statement is cancelled, so none is counted as such.
             let read = try await self.noticingTimeouts {
-                try await withTaskCancellationHandler {
-                    try await shared.readWhole(
-                        stream, shape: shape, format: format, dateFormat: configuration.dateFormat, session: session, roundTrips: roundTrips)
-                } onCancel: {
-                    self.cancel()
-                }
+                try await shared.readWhole(
+                    stream, shape: shape, format: format, dateFormat: configuration.dateFormat, session: session, roundTrips: roundTrips)
             }
             if let read { return read }
         }
