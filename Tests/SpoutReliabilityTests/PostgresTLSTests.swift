@@ -4,8 +4,8 @@ import SpoutTestSupport
 import Testing
 
 /// PostgreSQL over TLS, as managed servers require it (`sslmode=require` or `verify-full`):
-/// every request path (a single object with details read event-driven, a stream read on a
-/// database thread) answers in full, over the installed server's own TLS and over records of
+/// every request path (a single object with details read event-driven, on a leased or a shared
+/// connection, a stream read on a database thread) answers in full, over the installed server's own TLS and over records of
 /// 16 KiB, PostgreSQL 17's framing of large messages (played by ``TLSRecordProxy``). With such
 /// records a read can leave the end of an answer decrypted inside OpenSSL, where waiting for the
 /// socket never sees it: before ``PostgresTLSBuffer`` the request waited until its answer
@@ -92,6 +92,8 @@ struct PostgresTLSTests {
                 #expect(whole, "\(index): \(response.body.count) bytes, \(expected.utf8.count) expected")
             }
         }
+        // Most of those objects were read on the shared connections, over the same TLS.
+        #expect(try SlowDownloadsTests.metric(service, "spout_shared_reads_total").map { $0 > 0 } == true)
         let stream = try await service.get("/big?rows=20000", timeout: 30)
         let rows = stream.text.components(separatedBy: #"{"id":"#).count - 1
         let ended = stream.text.hasSuffix(#"{"id":20000,"pad":"\#(String(repeating: "x", count: 200))"}]"#)
