@@ -28,38 +28,22 @@ extension Database {
         _ body: (DatabaseSession) async throws -> T
     ) async throws -> T {
         let observers = ObserverPair.combining(self.observer, observer)
-        if self.sharedReaders != nil, work.readOnly, !work.isStream, work.transaction == .none || work.transaction == .read,
-            !(work.onReplica && self.replicas != nil) {
-            // May read on a shared connection: the session leases only if it needs to.
-            let session = DatabaseSession(deferredOn: self, work: work, observer: observers)
-            let result = await Self.outcome { try await body(session) }
-            await session.end()
-            if let (lease, acquired) = session.heldLease {
-                observers?.connectionReleased(database: lease.databaseName, after: ContinuousClock.now - acquired, work: session.work)
-            }
-            return try result.get()
-        }
+        let session: DatabaseSession
         let waitStarted = ContinuousClock.now
-        var onReplica = false
-        let lease: ConnectionLease
         if work.onReplica, let replicas = self.replicas, let replicaLease = await replicas.lease(forStream: work.isStream) {
-            lease = replicaLease
-            onReplica = true
+            observers?.connectionAcquired(database: replicaLease.databaseName, after: ContinuousClock.now - waitStarted)
+            session = DatabaseSession(lease: replicaLease, work: work, configuration: self.configuration, observer: observers)
         } else {
-            do {
-                lease = try await self.lease(readOnly: work.readOnly, forStream: work.isStream)
-            } catch let error as DatabaseError where error.code == .poolExhausted {
-                observers?.acquireTimedOut(database: self.name)
-                throw error
-            }
+            session = DatabaseSession(on: self, work: work, observer: observers)
+            let mayShare = self.sharedReaders?.mayServe(work) == true && !(work.onReplica && self.replicas != nil)
+            // Work that may read on a shared connection leases only if its session needs to.
+            if !mayShare { _ = try await session.leased(waitingSince: waitStarted) }
         }
-        let acquired = ContinuousClock.now
-        observers?.connectionAcquired(database: lease.databaseName, after: acquired - waitStarted)
-        let session = DatabaseSession(lease: lease, work: work, onReplica: onReplica, configuration: self.configuration, observer: observers)
         let result = await Self.outcome { try await body(session) }
         await session.end()
-        observers?.connectionReleased(database: lease.databaseName, after: ContinuousClock.now - acquired, work: session.work)
-        if case .failure(let error) = result, onReplica, self.replicas?.reportFailure(on: lease, error: error) == true, retryOnPrimary() {
+        if case .failure(let error) = result, session.work.onReplica, let lease = session.lease,
+            self.replicas?.reportFailure(on: lease, error: error) == true, retryOnPrimary()
+        {
             var primary = work
             primary.onReplica = false
             return try await self.withSession(primary, observer: observer, retryOnPrimary: retryOnPrimary, body)

@@ -17,16 +17,18 @@ import Synchronization
 ///   otherwise (``DatabaseWork/cancelsWithTask``).
 /// - The session never releases its lease itself: the call that made it does, once
 ///   (``end()``).
-/// - Its observer hears of a statement timeout in ``run(_:)`` or ``readWhole(_:shape:format:roundTrips:)``,
-///   and of a lease taken after the session began (when it took one).
+/// - Its observer hears how long a lease the session takes waited (or that it timed out) and
+///   how long the lease was held, and of a statement timeout in ``run(_:)`` or
+///   ``readWhole(_:shape:format:roundTrips:)``.
 public final class DatabaseSession: Sendable {
     /// The work as asked for, with `onReplica` true only when a replica's connection was lent.
     public let work: DatabaseWork
     /// The configuration of the database the work was asked of (a replica's lease still
     /// encodes as the primary says).
     public let configuration: DatabaseConfiguration
-    /// The database a deferred lease comes from; nil when the session was made with its lease.
-    private let deferredOn: Database?
+    /// The database whose pool the session leases from when it needs a connection; nil when
+    /// the session was made with its lease (a replica's).
+    private let pool: Database?
     private let observer: (any DatabaseObserver)?
     private let state: Mutex<State>
 
@@ -38,45 +40,50 @@ public final class DatabaseSession: Sendable {
         var ranOnThread = false
     }
 
-    /// A session on `lease`, taken by the caller.
-    init(
-        lease: ConnectionLease, work: DatabaseWork, onReplica: Bool, configuration: DatabaseConfiguration, observer: (any DatabaseObserver)?
-    ) {
+    /// A session on a replica's `lease`, taken by the caller.
+    init(lease: ConnectionLease, work: DatabaseWork, configuration: DatabaseConfiguration, observer: (any DatabaseObserver)?) {
         var work = work
-        work.onReplica = onReplica
+        work.onReplica = true
         self.work = work
         self.configuration = configuration
         self.observer = observer
-        self.deferredOn = nil
+        self.pool = nil
         self.state = Mutex(State(lease: lease, acquired: .now))
     }
 
-    /// A session that leases from `database`'s pool only when it needs a connection of its own.
-    init(deferredOn database: Database, work: DatabaseWork, observer: (any DatabaseObserver)?) {
+    /// A session that leases from `database`'s pool when it first needs a connection
+    /// (``leased(waitingSince:)``).
+    init(on database: Database, work: DatabaseWork, observer: (any DatabaseObserver)?) {
         var work = work
         work.onReplica = false
         self.work = work
         self.configuration = database.configuration
         self.observer = observer
-        self.deferredOn = database
+        self.pool = database
         self.state = Mutex(State())
     }
 
     /// The database the connection belongs to (``Database/name``): `primary`, `replica 1`.
     public var databaseName: String {
-        self.state.withLock { $0.lease?.databaseName } ?? self.deferredOn?.name ?? ""
+        self.state.withLock { $0.lease?.databaseName } ?? self.pool?.name ?? ""
     }
 
-    /// The session's lease, taken now if it has none yet (the observer hears how long that
-    /// waited). Throws ``DatabaseError/Code/cancelled`` after ``cancel()``, or what leasing
-    /// throws.
-    private func leased() async throws -> ConnectionLease {
-        if let lease = self.state.withLock({ $0.lease }) { return lease }
-        guard let database = self.deferredOn else { throw DatabaseError(.unsupported, message: "a session without a lease") }
-        let asked = ContinuousClock.now
+    /// The session's lease, if it has taken one.
+    var lease: ConnectionLease? {
+        self.state.withLock { $0.lease }
+    }
+
+    /// The session's lease, taken now from its database's pool if it has none yet (a stream's
+    /// counting against the stream limit). The observer hears how long that waited (since
+    /// `waitingSince`) or that it timed out. Throws what leasing throws:
+    /// ``DatabaseError/Code/poolExhausted`` after the acquire timeout,
+    /// ``DatabaseError/Code/cancelled`` when the task is cancelled while waiting.
+    func leased(waitingSince asked: ContinuousClock.Instant = .now) async throws -> ConnectionLease {
+        if let lease = self.lease { return lease }
+        guard let database = self.pool else { throw DatabaseError(.unsupported, message: "a session without a lease") }
         let lease: ConnectionLease
         do {
-            lease = try await database.lease(readOnly: self.work.readOnly)
+            lease = try await database.lease(readOnly: self.work.readOnly, forStream: self.work.isStream)
         } catch let error as DatabaseError where error.code == .poolExhausted {
             self.observer?.acquireTimedOut(database: database.name)
             throw error
@@ -90,12 +97,6 @@ public final class DatabaseSession: Sendable {
         }
         if cancelled { lease.cancel() }
         return lease
-    }
-
-    /// The lease and how long it was held, once the session has ended with one (``end()``);
-    /// nil when it never leased.
-    var heldLease: (lease: ConnectionLease, acquired: ContinuousClock.Instant)? {
-        self.state.withLock { state in state.lease.map { ($0, state.acquired ?? .now) } }
     }
 
     /// Runs `body` with the connection on one of the database's threads, under the work's
@@ -182,7 +183,7 @@ public final class DatabaseSession: Sendable {
     /// A shared connection for a read now, when the session has not leased, its work may
     /// share (read-only, no explicit transaction, not a stream) and one is lent.
     private func sharedReader(statementTimeout: Int?) -> (any SharedReadingConnection)? {
-        guard let shared = self.deferredOn?.sharedReaders, self.state.withLock({ $0.lease == nil && !$0.cancelled }) else { return nil }
+        guard let shared = self.pool?.sharedReaders, self.state.withLock({ $0.lease == nil && !$0.cancelled }) else { return nil }
         return shared.reader(statementTimeout: statementTimeout)
     }
 
@@ -206,9 +207,11 @@ public final class DatabaseSession: Sendable {
     /// Gives the lease back, if the session has one: on the calling task when nothing needs a
     /// round trip (only reads without a thread, which leave the connection clean), else on the
     /// database's threads (a reset may roll back or close), or inline when those are shut down.
+    /// Then the observer hears how long it was held.
     func end() async {
-        let (ranOnThread, held) = self.state.withLock { ($0.ranOnThread, $0.lease) }
+        let (ranOnThread, held, acquired) = self.state.withLock { ($0.ranOnThread, $0.lease, $0.acquired ?? .now) }
         guard let lease = held else { return }
+        defer { self.observer?.connectionReleased(database: lease.databaseName, after: ContinuousClock.now - acquired, work: self.work) }
         if !ranOnThread, lease.readerWithoutThread(statementTimeout: nil) != nil || !lease.hasConnection {
             lease.release()
             return

@@ -50,6 +50,12 @@ public final class SharedReaders: Sendable {
         self.threads = threads
     }
 
+    /// Whether `work` may read on a shared connection: read-only, not a stream, outside an
+    /// explicit transaction (each shared read is an implicit transaction of its own).
+    public func mayServe(_ work: DatabaseWork) -> Bool {
+        work.readOnly && !work.isStream && (work.transaction == .none || work.transaction == .read)
+    }
+
     /// A connection to read on now, or nil (see the type's contract). `statementTimeout`: the
     /// work's own, in milliseconds; nil for the database's.
     public func reader(statementTimeout: Int?) -> (any SharedReadingConnection)? {

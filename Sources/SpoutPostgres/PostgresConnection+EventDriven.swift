@@ -66,10 +66,10 @@ extension PostgresConnection: EventDrivenConnection {
 /// everything else runs there. Shared (``PostgresSharedPipeline``), it owns nothing: the
 /// pipeline keeps the connection in pipeline mode, sends the run's batches among other runs'
 /// (``sendShared()``) and hands it each result while its batch is at the head of the
-/// pipeline (``readResult()``), always holding the pipeline's lock.
+/// pipeline (``readResult()``), all on the reactor thread.
 // @unchecked Sendable: a run is touched by one thread at a time, as said above: its starter,
-// then the reactor (handed over through the reactor's lock), or only under its shared
-// pipeline's lock; what crosses threads afterwards is its finished outcome, read by
+// then the reactor (handed over through the reactor's lock or, shared, the pipeline's list of
+// runs to send); what crosses threads afterwards is its finished outcome, read by
 // ``complete()``.
 final class PostgresEventDrivenRun: PostgresReactorTask, @unchecked Sendable {
     /// What reading one result did (``readResult()``).
@@ -270,8 +270,7 @@ final class PostgresEventDrivenRun: PostgresReactorTask, @unchecked Sendable {
         // statement (each runs under its own) plus the grace period.
         self.stopWaiting()
         self.setsDeadline = self.connection.answerDeadline.begin(statements: self.statementsInBatch)
-        var pending: [String: String] = [:]
-        guard self.queueBatch(pending: &pending) else { return false }
+        guard self.queueBatch() else { return false }
         self.startCommand()
         return self.flush()
     }
@@ -286,8 +285,7 @@ final class PostgresEventDrivenRun: PostgresReactorTask, @unchecked Sendable {
     /// failing on a prepare that failed for the other.
     func sendShared() -> Bool {
         self.connection.statistics.recordEventDrivenRun()
-        var pending: [String: String] = [:]
-        return self.queueBatch(pending: &pending)
+        return self.queueBatch()
     }
 
     /// Statements of the batch being sent, its settings included: what its answer deadline is
@@ -296,9 +294,10 @@ final class PostgresEventDrivenRun: PostgresReactorTask, @unchecked Sendable {
         self.batch.statements.count + self.batch.tentative.count + (self.settings.isEmpty ? 0 : 2)
     }
 
-    /// Queues the batch's commands and sync points, without flushing. False when the run is
-    /// over (the connection failed).
-    private func queueBatch(pending: inout [String: String]) -> Bool {
+    /// Queues the batch's commands and sync points, without flushing; each statement not yet
+    /// prepared is prepared once in it. False when the run is over (the connection failed).
+    private func queueBatch() -> Bool {
+        var pending: [String: String] = [:]
         self.commands = []
         self.current = 0
         self.batchResults = []
@@ -480,12 +479,8 @@ final class PostgresEventDrivenRun: PostgresReactorTask, @unchecked Sendable {
             self.finish()
             return false
         }
-        if self.isShared {
-            var pending: [String: String] = [:]
-            guard self.queueBatch(pending: &pending) else { return false }
-            return true
-        }
-        return self.send()
+        // Shared, the pipeline flushes and starts the batch once it is at its head.
+        return self.isShared ? self.queueBatch() : self.send()
     }
 
     // MARK: Ending

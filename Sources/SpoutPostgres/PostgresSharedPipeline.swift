@@ -41,7 +41,7 @@ final class PostgresSharedPipeline: SharedReadingConnection, PostgresReactorTask
     private var runs: [(run: PostgresEventDrivenRun, since: UInt64)] = []
     /// Whether libpq holds output the socket has not taken yet. Reactor thread only.
     private var isFlushing = false
-    private let incoming = Mutex(SendableBox(Incoming()))
+    private let incoming = Mutex(Incoming())
     private let broken = Atomic<Bool>(false)
     /// Reads asked for and not yet over.
     private let inFlight = Atomic<Int>(0)
@@ -77,7 +77,8 @@ final class PostgresSharedPipeline: SharedReadingConnection, PostgresReactorTask
 
     var load: SharedReaderLoad {
         let since = self.oldestSince.load(ordering: .relaxed)
-        let waited = since == 0 ? nil : Duration.nanoseconds(Int64(clamping: PostgresAnswerDeadline.now() &- min(since, PostgresAnswerDeadline.now())))
+        let now = PostgresAnswerDeadline.now()
+        let waited = since == 0 ? nil : Duration.nanoseconds(Int64(clamping: now - min(since, now)))
         return SharedReaderLoad(inFlight: self.inFlight.load(ordering: .relaxed), oldestWaited: waited)
     }
 
@@ -121,11 +122,11 @@ final class PostgresSharedPipeline: SharedReadingConnection, PostgresReactorTask
     /// connection is gone.
     private func submit(_ run: PostgresEventDrivenRun) {
         let others = self.inFlight.add(1, ordering: .relaxed).newValue - 1
-        let (accepted, wake) = self.incoming.withLock { box -> (Bool, Bool) in
-            guard !box.value.isClosed else { return (false, false) }
-            box.value.runs.append(run)
-            guard !box.value.isHandling, !box.value.isWoken else { return (true, false) }
-            box.value.isWoken = true
+        let (accepted, wake) = self.incoming.withLock { incoming -> (Bool, Bool) in
+            guard !incoming.isClosed else { return (false, false) }
+            incoming.runs.append(run)
+            guard !incoming.isHandling, !incoming.isWoken else { return (true, false) }
+            incoming.isWoken = true
             return (true, true)
         }
         guard accepted else {
@@ -140,12 +141,12 @@ final class PostgresSharedPipeline: SharedReadingConnection, PostgresReactorTask
     /// Takes the runs handed over; on the last call of a turn (`last`), when there are none,
     /// marks the turn over. Returns nil once the connection is closed.
     private func takeIncoming(last: Bool) -> [PostgresEventDrivenRun]? {
-        self.incoming.withLock { box -> [PostgresEventDrivenRun]? in
-            guard !box.value.isClosed else { return nil }
-            box.value.isWoken = false
-            box.value.isHandling = !(last && box.value.runs.isEmpty)
-            defer { box.value.runs = [] }
-            return box.value.runs
+        self.incoming.withLock { incoming -> [PostgresEventDrivenRun]? in
+            guard !incoming.isClosed else { return nil }
+            incoming.isWoken = false
+            incoming.isHandling = !(last && incoming.runs.isEmpty)
+            defer { incoming.runs = [] }
+            return incoming.runs
         }
     }
 
@@ -183,7 +184,7 @@ final class PostgresSharedPipeline: SharedReadingConnection, PostgresReactorTask
                 return nil
             }
         }
-        if self.incoming.withLock({ $0.value.isClosed }) {
+        if self.incoming.withLock({ $0.isClosed }) {
             finished += self.failAll()
             return nil
         }
@@ -263,13 +264,13 @@ final class PostgresSharedPipeline: SharedReadingConnection, PostgresReactorTask
         self.broken.store(true, ordering: .relaxed)
         self.connection.answerDeadline.end()
         var closed = false
-        let waiting = self.incoming.withLock { box in
-            closed = box.value.isClosed
+        let waiting = self.incoming.withLock { incoming in
+            closed = incoming.isClosed
             defer {
-                box.value.runs = []
-                box.value.isClosed = true
+                incoming.runs = []
+                incoming.isClosed = true
             }
-            return box.value.runs
+            return incoming.runs
         }
         let sent = self.runs.map(\.run)
         self.runs = []
@@ -299,9 +300,9 @@ final class PostgresSharedPipeline: SharedReadingConnection, PostgresReactorTask
     }
 
     func close() {
-        let open = self.incoming.withLock { box in
-            defer { box.value.isClosed = true }
-            return !box.value.isClosed
+        let open = self.incoming.withLock { incoming in
+            defer { incoming.isClosed = true }
+            return !incoming.isClosed
         }
         // The reactor then finds the socket readable, fails what is in flight and closes.
         if open { _ = shutdown(self.socket, Int32(SHUT_RDWR)) }
@@ -318,14 +319,14 @@ final class PostgresSharedWaiter: Sendable {
         case resumed
     }
 
-    private let state = Mutex(SendableBox(State.initial))
+    private let state = Mutex(State.initial)
 
     /// Installs `continuation`; false (and resumed with the cancellation) when the task was
     /// cancelled first.
     func wait(with continuation: CheckedContinuation<[[QueryResult]], any Error>) -> Bool {
-        let installed = self.state.withLock { box -> Bool in
-            guard case .initial = box.value else { return false }
-            box.value = .waiting(continuation)
+        let installed = self.state.withLock { state -> Bool in
+            guard case .initial = state else { return false }
+            state = .waiting(continuation)
             return true
         }
         if !installed { continuation.resume(throwing: Self.cancelled) }
@@ -337,13 +338,13 @@ final class PostgresSharedWaiter: Sendable {
     }
 
     func cancel() {
-        let continuation = self.state.withLock { box -> CheckedContinuation<[[QueryResult]], any Error>? in
-            switch box.value {
+        let continuation = self.state.withLock { state -> CheckedContinuation<[[QueryResult]], any Error>? in
+            switch state {
             case .initial:
-                box.value = .cancelled
+                state = .cancelled
                 return nil
             case .waiting(let continuation):
-                box.value = .resumed
+                state = .resumed
                 return continuation
             case .cancelled, .resumed:
                 return nil
@@ -353,9 +354,9 @@ final class PostgresSharedWaiter: Sendable {
     }
 
     private func take() -> CheckedContinuation<[[QueryResult]], any Error>? {
-        self.state.withLock { box in
-            guard case .waiting(let continuation) = box.value else { return nil }
-            box.value = .resumed
+        self.state.withLock { state in
+            guard case .waiting(let continuation) = state else { return nil }
+            state = .resumed
             return continuation
         }
     }
