@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A database reached through a driver: pooled connections, shared counters and the encoding
 /// options. The entry point of Spout's core.
 ///
@@ -172,6 +174,34 @@ public final class Database: Sendable {
         if self.readPool !== self.writePool { self.writePool.close() }
         self.threads.shutdown()
     }
+
+    /// Returns once this database and its replicas are closed and nothing of theirs runs.
+    private func ended() async {
+        for replica in self.replicas?.replicas ?? [] {
+            await replica.database.ended()
+        }
+        await self.sharedReaders?.closed()
+        await self.threads.ended()
+    }
+
+    /// After ``close()``: returns once nothing of the database runs any more (its threads have
+    /// run the work queued before the close and ended, its shared connections are closed), or
+    /// after `limit`, whichever comes first; false when `limit` passed first. A process
+    /// awaits it before it exits: a connection still being opened (a password hashed by the
+    /// TLS library, say) would otherwise race the process's exit handlers.
+    public func closed(within limit: Duration) async -> Bool {
+        await withCheckedContinuation { continuation in
+            let outcome = FirstOutcome(continuation)
+            Task {
+                await self.ended()
+                outcome.resume(returning: true)
+            }
+            Task {
+                try? await Task.sleep(for: limit)
+                outcome.resume(returning: false)
+            }
+        }
+    }
 }
 
 /// Connections of a ``Database``'s pools at one moment.
@@ -182,4 +212,18 @@ public struct PoolState: Sendable, Hashable {
     public var idle = 0
     /// Lease requests waiting for a connection.
     public var waiters = 0
+}
+
+/// A continuation resumed by the first of several racing tasks; the others' outcomes are
+/// dropped.
+private final class FirstOutcome<Value: Sendable>: Sendable {
+    private let continuation: Mutex<CheckedContinuation<Value, Never>?>
+
+    init(_ continuation: CheckedContinuation<Value, Never>) {
+        self.continuation = Mutex(continuation)
+    }
+
+    func resume(returning value: Value) {
+        self.continuation.withLock { $0.take() }?.resume(returning: value)
+    }
 }

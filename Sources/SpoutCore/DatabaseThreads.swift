@@ -9,6 +9,7 @@ import Foundation
 /// - ``run(_:)`` never blocks its caller: it suspends until a thread has run `body`.
 /// - After ``shutdown()`` work already queued still runs; new work is refused with
 ///   ``DatabaseError/Code/connectionFailed`` ("the database is closed") without running.
+///   ``ended()`` returns once every thread has ended (its queued work run).
 // @unchecked Sendable: every mutable field is read and written only while `condition` is
 // locked (NSCondition is not marked Sendable, but it is a lock made for this use).
 final class DatabaseThreads: @unchecked Sendable {
@@ -19,6 +20,8 @@ final class DatabaseThreads: @unchecked Sendable {
     private var idle = 0
     private var started = 0
     private var isShutDown = false
+    /// Callers of ``ended()`` waiting for the last thread to end.
+    private var endWaiters: [CheckedContinuation<Void, Never>] = []
     let maximum: Int
     private let name: String
 
@@ -64,7 +67,9 @@ final class DatabaseThreads: @unchecked Sendable {
             if self.head == self.jobs.count {
                 // Shut down and nothing left to run.
                 self.started -= 1
+                let waiters = self.takeEndWaiters()
                 self.condition.unlock()
+                waiters.forEach { $0.resume() }
                 return
             }
             let job = self.jobs[self.head]
@@ -84,7 +89,35 @@ final class DatabaseThreads: @unchecked Sendable {
         self.condition.lock()
         self.isShutDown = true
         self.condition.broadcast()
+        let waiters = self.takeEndWaiters()
         self.condition.unlock()
+        waiters.forEach { $0.resume() }
+    }
+
+    /// Returns once ``shutdown()`` was called and every thread has ended, the work queued
+    /// before it run: nothing of the database runs on these threads any more.
+    func ended() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            self.condition.lock()
+            let over = self.isShutDown && self.started == 0
+            if !over { self.endWaiters.append(continuation) }
+            self.condition.unlock()
+            if over { continuation.resume() }
+        }
+    }
+
+    /// The callers of ``ended()`` to resume when no thread is left; `condition` locked.
+    private func takeEndWaiters() -> [CheckedContinuation<Void, Never>] {
+        guard self.started == 0 else { return [] }
+        defer { self.endWaiters = [] }
+        return self.endWaiters
+    }
+
+    /// Jobs queued and not yet taken by a thread (for tests).
+    var queuedCount: Int {
+        self.condition.lock()
+        defer { self.condition.unlock() }
+        return self.jobs.count - self.head
     }
 
     /// Threads started and not ended (for tests).

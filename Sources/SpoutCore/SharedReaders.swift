@@ -17,6 +17,7 @@ import Synchronization
 ///   open is tried again after ``retryDelay``. A driver that cannot share
 ///   (``SharedReadingDriver/openSharedReader(statementTimeout:statistics:)`` returns nil) turns
 ///   sharing off for good.
+/// - After ``close()``, ``closed()`` returns once every connection is closed.
 public final class SharedReaders: Sendable {
     /// How many connections are kept.
     public let count: Int
@@ -34,7 +35,10 @@ public final class SharedReaders: Sendable {
 
     private struct State {
         var connections: [any SharedReadingConnection] = []
-        var isOpening = false
+        /// The open in progress, if any.
+        var opening: Task<Void, Never>?
+        /// The connections ``close()`` closed, and those opened after it.
+        var closing: [any SharedReadingConnection] = []
         var closed = false
         /// The driver cannot share: no more opens.
         var unsupported = false
@@ -61,22 +65,19 @@ public final class SharedReaders: Sendable {
     public func reader(statementTimeout: Int?) -> (any SharedReadingConnection)? {
         if let statementTimeout, statementTimeout != self.statementTimeout { return nil }
         let now = ContinuousClock.now
-        let (chosen, open) = self.state.withLock { state -> ((any SharedReadingConnection)?, Bool) in
-            guard !state.closed, !state.unsupported else { return (nil, false) }
-            var broken: [any SharedReadingConnection] = []
+        return self.state.withLock { state -> (any SharedReadingConnection)? in
+            guard !state.closed, !state.unsupported else { return nil }
             state.connections.removeAll { connection in
                 guard connection.isBroken else { return false }
-                broken.append(connection)
+                connection.close()
                 return true
             }
-            broken.forEach { $0.close() }
             let index = Self.choose(state.connections.map(\.load))
-            let open = state.connections.count < self.count && !state.isOpening && (state.notBefore.map { now >= $0 } ?? true)
-            if open { state.isOpening = true }
-            return (index.map { state.connections[$0] }, open)
+            if state.connections.count < self.count && state.opening == nil && (state.notBefore.map { now >= $0 } ?? true) {
+                state.opening = self.openOne()
+            }
+            return index.map { state.connections[$0] }
         }
-        if open { self.openOne() }
-        return chosen
     }
 
     /// The connection to lend among those with `loads`, or nil: the fewest reads in flight
@@ -92,7 +93,7 @@ public final class SharedReaders: Sendable {
 
     /// Opens a connection on the database's threads and adds it (or closes it, when the
     /// readers were closed meanwhile).
-    private func openOne() {
+    private func openOne() -> Task<Void, Never> {
         Task {
             let outcome: Result<(any SharedReadingConnection)?, any Error>
             do {
@@ -103,32 +104,43 @@ public final class SharedReaders: Sendable {
             } catch {
                 outcome = .failure(error)
             }
-            let surplus = self.state.withLock { state -> (any SharedReadingConnection)? in
-                state.isOpening = false
+            self.state.withLock { state in
+                state.opening = nil
                 switch outcome {
                 case .success(let connection?):
-                    guard !state.closed else { return connection }
-                    state.connections.append(connection)
+                    if state.closed {
+                        connection.close()
+                        state.closing.append(connection)
+                    } else {
+                        state.connections.append(connection)
+                    }
                 case .success(nil):
                     state.unsupported = true
                 case .failure:
                     state.notBefore = ContinuousClock.now + Self.retryDelay
                 }
-                return nil
             }
-            surplus?.close()
         }
     }
 
     /// Closes the connections (their reads in flight fail); later reads lease connections of
     /// their own.
     public func close() {
-        let connections = self.state.withLock { state in
+        self.state.withLock { state in
             state.closed = true
-            defer { state.connections = [] }
-            return state.connections
+            state.connections.forEach { $0.close() }
+            state.closing += state.connections
+            state.connections = []
         }
-        connections.forEach { $0.close() }
+    }
+
+    /// After ``close()``: returns once every connection open then, or being opened, is closed
+    /// (a broken one closes by itself as it breaks).
+    public func closed() async {
+        await self.state.withLock { $0.opening }?.value
+        for connection in self.state.withLock({ $0.closing }) {
+            await connection.closed()
+        }
     }
 
     /// The connections open now (for tests and metrics).

@@ -33,7 +33,8 @@ public protocol SharedReadingDriver: DatabaseDriver {
 ///   ``DatabaseError/Code/connectionLost`` (or ``DatabaseError/Code/notAnswering``), and
 ///   ``isBroken`` turns true for good.
 /// - ``load`` is how many reads are in flight and how long the oldest has been; ``close()``
-///   fails the reads in flight and closes the connection.
+///   fails the reads in flight and closes the connection, perhaps on another thread later;
+///   ``closed()`` returns once the connection is closed (by ``close()`` or as it broke).
 public protocol SharedReadingConnection: Sendable {
     var load: SharedReaderLoad { get }
     var isBroken: Bool { get }
@@ -44,6 +45,7 @@ public protocol SharedReadingConnection: Sendable {
     ) async throws -> WholeRead?
 
     func close()
+    func closed() async
 }
 
 /// The reads in flight on a ``SharedReadingConnection``.

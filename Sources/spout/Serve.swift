@@ -167,7 +167,8 @@ struct Serve: AsyncParsableCommand {
         // nothing): the server logs "shutting down", and the services stop in the reverse of
         // this order, each once the one after it has returned: the server drains its in-flight
         // responses (`server.drainTimeoutSeconds`), then the metrics port closes, then the
-        // database, then the span exporter, which sends the spans still batched.
+        // database (waiting for what runs on its threads), then the span exporter, which sends
+        // the spans still batched.
         let pruner: [any Service] =
             endpoints.trackedTables.isEmpty
             ? []

@@ -2,7 +2,7 @@
 import Testing
 
 /// ``DatabaseThreads``: every job runs, on at most the threads it was sized to, and none after
-/// shutdown.
+/// shutdown; ``DatabaseThreads/ended()`` waits for the jobs queued before it.
 @Suite struct DatabaseThreadsTests {
     @Test func everyJobRunsOnAtMostTheMaximumThreads() async throws {
         let threads = DatabaseThreads(maximum: 3, name: "test")
@@ -38,5 +38,43 @@ import Testing
         let ran = Recorder<Void>()
         await #expect(throws: DatabaseError.self) { try await threads.run { ran.append(()) } }
         #expect(ran.values.isEmpty)
+    }
+
+    @Test func endedWaitsForTheWorkQueuedBeforeTheShutdown() async throws {
+        let threads = DatabaseThreads(maximum: 1, name: "test")
+        let gate = Recorder<Void>()
+        let finished = Recorder<Int>()
+        let running = Recorder<Void>()
+        let first = Task {
+            try await threads.run {
+                running.append(())
+                while gate.values.isEmpty {}
+                finished.append(1)
+            }
+        }
+        while running.values.isEmpty { await Task.yield() }
+        let second = Task { try await threads.run { finished.append(2) } }
+        while threads.queuedCount == 0 { await Task.yield() }
+        threads.shutdown()
+        let ended = Task {
+            await threads.ended()
+            return finished.values
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        gate.append(())
+        // Both jobs ran (the second was queued before the shutdown) before `ended` returned.
+        #expect(await ended.value.sorted() == [1, 2])
+        try await first.value
+        try await second.value
+        #expect(threads.threadCount == 0)
+        await threads.ended()
+    }
+
+    @Test func endedReturnsWhenNoThreadWasEverStarted() async {
+        let threads = DatabaseThreads(maximum: 2, name: "test")
+        let ended = Task { await threads.ended() }
+        threads.shutdown()
+        await ended.value
+        #expect(threads.threadCount == 0)
     }
 }
