@@ -10,7 +10,7 @@ import Synchronization
 ///   one at a time, each inside the work's rules (statement timeout, transaction, role and
 ///   claims: ``DatabaseConnection/runRequest(statementTimeout:transaction:session:_:)``).
 /// - ``readWhole(_:shape:format:roundTrips:)`` on a session that has not leased yet reads on a
-///   shared connection when one is lent (``SharedReaders/reader(statementTimeout:)``), and
+///   shared connection when one is lent (``SharedReaders/reader(statementTimeout:format:)``), and
 ///   leases only otherwise.
 /// - ``cancel()`` (any thread) cancels what runs now and fails what runs later; the calling
 ///   task's cancellation does the same for a ``run(_:)`` in progress, unless the work says
@@ -148,7 +148,7 @@ public final class DatabaseSession: Sendable {
         let started = ContinuousClock.now
         let configuration = self.configuration
         let timeout = self.work.statementTimeout?.statementTimeoutMilliseconds
-        if let shared = self.sharedReader(statementTimeout: timeout) {
+        if let shared = self.sharedReader(statementTimeout: timeout, format: format) {
             roundTrips?.markShared()
             let session = self.work.session
             // A cancelled task ends the read at once (the shared connection's contract); no
@@ -181,10 +181,10 @@ public final class DatabaseSession: Sendable {
     }
 
     /// A shared connection for a read now, when the session has not leased, its work may
-    /// share (read-only, no explicit transaction, not a stream) and one is lent.
-    private func sharedReader(statementTimeout: Int?) -> (any SharedReadingConnection)? {
+    /// share (read-only, no explicit transaction, not a stream) and one is lent for it.
+    private func sharedReader(statementTimeout: Int?, format: OutputFormat) -> (any SharedReadingConnection)? {
         guard let shared = self.pool?.sharedReaders, self.state.withLock({ $0.lease == nil && !$0.cancelled }) else { return nil }
-        return shared.reader(statementTimeout: statementTimeout)
+        return shared.reader(statementTimeout: statementTimeout, format: format)
     }
 
     /// Cancels the statement running on the connection, if any, and fails later statements

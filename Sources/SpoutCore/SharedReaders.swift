@@ -5,12 +5,12 @@ import Synchronization
 /// shares a connection.
 ///
 /// Contract:
-/// - ``reader(statementTimeout:)`` never blocks and never waits: it returns an open connection
-///   for a read now, or nil (the read then leases a connection of its own, as without
-///   sharing). Nil when the work asks another statement timeout than the connections have,
-///   before the first connection is open, after ``close()``, and when every open connection
-///   has had a read in flight for longer than ``stallLimit`` (a slow statement: the reads
-///   behind it wait for it, so no more join them).
+/// - ``reader(statementTimeout:format:)`` never blocks and never waits: it returns an open
+///   connection for a read now, or nil (the read then leases a connection of its own, as
+///   without sharing). Nil for a stored file, when the work asks another statement timeout
+///   than the connections have, before the first connection is open, after ``close()``, and
+///   when every open connection has had a read in flight for longer than ``stallLimit`` (a
+///   slow statement: the reads behind it wait for it, so no more join them).
 /// - Among the others it lends the connection with the fewest reads in flight.
 /// - It keeps ``count`` connections open: each one missing (not opened yet, or broken and
 ///   closed) is opened on the database's threads, one at a time, when a read asks; a failed
@@ -61,8 +61,11 @@ public final class SharedReaders: Sendable {
     }
 
     /// A connection to read on now, or nil (see the type's contract). `statementTimeout`: the
-    /// work's own, in milliseconds; nil for the database's.
-    public func reader(statementTimeout: Int?) -> (any SharedReadingConnection)? {
+    /// work's own, in milliseconds; nil for the database's. Nil for a stored file
+    /// (``OutputFormat/raw(mediaType:)``): a file may be megabytes, and a shared connection
+    /// bounds its reads in flight by time, not size, where a leased one holds one at a time.
+    public func reader(statementTimeout: Int?, format: OutputFormat) -> (any SharedReadingConnection)? {
+        if case .raw = format { return nil }
         if let statementTimeout, statementTimeout != self.statementTimeout { return nil }
         let now = ContinuousClock.now
         return self.state.withLock { state -> (any SharedReadingConnection)? in

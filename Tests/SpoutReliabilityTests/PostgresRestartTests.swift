@@ -25,8 +25,9 @@ struct PostgresRestartTests {
         defer { cluster.remove() }
         let url = cluster.adminURL + "?connect_timeout=3"
         try await onThread { try SampleData.seed(url, employees: 20) }
+        // No shared connections: the slow calls below are to open every connection of the pool.
         let directory = try ServiceDirectory(
-            databaseURL: url, extraEndpoints: ["restart.yaml": Self.endpoints], poolSize: 4, acquireTimeoutMs: 1_000)
+            databaseURL: url, extraEndpoints: ["restart.yaml": Self.endpoints], poolSize: 4, acquireTimeoutMs: 1_000, sharedReaders: 0)
         defer { directory.remove() }
         let service = try await InProcessServer.start(directory)
 
@@ -66,7 +67,7 @@ struct PostgresRestartTests {
         let url = cluster.adminURL + "?connect_timeout=3"
         try await onThread { try SampleData.seed(url, employees: 20) }
         let directory = try ServiceDirectory(
-            databaseURL: url, extraEndpoints: ["restart.yaml": Self.endpoints], poolSize: 4, acquireTimeoutMs: 1_000)
+            databaseURL: url, extraEndpoints: ["restart.yaml": Self.endpoints], poolSize: 4, acquireTimeoutMs: 1_000, sharedReaders: 0)
         defer { directory.remove() }
         let service = try await InProcessServer.start(directory)
         try await self.expectConcurrentSleepers(service, count: 4, phase: "before the restart")
