@@ -20,6 +20,8 @@ final class ChangeLogProbe: Sendable {
     private struct State {
         var running = false
         var waiting: [Waiter] = []
+        /// The last probe's reading.
+        var last: ChangeLogProbeReading?
     }
 
     let database: Database
@@ -44,6 +46,12 @@ final class ChangeLogProbe: Sendable {
         return try result.get()
     }
 
+    /// Whether a probe already saw a change at or after `since`: a sync read from there has
+    /// rows or keys to answer, which no probe started later can spare it.
+    func sawChange(since: Int64) -> Bool {
+        self.state.withLock { ($0.last?.newest ?? 0) >= since }
+    }
+
     /// Runs probes while anyone waits: each takes the callers waiting when it starts.
     private func run() async {
         while true {
@@ -60,6 +68,7 @@ final class ChangeLogProbe: Sendable {
             } catch {
                 result = .failure(error)
             }
+            if case .success(let reading) = result { self.state.withLock { $0.last = reading } }
             for waiter in batch { waiter.resume(returning: result) }
         }
     }

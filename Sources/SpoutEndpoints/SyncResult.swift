@@ -8,9 +8,10 @@ import Synchronization
 /// `since=0`, the whole result and a cursor (docs/endpoints.md, Sync reads).
 ///
 /// First, for a cursor, the shared probe of the change log (``ChangeLogProbe``), started after
-/// the request arrived: when it saw no change at or after the cursor, the answer is its
-/// position as the new cursor and nothing else, sent whole (with a `Content-Length`), without
-/// a session of the read's own. A cursor at or before the pruned horizon is `410 Gone`.
+/// the request arrived (unless an earlier probe saw a change at or after the cursor): when it
+/// saw no change at or after the cursor, the answer is its position as the new cursor and
+/// nothing else, sent whole (with a `Content-Length`), without a session of the read's own. A
+/// cursor at or before the pruned horizon is `410 Gone`.
 ///
 /// Otherwise, in order, on one connection of the primary, in one read-only transaction with
 /// the caller's role and claims:
@@ -79,9 +80,11 @@ struct SyncResult: ResponseProducer {
 
     /// The whole body of a read from `since` when the shared probe saw no change at or after
     /// it (the probe's position alone, as the new cursor); nil when it saw one, or could not
-    /// tell (the read itself then says why).
+    /// tell (the read itself then says why). No probe when an earlier one saw a change at or
+    /// after `since` already.
     private func unchanged(since: Int64, format: SyncBodyWriter.Format) async throws -> [UInt8]? {
-        guard let reading = try? await self.state.probe(of: self.database).read() else { return nil }
+        let probe = self.state.probe(of: self.database)
+        guard !probe.sawChange(since: since), let reading = try? await probe.read() else { return nil }
         guard since > reading.position.horizon else { throw SyncCursorExpired() }
         guard reading.newest < since else { return nil }
         let whole = CollectingSink()
