@@ -57,7 +57,8 @@ struct GracefulShutdownTests {
             #expect(response.status == 200 && response.isComplete)
             #expect(response.text.hasSuffix(#""id":\#(Self.rows),"pad":"\#(String(repeating: "0", count: 200))"}]"#))
         }
-        #expect(await server.waitForExit() == 0)
+        let status = await server.waitForExit()
+        #expect(status == 0, "exit status \(status.map(String.init) ?? "none"):\n\(server.log.suffix(3_000))")
         #expect(server.log.contains("shutting down") && server.log.contains("stopped"), "\(server.log)")
         await server.stop()
     }
@@ -81,7 +82,8 @@ struct GracefulShutdownTests {
             return SocketBox(socket)
         }
         server.signal(SIGTERM)
-        #expect(await server.waitForExit() == 0)
+        let status = await server.waitForExit()
+        #expect(status == 0, "exit status \(status.map(String.init) ?? "none"):\n\(server.log.suffix(3_000))")
         let response = try await onThread {
             try box.socket.receiveUntilClosed()
             return try RawHTTP.parse(box.socket.received)
