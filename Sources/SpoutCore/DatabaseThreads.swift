@@ -20,8 +20,8 @@ final class DatabaseThreads: @unchecked Sendable {
     private var idle = 0
     private var started = 0
     private var isShutDown = false
-    /// Callers of ``ended()`` waiting for the last thread to end.
-    private var endWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Set once shut down with no thread left (``ended()`` waits for it).
+    private let allEnded = AsyncOneShotEvent()
     let maximum: Int
     private let name: String
 
@@ -67,9 +67,9 @@ final class DatabaseThreads: @unchecked Sendable {
             if self.head == self.jobs.count {
                 // Shut down and nothing left to run.
                 self.started -= 1
-                let waiters = self.takeEndWaiters()
+                let last = self.started == 0
                 self.condition.unlock()
-                waiters.forEach { $0.resume() }
+                if last { self.allEnded.set() }
                 return
             }
             let job = self.jobs[self.head]
@@ -89,28 +89,15 @@ final class DatabaseThreads: @unchecked Sendable {
         self.condition.lock()
         self.isShutDown = true
         self.condition.broadcast()
-        let waiters = self.takeEndWaiters()
+        let none = self.started == 0
         self.condition.unlock()
-        waiters.forEach { $0.resume() }
+        if none { self.allEnded.set() }
     }
 
     /// Returns once ``shutdown()`` was called and every thread has ended, the work queued
     /// before it run: nothing of the database runs on these threads any more.
     func ended() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            self.condition.lock()
-            let over = self.isShutDown && self.started == 0
-            if !over { self.endWaiters.append(continuation) }
-            self.condition.unlock()
-            if over { continuation.resume() }
-        }
-    }
-
-    /// The callers of ``ended()`` to resume when no thread is left; `condition` locked.
-    private func takeEndWaiters() -> [CheckedContinuation<Void, Never>] {
-        guard self.started == 0 else { return [] }
-        defer { self.endWaiters = [] }
-        return self.endWaiters
+        await self.allEnded.wait()
     }
 
     /// Jobs queued and not yet taken by a thread (for tests).

@@ -346,28 +346,3 @@ public final class HTTPServer: Service {
 struct HTTPServerShutDown: Error, CustomStringConvertible {
     var description: String { "the server has been shut down" }
 }
-
-/// A one-shot flag tasks can wait for without blocking a thread.
-final class AsyncOneShotEvent: Sendable {
-    private let state = Mutex<(isSet: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
-
-    func set() {
-        let waiters = self.state.withLock { state in
-            state.isSet = true
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-
-    func wait() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let resumeNow = self.state.withLock { state in
-                if state.isSet { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if resumeNow { continuation.resume() }
-        }
-    }
-}

@@ -47,8 +47,8 @@ final class PostgresSharedPipeline: SharedReadingConnection, PostgresReactorTask
     private let inFlight = Atomic<Int>(0)
     /// When the oldest run sent was sent (``PostgresAnswerDeadline/now()``); 0 when none is.
     private let oldestSince = Atomic<UInt64>(0)
-    /// Whether ``complete()`` closed the connection, and who waits for it to (``closed()``).
-    private let ending = Mutex<(isOver: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    /// Set once ``complete()`` closed the connection (``closed()`` waits for it).
+    private let ended = AsyncOneShotEvent()
 
     /// What other threads hand the reactor.
     private struct Incoming {
@@ -299,22 +299,11 @@ final class PostgresSharedPipeline: SharedReadingConnection, PostgresReactorTask
     func complete() {
         self.failAll().forEach { $0.complete() }
         self.connection.close()
-        let waiters = self.ending.withLock { ending in
-            ending.isOver = true
-            defer { ending.waiters = [] }
-            return ending.waiters
-        }
-        waiters.forEach { $0.resume() }
+        self.ended.set()
     }
 
     func closed() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let isOver = self.ending.withLock { ending in
-                if !ending.isOver { ending.waiters.append(continuation) }
-                return ending.isOver
-            }
-            if isOver { continuation.resume() }
-        }
+        await self.ended.wait()
     }
 
     func close() {
