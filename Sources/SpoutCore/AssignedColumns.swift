@@ -69,7 +69,7 @@ public struct AssignedColumns: Sendable, Hashable {
         else { return }
         // One row only: another row's values would be another parameter's.
         guard valueList.upperBound + 1 == tokens.endIndex || !tokens[valueList.upperBound + 1].isPunctuation(",", in: bytes) else { return }
-        guard let table = Self.tableName(tokens[tokens.startIndex..<open], bytes) else { return }
+        guard let table = tokens[tokens.startIndex..<open].writtenTable(in: bytes) else { return }
         let columns = Self.split(tokens[(open + 1)..<columnList.upperBound], bytes)
         let expressions = Self.split(tokens[(values + 2)..<valueList.upperBound], bytes)
         guard columns.count == expressions.count else { return }
@@ -83,7 +83,7 @@ public struct AssignedColumns: Sendable, Hashable {
     private mutating func readUpdate(_ tokens: ArraySlice<SQLToken>, _ bytes: [UInt8]) {
         // UPDATE [OR ...] [ONLY] name [AS alias] SET column = expression, ... [FROM | WHERE | RETURNING ...]
         guard let set = tokens.firstIndex(where: { $0.isWord("SET", in: bytes) }),
-            let table = Self.tableName(tokens[tokens.startIndex..<set], bytes)
+            let table = tokens[tokens.startIndex..<set].writtenTable(in: bytes)
         else { return }
         var end = tokens.index(after: set)
         var depth = 0
@@ -103,29 +103,6 @@ public struct AssignedColumns: Sendable, Hashable {
             self.assign(name, from: assignment.dropFirst(2), bytes)
         }
         if !self.parameters.isEmpty { self.table = table }
-    }
-
-    /// The table named between `INSERT`/`UPDATE` and the column list or `SET`:
-    /// `[OR word] [INTO] [ONLY] [schema.]name [[AS] alias]`, its last name part, lower-cased;
-    /// nil when the tokens are not that.
-    private static func tableName(_ tokens: ArraySlice<SQLToken>, _ bytes: [UInt8]) -> String? {
-        var index = tokens.startIndex
-        if index < tokens.endIndex, tokens[index].isWord("OR", in: bytes) { index += 2 }
-        for keyword in ["INTO", "ONLY"] where index < tokens.endIndex && tokens[index].isWord(keyword, in: bytes) {
-            index += 1
-        }
-        var name: String?
-        while index < tokens.endIndex, let part = tokens[index].identifier(in: bytes) {
-            name = part
-            index += 1
-            guard index < tokens.endIndex, tokens[index].isPunctuation(".", in: bytes) else { break }
-            index += 1
-        }
-        // What is left may be an alias only.
-        if index < tokens.endIndex, tokens[index].isWord("AS", in: bytes) { index += 1 }
-        if index < tokens.endIndex, tokens[index].identifier(in: bytes) != nil { index += 1 }
-        guard index >= tokens.endIndex else { return nil }
-        return name?.lowercased()
     }
 
     private mutating func assign(_ column: String, from expression: ArraySlice<SQLToken>, _ bytes: [UInt8]) {

@@ -192,6 +192,13 @@ public protocol DatabaseConnection: AnyObject, Sendable {
         window: Int, keepsRows: Bool, answered: (WriteAnswer) throws -> Void, _ body: (any WritePipeline) throws -> T
     ) throws -> T
 
+    /// A ``SetWrite`` for many records of `statement`, in the caller's open transaction, or
+    /// nil when this connection runs them as well one by one (a ``WritePipeline``) or cannot
+    /// apply this statement as a set. Call it only for a statement whose rows are not kept
+    /// (no `RETURNING` answer is read). Default: nil (SQLite, whose statements cost no round
+    /// trip and little setting up).
+    func setWrite(for statement: ParsedSQL) throws -> (any SetWrite)?
+
     /// Runs a statement that may return rows (`INSERT … RETURNING`) and answers the rows it
     /// changed and every row it returned (nil for a statement that returns no columns), for a
     /// ``SequentialWritePipeline`` that keeps rows. Default: ``execute(_:_:)``, keeping no rows
@@ -264,6 +271,7 @@ extension DatabaseConnection {
             try body(SequentialWritePipeline(connection: self, keepsRows: keepsRows, answered: answered))
         }
     }
+    public func setWrite(for statement: ParsedSQL) throws -> (any SetWrite)? { nil }
     public func executeReturning(_ sql: ParsedSQL, _ parameters: [SQLValue]) throws -> WriteAnswer {
         WriteAnswer(changed: try self.execute(sql, parameters))
     }

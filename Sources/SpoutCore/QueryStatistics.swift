@@ -12,6 +12,7 @@ public final class QueryStatistics: Sendable {
     private let eventDrivenRuns = Atomic<Int>(0)
     private let sharedReads = Atomic<Int>(0)
     private let sharedReadsBehindOthers = Atomic<Int>(0)
+    private let copiedRows = Atomic<Int>(0)
 
     public init() {}
 
@@ -33,6 +34,14 @@ public final class QueryStatistics: Sendable {
     public func recordSharedRead(othersInFlight: Int) {
         self.sharedReads.add(1, ordering: .relaxed)
         if othersInFlight > 0 { self.sharedReadsBehindOthers.add(1, ordering: .relaxed) }
+    }
+
+    /// How many rows a bulk load (PostgreSQL's `COPY`) has sent to the database so far.
+    public var copiedRowCount: Int { self.copiedRows.load(ordering: .relaxed) }
+
+    /// A bulk load sent `count` more rows.
+    public func recordCopiedRows(_ count: Int) {
+        self.copiedRows.add(count, ordering: .relaxed)
     }
 
     public func recordStatement() {

@@ -117,3 +117,29 @@ extension Collection<SQLToken> where Index == Int {
         return nil
     }
 }
+
+extension ArraySlice<SQLToken> {
+    /// The table a write statement names in these tokens (trivia removed), the ones between
+    /// `INSERT`/`UPDATE` and its column list or `SET`: `[OR word] [INTO] [ONLY]
+    /// [schema.]name [[AS] alias]`. Its last name part, lower-cased; nil when the tokens are
+    /// not that.
+    public func writtenTable(in bytes: [UInt8]) -> String? {
+        var index = self.startIndex
+        if index < self.endIndex, self[index].isWord("OR", in: bytes) { index += 2 }
+        for keyword in ["INTO", "ONLY"] where index < self.endIndex && self[index].isWord(keyword, in: bytes) {
+            index += 1
+        }
+        var name: String?
+        while index < self.endIndex, let part = self[index].identifier(in: bytes) {
+            name = part
+            index += 1
+            guard index < self.endIndex, self[index].isPunctuation(".", in: bytes) else { break }
+            index += 1
+        }
+        // What is left may be an alias only.
+        if index < self.endIndex, self[index].isWord("AS", in: bytes) { index += 1 }
+        if index < self.endIndex, self[index].identifier(in: bytes) != nil { index += 1 }
+        guard index >= self.endIndex else { return nil }
+        return name?.lowercased()
+    }
+}

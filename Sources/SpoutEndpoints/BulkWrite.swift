@@ -32,7 +32,10 @@ import SpoutHTTP
 /// - The records are read and their statements made on a thread of their own
 ///   (``BulkRecordReader``), ahead of the database thread, which sends them through a
 ///   ``SpoutCore/WritePipeline``: up to ``window`` of them in flight (PostgreSQL runs them
-///   while the next are read and sent), answered in order.
+///   while the next are read and sent), answered in order. When every record runs the same
+///   statement and no key is answered, the driver may take them as a set instead
+///   (``SpoutCore/SetWrite``: PostgreSQL copies them into a temporary table and runs an
+///   insert over it), with the same answers and the same record named when one fails.
 /// - With an `Idempotency-Key` the answer is kept in the database whole: keys of more than
 ///   ``maximumKeptKeys`` bytes are a 413 and roll the write back.
 /// - Memory holds the records in flight, those read ahead (``BulkRecordReader/maximumPieces``
@@ -74,6 +77,7 @@ struct BulkWrite: Sendable {
         let directory = self.temporaryDirectory
         let dateFormat = self.handler.database.configuration.dateFormat
         let headDigest = IdempotencyKey.digest(ofHead: request)
+        let appliesAsSet = Self.appliesAsSet(self.handler)
         let work = DatabaseWork(
             readOnly: false, statementTimeout: self.handler.timeout, transaction: .always(readOnly: false),
             session: self.handler.session(for: identity, request), cancelsWithTask: false)
@@ -107,31 +111,36 @@ struct BulkWrite: Sendable {
                         }
                         defer { reader.cancel() }
                         let keys = try answersKeys ? Keys(directory: directory, dateFormat: dateFormat) : nil
-                        do {
-                            try connection.withWritePipeline(window: Self.window, keepsRows: keys != nil) { answer in
-                                let record = inFlight.removeFirst()
-                                guard answer.changed > 0 else {
-                                    throw BulkRecordFailure(position: record.position, error: RecordChangedNothing(), arguments: record.arguments)
-                                }
-                                counts.records += 1
-                                counts.changed += answer.changed
-                                if let keys, let rows = answer.rows { try keys.writer.append(rows) }
-                            } _: { pipeline in
-                                while let item = try reader.next() {
-                                    switch item {
-                                    case .statement(let statement, let record):
-                                        inFlight.append(record)
-                                        try pipeline.send(statement)
-                                    case .pieceEnded:
-                                        try pipeline.flush()
+                        if appliesAsSet, let set = try connection.setWrite(for: parsed.written) {
+                            counts = try Self.apply(set, reader: reader, names: parsed.written.parameterNames)
+                            if let read = reader.digest { digest = read }
+                        } else {
+                            do {
+                                try connection.withWritePipeline(window: Self.window, keepsRows: keys != nil) { answer in
+                                    let record = inFlight.removeFirst()
+                                    guard answer.changed > 0 else {
+                                        throw BulkRecordFailure(position: record.position, error: RecordChangedNothing(), arguments: record.arguments)
                                     }
+                                    counts.records += 1
+                                    counts.changed += answer.changed
+                                    if let keys, let rows = answer.rows { try keys.writer.append(rows) }
+                                } _: { pipeline in
+                                    while let item = try reader.next() {
+                                        switch item {
+                                        case .statement(let statement, let record):
+                                            inFlight.append(record)
+                                            try pipeline.send(statement)
+                                        case .pieceEnded:
+                                            try pipeline.flush()
+                                        }
+                                    }
+                                    if let read = reader.digest { digest = read }
                                 }
-                                if let read = reader.digest { digest = read }
+                            } catch let failed as WritePipelineFailure {
+                                // Every record before the failed one was answered: it is the oldest in flight.
+                                let record = inFlight.removeFirst()
+                                throw BulkRecordFailure(position: record.position, error: failed.error, arguments: record.arguments)
                             }
-                        } catch let failed as WritePipelineFailure {
-                            // Every record before the failed one was answered: it is the oldest in flight.
-                            let record = inFlight.removeFirst()
-                            throw BulkRecordFailure(position: record.position, error: failed.error, arguments: record.arguments)
                         }
                         let response = try Self.answer(counts, keys: keys, keyed: key != nil)
                         if let key, let store {
@@ -169,6 +178,45 @@ struct BulkWrite: Sendable {
 
     /// The statements in flight at most: sent to the database and not answered yet.
     static let window = 1024
+
+    /// Whether the records may be offered to the driver as a set (``SpoutCore/SetWrite``):
+    /// every record runs the same statement (no optional clauses), no row of it is kept (no
+    /// keys answered), and no parameter takes bytes (declared `bytea` one by one, inferred in
+    /// a set).
+    private static func appliesAsSet(_ handler: EndpointHandler) -> Bool {
+        guard !Self.answersKeys(handler.endpoint.result), let parsed = handler.parsed, parsed.clauses.clauses.isEmpty else { return false }
+        return !handler.routeParameters.contains { $0.type.elementType == .bytes }
+    }
+
+    /// Appends every record the reader makes to `set` and applies them: the counts, or a
+    /// ``BulkRecordFailure`` naming the first record that failed (its arguments as the database
+    /// holds them). `names`: the statement's parameters, in placeholder order.
+    private static func apply(_ set: any SetWrite, reader: BulkRecordReader, names: [String]) throws -> Counts {
+        defer { set.abandon() }
+        var first: BulkPosition?
+        while let item = try reader.next() {
+            switch item {
+            case .statement(let statement, let record):
+                if first == nil { first = record.position }
+                do {
+                    try set.append(statement.parameters, tag: record.position.number)
+                } catch {
+                    throw BulkRecordFailure(position: record.position, error: error, arguments: record.arguments)
+                }
+            case .pieceEnded:
+                try set.flush()
+            }
+        }
+        switch try set.finish() {
+        case .applied(let records, let changed):
+            return Counts(records: records, changed: changed)
+        case .failed(let tag, let parameters, let error):
+            var arguments: [String: SQLValue] = [:]
+            for (name, value) in zip(names, parameters) { arguments[name] = value }
+            let position: BulkPosition = if case .index? = first { .index(tag) } else { .line(tag) }
+            throw BulkRecordFailure(position: position, error: error ?? RecordChangedNothing(), arguments: arguments)
+        }
+    }
 
     /// The statement for one record, with its arguments. Throws ``SpoutHTTP/BulkRecordError``
     /// for an argument refused, ``BulkRecordFailure`` for a statement that cannot be made.

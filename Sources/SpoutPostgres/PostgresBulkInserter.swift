@@ -15,6 +15,8 @@ final class PostgresBulkInserter: BulkInserter {
     /// One rendered value before escaping; reused.
     private var field: [UInt8] = []
     private var isFinished = false
+    /// The rows in `buffer`.
+    private var bufferedRows = 0
 
     init(connection: PostgresConnection, columnCount: Int) {
         self.connection = connection
@@ -71,12 +73,14 @@ final class PostgresBulkInserter: BulkInserter {
             }
         }
         self.buffer.append(UInt8(ascii: "\n"))
+        self.bufferedRows += 1
         if self.buffer.count >= Self.flushThreshold {
             try self.flush()
         }
     }
 
-    private func flush() throws {
+    /// Sends the rows buffered.
+    func flush() throws {
         guard !self.buffer.isEmpty else { return }
         do {
             try self.connection.putCopyData(self.buffer)
@@ -84,6 +88,8 @@ final class PostgresBulkInserter: BulkInserter {
             self.isFinished = true
             throw error
         }
+        self.connection.statistics.recordCopiedRows(self.bufferedRows)
+        self.bufferedRows = 0
         self.buffer.removeAll(keepingCapacity: true)
     }
 

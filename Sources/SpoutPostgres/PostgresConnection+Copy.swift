@@ -6,6 +6,11 @@ extension PostgresConnection {
     /// quoted; a dot in `table` separates the schema. The connection is busy until the
     /// inserter finishes.
     public func bulkInsert(into table: String, columns: [String]) throws -> any BulkInserter {
+        try self.copyIn(into: table, columns: columns)
+    }
+
+    /// ``bulkInsert(into:columns:)``, typed.
+    func copyIn(into table: String, columns: [String]) throws -> PostgresBulkInserter {
         let handle = try self.idleHandle()
         guard !columns.isEmpty else {
             throw DatabaseError(.invalidSQL, message: "a bulk insert needs at least one column")

@@ -619,6 +619,10 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         try self.runCommand("ROLLBACK")
     }
 
+    /// The statement timeout the connection's statements run under, in milliseconds (0: none,
+    /// and when not known).
+    var statementTimeoutInEffect: Int { self.stateMachine.statementTimeout ?? 0 }
+
     /// Sends `SET statement_timeout` only when the value differs from the one in effect.
     /// Without session state only remembers it for the next transaction (or sets it `LOCAL`
     /// in the open one).

@@ -24,13 +24,14 @@ struct BulkWritePipelineTests {
 
     /// `/raw-events/bulk`: events for any pet, no owner check in the statement (row-level
     /// security checks it on PostgreSQL), `type` optional, so that a record without one fails
-    /// in the database (`NOT NULL`), after it was sent.
-    static func withRawEvents(_ backend: SQLDialect, _ body: (InProcessServer, Database) async throws -> Void) async throws {
-        let store = try IdentityDatabase.make(backend) { connection in
-            try PetsLoader(sqlDirectory: Repository.sqlDirectory).load(into: connection)
-        }
-        defer { store.drop() }
-        let endpoints = try store.endpoints("""
+    /// in the database (`NOT NULL`), after it was sent. `dateType`: the `date` parameter's
+    /// type (`string` leaves the value to the database's judgement).
+    static func withRawEvents(
+        _ backend: SQLDialect, dateType: String = "date", _ body: (InProcessServer, Database) async throws -> Void
+    ) async throws {
+        try await Self.withEndpoints(
+            backend,
+            """
             auth:
               token: jwt
               methods: [POST]
@@ -42,9 +43,19 @@ struct BulkWritePipelineTests {
                   bulk: true
                   parameters:
                     - {name: name, type: string, required: true}
-                    - {name: date, type: date, required: true}
+                    - {name: date, type: \(dateType), required: true}
                     - {name: type, type: string}
-            """)
+            """, body)
+    }
+
+    /// The pets API's tables (row-level security included, on PostgreSQL) served by the
+    /// endpoints of `yaml`.
+    static func withEndpoints(_ backend: SQLDialect, _ yaml: String, _ body: (InProcessServer, Database) async throws -> Void) async throws {
+        let store = try IdentityDatabase.make(backend) { connection in
+            try PetsLoader(sqlDirectory: Repository.sqlDirectory).load(into: connection)
+        }
+        defer { store.drop() }
+        let endpoints = try store.endpoints(yaml)
         let database = try store.open()
         defer { database.close() }
         try await IdentityAPITests.withService(endpoints, database: database) { service in
@@ -56,19 +67,31 @@ struct BulkWritePipelineTests {
         try await BulkWriteTests.bulk(service, body, contentType: "application/x-ndjson", token: token, path: path)
     }
 
+    /// For each of `lines`, posts `count` records as JSON Lines with that line replaced by
+    /// `bad`: each answer must have a status in `status`, start by naming the line and
+    /// contain `naming`, and nothing may be committed.
+    static func expectRefused(
+        _ service: InProcessServer, _ database: Database, path: String, count: Int, lines: [Int], bad: String,
+        status: Range<Int>, naming: String = "", token: String
+    ) async throws {
+        let before = try await BulkWriteTests.eventCount(database)
+        for line in lines {
+            let refused = try await Self.post(service, path, BulkWriteTests.jsonLines(count, replacing: (line, bad)), token: token)
+            #expect(status.contains(refused.status), "line \(line): \(refused.status) \(refused.text)")
+            #expect(refused.text.hasPrefix("{\"line\":\(line),") && (naming.isEmpty || refused.text.contains(naming)), "line \(line): \(refused.text)")
+            #expect(try await BulkWriteTests.eventCount(database) == before, "line \(line)")
+        }
+    }
+
     @Test("a statement failing in the database anywhere in a window names its record and commits nothing", arguments: PetsAPITests.backends)
     func databaseFailureInAWindow(_ backend: SQLDialect) async throws {
         try await Self.withRawEvents(backend) { service, database in
             let diane = try await IdentityAPITests.token("Diane")
             let before = try await BulkWriteTests.eventCount(database)
             let untyped = #"{"name":"Bowser","date":"2024-01-01"}"#
-            for line in Self.positions {
-                let body = BulkWriteTests.jsonLines(3 * Self.window, replacing: (line, untyped))
-                let refused = try await Self.post(service, "/raw-events/bulk", body, token: diane)
-                #expect((400..<500).contains(refused.status), "line \(line): \(refused.status) \(refused.text)")
-                #expect(refused.text.hasPrefix("{\"line\":\(line),"), "line \(line): \(refused.text)")
-                #expect(try await BulkWriteTests.eventCount(database) == before, "line \(line)")
-            }
+            try await Self.expectRefused(
+                service, database, path: "/raw-events/bulk", count: 3 * Self.window, lines: Self.positions, bad: untyped, status: 400..<500,
+                token: diane)
             // Two failing records: the first is named.
             var body = BulkWriteTests.jsonLines(2 * Self.window, replacing: (Self.window + 7, untyped))
             body += Array((untyped + "\n").utf8)
@@ -82,15 +105,10 @@ struct BulkWritePipelineTests {
     func recordChangingNothingInAWindow(_ backend: SQLDialect) async throws {
         try await BulkWriteTests.withPets(backend) { service, database in
             let diane = try await IdentityAPITests.token("Diane")
-            let before = try await BulkWriteTests.eventCount(database)
             // Claws is Gwen's: the owner check finds no row.
             let claws = #"{"name":"Claws","date":"2024-03-03","type":"vet"}"#
-            for line in Self.positions {
-                let body = BulkWriteTests.jsonLines(3 * Self.window, replacing: (line, claws))
-                let refused = try await Self.post(service, "/events/bulk", body, token: diane)
-                #expect(refused.status == 422 && refused.text.hasPrefix("{\"line\":\(line),"), "line \(line): \(refused.status) \(refused.text)")
-                #expect(try await BulkWriteTests.eventCount(database) == before, "line \(line)")
-            }
+            try await Self.expectRefused(
+                service, database, path: "/events/bulk", count: 3 * Self.window, lines: Self.positions, bad: claws, status: 422..<423, token: diane)
         }
     }
 
