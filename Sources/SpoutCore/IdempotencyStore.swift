@@ -30,10 +30,14 @@ public enum IdempotencyClaim: Sendable, Hashable {
 /// (``idempotencyStatements``); the operations are written once, here.
 ///
 /// Contract:
-/// - ``claimIdempotencyKey(scope:key:requestHash:retentionSeconds:)`` runs first in the write's
-///   transaction. Two transactions claiming one key at once apply once: PostgreSQL makes the
-///   second wait at the key's unique index until the first ends (then it finds the answer,
-///   or claims the key when the first rolled back); SQLite runs one write transaction at a time.
+/// - A key is claimed in the write's transaction: first
+///   (``claimIdempotencyKey(scope:key:requestHash:retentionSeconds:)``, a bulk write's, whose
+///   answer ``commitIdempotentAnswer(scope:key:answer:)`` stores with the commit) or last, with
+///   the answer and the commit (``keepIdempotentAnswer(scope:key:requestHash:retentionSeconds:answer:)``,
+///   a single write's). Two transactions claiming one key at once apply once: PostgreSQL
+///   makes the second wait at the key's unique index until the first ends (then it finds the
+///   answer, or claims the key when the first rolled back); SQLite runs one write transaction
+///   at a time.
 /// - A record older than the retention is treated as absent and replaced.
 public protocol IdempotencyStore: DatabaseConnection {
     var idempotencyStatements: IdempotencyStatements { get throws }
@@ -50,6 +54,9 @@ public struct IdempotencyStatements: Sendable {
     /// `:scope`, `:key`, `:hash`, `:seconds` → inserts the key's record unless there is one, or
     /// replaces one older than that (1 row: claimed). One statement: a claim costs one round trip.
     public var claim: ParsedSQL
+    /// `:scope`, `:key`, `:hash`, `:status`, `:fields`, `:body` → inserts the key's record
+    /// with its answer; a unique violation when the key has a record.
+    public var keep: ParsedSQL
     /// `:scope`, `:key` → request_hash, status, fields, body.
     public var find: ParsedSQL
     /// `:scope`, `:key`, `:status`, `:fields`, `:body` → stores the answer.
@@ -58,13 +65,14 @@ public struct IdempotencyStatements: Sendable {
     public var prune: ParsedSQL
 
     public init(
-        tableExists: ParsedSQL, createScript: String, deleteExpired: ParsedSQL, claim: ParsedSQL, find: ParsedSQL, answer: ParsedSQL,
-        prune: ParsedSQL
+        tableExists: ParsedSQL, createScript: String, deleteExpired: ParsedSQL, claim: ParsedSQL, keep: ParsedSQL, find: ParsedSQL,
+        answer: ParsedSQL, prune: ParsedSQL
     ) {
         self.tableExists = tableExists
         self.createScript = createScript
         self.deleteExpired = deleteExpired
         self.claim = claim
+        self.keep = keep
         self.find = find
         self.answer = answer
         self.prune = prune
@@ -142,6 +150,26 @@ extension IdempotencyStore {
             "fields": .text(answer.fields.joined(separator: "\n")), "body": .bytes(answer.body),
         ]
         try self.commit(after: BoundStatement(statement, try statement.bind(arguments)))
+    }
+
+    /// Keeps `answer` for `key` of `scope`, claimed only now, as the transaction's last
+    /// statements, and commits (``DatabaseConnection/commit(after:)``: on PostgreSQL one round
+    /// trip for all): a record older than `retentionSeconds` is deleted, then the key's record is
+    /// inserted with the answer. When the key has a record (another request under it committed
+    /// first; on PostgreSQL after waiting at the key's unique index for it), the insert's unique
+    /// violation is thrown and nothing commits: the caller rolls back and looks the key up
+    /// (``findIdempotencyKey(scope:key:retentionSeconds:)``).
+    public func keepIdempotentAnswer(scope: String, key: String, requestHash: String, retentionSeconds: Int, answer: StoredAnswer) throws {
+        let statements = try self.idempotencyStatements
+        let expired: [String: SQLValue] = ["scope": .text(scope), "key": .text(key), "seconds": .integer(Int64(retentionSeconds))]
+        let kept: [String: SQLValue] = [
+            "scope": .text(scope), "key": .text(key), "hash": .text(requestHash), "status": .integer(Int64(answer.status)),
+            "fields": .text(answer.fields.joined(separator: "\n")), "body": .bytes(answer.body),
+        ]
+        try self.commit(after: [
+            BoundStatement(statements.deleteExpired, try statements.deleteExpired.bind(expired)),
+            BoundStatement(statements.keep, try statements.keep.bind(kept)),
+        ])
     }
 
     /// Deletes every record older than `seconds`; returns how many.

@@ -501,13 +501,18 @@ struct EndpointHandler: Sendable {
     }
 
     /// Runs a write (or a read that is not a row result) in one transaction and answers what it
-    /// did. With an idempotency key, the key is claimed first in the same transaction: a
+    /// did. With an idempotency key, the key is claimed last, with the answer, in the write's
+    /// transaction (no round trip of its own before the write): when the key has a record
+    /// already, or the write fails, the transaction rolls back and the key is looked up, so a
     /// replay gets the answer kept for it and applies nothing, another request under the key
-    /// is 422, and a new key's answer is kept with the write (``IdempotencyKey``).
+    /// is 422, and a new key's answer is kept with the write (``IdempotencyKey``). Of requests
+    /// under one key at once, one commits; the others wait for it (at the key's unique index,
+    /// or a row it wrote) and then answer as replays.
     ///
     /// With a `condition`, the transaction reads one snapshot (``SpoutCore/RequestTransaction/snapshot``):
-    /// after the key's claim, the current representation is read and compared, and a failed
-    /// condition is a 412 with it (``PreconditionFailed``); the write's answer carries the
+    /// the current representation is read and compared first, and a failed condition is a 412
+    /// with it (``PreconditionFailed``; a replay under a key gets its kept answer instead, as
+    /// the write it replays changed the row); the write's answer carries the
     /// `ETag` of the representation it made. A concurrent write that changed the row after the
     /// snapshot (``SpoutCore/DatabaseError/Code/serializationFailure``), or a create under
     /// `If-None-Match` that meets a row inserted meanwhile (a unique violation), runs the
@@ -533,10 +538,12 @@ struct EndpointHandler: Sendable {
                     stream, request: request, format: format, session: session, identified: identified, idempotency: idempotency,
                     condition: condition)
             } catch let failed as PreconditionFailed {
+                if let idempotency, let kept = try await self.keptAnswer(for: idempotency) { return kept }
                 return failed.response
             } catch let error as DatabaseError where !retried && condition.map({ Self.isResolvedByRereading(error, $0.conditions) }) == true {
                 retried = true
             } catch {
+                if let idempotency, let kept = try await self.keptAnswer(for: idempotency) { return kept }
                 self.logger.debug(
                     "endpoint transaction rolled back",
                     metadata: ["request.id": "\(request.id)", "endpoint": "\(self.endpoint.title)", "error": "\(error)"])
@@ -546,6 +553,23 @@ struct EndpointHandler: Sendable {
                 throw UnrepresentableText.naming(error, arguments: request.arguments)
             }
         }
+    }
+
+    /// After a keyed write failed (it rolled back): the answer kept for its key, when the same
+    /// request committed under it first (a replay, or one that ran at once and won), or
+    /// ``IdempotencyKeyReused`` when another request did; nil when the key has no answer, and
+    /// the write's own failure stands.
+    private func keptAnswer(for idempotency: IdempotencyKey) async throws -> Response? {
+        let retention = self.idempotency.retentionSeconds
+        let kept = try await self.database.withSession(DatabaseWork(readOnly: false, transaction: .always(readOnly: false))) { session in
+            try await session.run { connection in
+                try (connection as? any IdempotencyStore)?.findIdempotencyKey(
+                    scope: idempotency.scope, key: idempotency.key, retentionSeconds: retention)
+            }
+        }
+        guard let kept, let answer = kept.answer else { return nil }
+        guard kept.requestHash == idempotency.requestHash else { throw IdempotencyKeyReused() }
+        return IdempotencyKey.replay(answer)
     }
 
     /// Whether a conditional write that failed with `error` should run once more: another
@@ -571,15 +595,6 @@ struct EndpointHandler: Sendable {
         return try await self.database.withSession(work) { session in
             let run = {
                 try await session.run { connection -> Response in
-                    if let idempotency, let store = connection as? any IdempotencyStore {
-                        switch try store.claimIdempotencyKey(
-                            scope: idempotency.scope, key: idempotency.key, requestHash: idempotency.requestHash, retentionSeconds: retention)
-                        {
-                        case .answered(let answer): return IdempotencyKey.replay(answer)
-                        case .otherRequest: throw IdempotencyKeyReused()
-                        case .claimed: break
-                        }
-                    }
                     if let condition {
                         let current = try CurrentRepresentation.read(
                             condition.current, shape: condition.shape, as: format, dateFormat: dateFormat, on: connection)
@@ -596,7 +611,9 @@ struct EndpointHandler: Sendable {
                         response.headers.replaceOrAdd(.eTag, made.tag.description)
                     }
                     if let idempotency, let store = connection as? any IdempotencyStore {
-                        try store.commitIdempotentAnswer(scope: idempotency.scope, key: idempotency.key, answer: IdempotencyKey.stored(response))
+                        try store.keepIdempotentAnswer(
+                            scope: idempotency.scope, key: idempotency.key, requestHash: idempotency.requestHash, retentionSeconds: retention,
+                            answer: IdempotencyKey.stored(response))
                     }
                     return response
                 }

@@ -42,6 +42,11 @@ extension PostgresConnection: IdempotencyStore {
                 SET request_hash = excluded.request_hash, status = NULL, fields = NULL, body = NULL, created_at = now()
                 WHERE spout_idempotency.created_at < now() - CAST(:seconds AS integer) * interval '1 second'
                 """, dialect: .postgres),
+            keep: try ParsedSQL(
+                """
+                INSERT INTO spout_idempotency (scope, idempotency_key, request_hash, status, fields, body)
+                VALUES (:scope, :key, :hash, CAST(:status AS integer), :fields, :body)
+                """, dialect: .postgres),
             find: try ParsedSQL(
                 "SELECT request_hash, status, fields, body FROM spout_idempotency WHERE scope = :scope AND idempotency_key = :key",
                 dialect: .postgres),

@@ -38,6 +38,11 @@ extension SQLiteConnection: IdempotencyStore {
                     created_at = CAST(strftime('%s', 'now') AS INTEGER)
                 WHERE spout_idempotency.created_at < CAST(strftime('%s', 'now') AS INTEGER) - :seconds
                 """, dialect: .sqlite),
+            keep: try ParsedSQL(
+                """
+                INSERT INTO spout_idempotency (scope, idempotency_key, request_hash, status, fields, body)
+                VALUES (:scope, :key, :hash, :status, :fields, :body)
+                """, dialect: .sqlite),
             find: try ParsedSQL(
                 "SELECT request_hash, status, fields, body FROM spout_idempotency WHERE scope = :scope AND idempotency_key = :key",
                 dialect: .sqlite),

@@ -81,9 +81,9 @@ struct PgBouncerTests {
                 port: bounced.port, "/pets/Replayed", #"{"species":"dog"}"#, headers: [diane, ("If-Match", #""stale""#)])
             #expect(stale.status == 412, "\(stale.status) \(stale.text)")
 
-            // A bulk write pipelines its records (more than one window of them) through the
-            // pooler, in its one transaction; one refused in the middle (Claws is Gwen's)
-            // names its line and commits none, and the connection serves on.
+            // A bulk write's records (an insert: copied into a temporary table and inserted as
+            // a set) go through the pooler in its one transaction; one refused in the middle
+            // (Claws is Gwen's) names its line and commits none, and the connection serves on.
             let events = (1...3_000).map { #"{"name":"Bowser","date":"2024-01-01","type":"visit","remark":"bulk \#($0)"}"# }
             let bulk = [diane, ("Content-Type", "application/x-ndjson")]
             let added = try await RawHTTP.send(
