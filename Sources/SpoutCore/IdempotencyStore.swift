@@ -120,9 +120,24 @@ extension IdempotencyStore {
     }
 
     private func deleteExpiredIdempotencyKey(scope: String, key: String, retentionSeconds: Int) throws {
+        let statement = try self.expiredRecordDeletion(scope: scope, key: key, retentionSeconds: retentionSeconds)
+        _ = try self.execute(statement.sql, statement.parameters)
+    }
+
+    /// The `DELETE` of the key's record when older than `retentionSeconds`.
+    private func expiredRecordDeletion(scope: String, key: String, retentionSeconds: Int) throws -> BoundStatement {
         let statement = try self.idempotencyStatements.deleteExpired
         let expired: [String: SQLValue] = ["scope": .text(scope), "key": .text(key), "seconds": .integer(Int64(retentionSeconds))]
-        _ = try self.execute(statement, try statement.bind(expired))
+        return BoundStatement(statement, try statement.bind(expired))
+    }
+
+    /// The arguments that store `answer` for `key` of `scope`: `:scope`, `:key`, `:status`,
+    /// `:fields` (one a line), `:body`.
+    private static func arguments(scope: String, key: String, answer: StoredAnswer) -> [String: SQLValue] {
+        [
+            "scope": .text(scope), "key": .text(key), "status": .integer(Int64(answer.status)),
+            "fields": .text(answer.fields.joined(separator: "\n")), "body": .bytes(answer.body),
+        ]
     }
 
     private func idempotencyRecord(scope: String, key: String) throws -> (requestHash: String, answer: StoredAnswer?)? {
@@ -145,10 +160,7 @@ extension IdempotencyStore {
     /// trip for both).
     public func commitIdempotentAnswer(scope: String, key: String, answer: StoredAnswer) throws {
         let statement = try self.idempotencyStatements.answer
-        let arguments: [String: SQLValue] = [
-            "scope": .text(scope), "key": .text(key), "status": .integer(Int64(answer.status)),
-            "fields": .text(answer.fields.joined(separator: "\n")), "body": .bytes(answer.body),
-        ]
+        let arguments = Self.arguments(scope: scope, key: key, answer: answer)
         try self.commit(after: BoundStatement(statement, try statement.bind(arguments)))
     }
 
@@ -160,15 +172,12 @@ extension IdempotencyStore {
     /// violation is thrown and nothing commits: the caller rolls back and looks the key up
     /// (``findIdempotencyKey(scope:key:retentionSeconds:)``).
     public func keepIdempotentAnswer(scope: String, key: String, requestHash: String, retentionSeconds: Int, answer: StoredAnswer) throws {
-        let statements = try self.idempotencyStatements
-        let expired: [String: SQLValue] = ["scope": .text(scope), "key": .text(key), "seconds": .integer(Int64(retentionSeconds))]
-        let kept: [String: SQLValue] = [
-            "scope": .text(scope), "key": .text(key), "hash": .text(requestHash), "status": .integer(Int64(answer.status)),
-            "fields": .text(answer.fields.joined(separator: "\n")), "body": .bytes(answer.body),
-        ]
+        let keep = try self.idempotencyStatements.keep
+        var kept = Self.arguments(scope: scope, key: key, answer: answer)
+        kept["hash"] = .text(requestHash)
         try self.commit(after: [
-            BoundStatement(statements.deleteExpired, try statements.deleteExpired.bind(expired)),
-            BoundStatement(statements.keep, try statements.keep.bind(kept)),
+            try self.expiredRecordDeletion(scope: scope, key: key, retentionSeconds: retentionSeconds),
+            BoundStatement(keep, try keep.bind(kept)),
         ])
     }
 

@@ -61,10 +61,7 @@ struct PostgresSetInsert: Sendable, Hashable {
             let close = tokens.closingParenthesis(from: open), close + 1 < tokens.count
         else { return nil }
         // The target: [schema.]name [[AS] alias], nothing else.
-        let target = tokens[2..<open]
-        guard !target.isEmpty, target.allSatisfy({ $0.identifier(in: bytes) != nil || $0.isPunctuation(".", in: bytes) }),
-            let table = target.writtenTable(in: bytes)
-        else { return nil }
+        guard let table = tokens[2..<open].writtenTable(in: bytes) else { return nil }
         // The columns: names separated by commas.
         let columns = tokens[(open + 1)..<close]
         guard !columns.isEmpty else { return nil }

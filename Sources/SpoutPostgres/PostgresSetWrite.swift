@@ -44,9 +44,9 @@ final class PostgresSetWrite: SetWrite {
     private let readBack: ParsedSQL
     private let parameterCount: Int
     private let statementTimeout: Int
+    /// The copy the records go into; nil once finished or abandoned.
     private var inserter: PostgresBulkInserter?
     private var appended = 0
-    private var ended = false
 
     init(connection: PostgresConnection, insert: PostgresSetInsert, parameterTypes: [String]) throws {
         self.connection = connection
@@ -83,17 +83,15 @@ final class PostgresSetWrite: SetWrite {
     }
 
     func abandon() {
-        self.ended = true
         self.inserter?.abandon()
         self.inserter = nil
     }
 
     func finish() throws -> SetWriteOutcome {
-        guard !self.ended, let inserter = self.inserter else {
+        guard let inserter = self.inserter else {
             throw DatabaseError(.other, message: "the set write has ended")
         }
         self.inserter = nil
-        self.ended = true
         _ = try inserter.finish()
         try self.connection.setStatementTimeout(milliseconds: self.statementTimeout)
         let count = self.appended
@@ -102,15 +100,13 @@ final class PostgresSetWrite: SetWrite {
         var changed = 0
         if let failed = try self.runChunks(1...count, changed: &changed) {
             try self.connection.runCommand("ROLLBACK TO SAVEPOINT spout_set")
-            changed = 0
             // The chunks before the failed one ran: they run again, then the failed one is halved.
-            let before = failed.lowerBound > 1 ? try self.runChunks(1...(failed.lowerBound - 1), changed: &changed) : nil
-            if before != nil {
+            var before = 0
+            if failed.lowerBound > 1, try self.runChunks(1...(failed.lowerBound - 1), changed: &before) != nil {
                 try self.connection.runCommand("ROLLBACK TO SAVEPOINT spout_set")
-                changed = 0
-                return try self.locate(from: 1, failing: nil, count: count, changed: changed)
+                return try self.locate(from: 1, failing: nil, count: count, changed: 0)
             }
-            return try self.locate(from: failed.lowerBound, failing: failed.upperBound, count: count, changed: changed)
+            return try self.locate(from: failed.lowerBound, failing: failed.upperBound, count: count, changed: before)
         }
         try self.connection.runCommand("RELEASE SAVEPOINT spout_set")
         return .applied(records: count, changed: changed)
