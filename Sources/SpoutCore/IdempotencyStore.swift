@@ -38,7 +38,9 @@ public enum IdempotencyClaim: Sendable, Hashable {
 ///   makes the second wait at the key's unique index until the first ends (then it finds the
 ///   answer, or claims the key when the first rolled back); SQLite runs one write transaction
 ///   at a time.
-/// - A record older than the retention is treated as absent and replaced.
+/// - A record older than the retention is treated as absent and replaced: a claim replaces it,
+///   a lookup deletes it, and a keep meets it as a key that has a record (the caller looks up,
+///   which deletes it, and runs the write again).
 public protocol IdempotencyStore: DatabaseConnection {
     var idempotencyStatements: IdempotencyStatements { get throws }
 }
@@ -119,16 +121,13 @@ extension IdempotencyStore {
         return try self.idempotencyRecord(scope: scope, key: key)
     }
 
-    private func deleteExpiredIdempotencyKey(scope: String, key: String, retentionSeconds: Int) throws {
-        let statement = try self.expiredRecordDeletion(scope: scope, key: key, retentionSeconds: retentionSeconds)
-        _ = try self.execute(statement.sql, statement.parameters)
-    }
-
-    /// The `DELETE` of the key's record when older than `retentionSeconds`.
-    private func expiredRecordDeletion(scope: String, key: String, retentionSeconds: Int) throws -> BoundStatement {
+    /// Deletes the record of `key` of `scope` when it is older than `retentionSeconds`; true
+    /// when there was one.
+    @discardableResult
+    public func deleteExpiredIdempotencyKey(scope: String, key: String, retentionSeconds: Int) throws -> Bool {
         let statement = try self.idempotencyStatements.deleteExpired
         let expired: [String: SQLValue] = ["scope": .text(scope), "key": .text(key), "seconds": .integer(Int64(retentionSeconds))]
-        return BoundStatement(statement, try statement.bind(expired))
+        return try self.execute(statement, try statement.bind(expired)) > 0
     }
 
     /// The arguments that store `answer` for `key` of `scope`: `:scope`, `:key`, `:status`,
@@ -140,7 +139,9 @@ extension IdempotencyStore {
         ]
     }
 
-    private func idempotencyRecord(scope: String, key: String) throws -> (requestHash: String, answer: StoredAnswer?)? {
+    /// What is kept for `key` of `scope`, expired or not: the digest of the request that
+    /// claimed it and its answer (nil while that request has not answered); nil when nothing is.
+    public func idempotencyRecord(scope: String, key: String) throws -> (requestHash: String, answer: StoredAnswer?)? {
         let find = try self.idempotencyStatements.find
         let rows = try self.queryAll([BoundStatement(find, try find.bind(["scope": .text(scope), "key": .text(key)]))]).first?.rows ?? []
         guard let row = rows.first, row.count == 4, case .text(let hash) = row[0] else { return nil }
@@ -165,20 +166,19 @@ extension IdempotencyStore {
     }
 
     /// Keeps `answer` for `key` of `scope`, claimed only now, as the transaction's last
-    /// statements, and commits (``DatabaseConnection/commit(after:)``: on PostgreSQL one round
-    /// trip for all): a record older than `retentionSeconds` is deleted, then the key's record is
-    /// inserted with the answer. When the key has a record (another request under it committed
-    /// first; on PostgreSQL after waiting at the key's unique index for it), the insert's unique
-    /// violation is thrown and nothing commits: the caller rolls back and looks the key up
-    /// (``findIdempotencyKey(scope:key:retentionSeconds:)``).
-    public func keepIdempotentAnswer(scope: String, key: String, requestHash: String, retentionSeconds: Int, answer: StoredAnswer) throws {
+    /// statement, and commits (``DatabaseConnection/commit(after:)``: on PostgreSQL one round
+    /// trip for both). When the key has a record (another request under it committed first, on
+    /// PostgreSQL after waiting at the key's unique index for it; or a record older than the
+    /// retention), the insert's unique violation is thrown and nothing commits: the caller
+    /// rolls back and looks the key up (``findIdempotencyKey(scope:key:retentionSeconds:)``,
+    /// which deletes an expired record), and runs the write again when the record had expired.
+    /// The expired record is not deleted here: that would cost every keyed write a statement
+    /// for what happens only to a key reused after its retention.
+    public func keepIdempotentAnswer(scope: String, key: String, requestHash: String, answer: StoredAnswer) throws {
         let keep = try self.idempotencyStatements.keep
         var kept = Self.arguments(scope: scope, key: key, answer: answer)
         kept["hash"] = .text(requestHash)
-        try self.commit(after: [
-            try self.expiredRecordDeletion(scope: scope, key: key, retentionSeconds: retentionSeconds),
-            BoundStatement(keep, try keep.bind(kept)),
-        ])
+        try self.commit(after: BoundStatement(keep, try keep.bind(kept)))
     }
 
     /// Deletes every record older than `seconds`; returns how many.

@@ -532,18 +532,28 @@ struct EndpointHandler: Sendable {
         }
         if idempotency != nil { try await self.idempotency.ensure(on: self.database, logger: self.logger) }
         var retried = false
+        var keyWasExpired = false
         while true {
             do {
                 return try await self.transaction(
                     stream, request: request, format: format, session: session, identified: identified, idempotency: idempotency,
                     condition: condition)
             } catch let failed as PreconditionFailed {
-                if let idempotency, let kept = try await self.keptAnswer(for: idempotency) { return kept }
+                if let idempotency, case .answered(let kept) = try await self.keptAnswer(for: idempotency) { return kept }
                 return failed.response
             } catch let error as DatabaseError where !retried && condition.map({ Self.isResolvedByRereading(error, $0.conditions) }) == true {
                 retried = true
             } catch {
-                if let idempotency, let kept = try await self.keptAnswer(for: idempotency) { return kept }
+                if let idempotency {
+                    switch try await self.keptAnswer(for: idempotency) {
+                    case .answered(let kept): return kept
+                    // The key's record had expired (the lookup deleted it): the key is new.
+                    case .expired where !keyWasExpired:
+                        keyWasExpired = true
+                        continue
+                    case .expired, .none: break
+                    }
+                }
                 self.logger.debug(
                     "endpoint transaction rolled back",
                     metadata: ["request.id": "\(request.id)", "endpoint": "\(self.endpoint.title)", "error": "\(error)"])
@@ -555,21 +565,33 @@ struct EndpointHandler: Sendable {
         }
     }
 
-    /// After a keyed write failed (it rolled back): the answer kept for its key, when the same
-    /// request committed under it first (a replay, or one that ran at once and won), or
-    /// ``IdempotencyKeyReused`` when another request did; nil when the key has no answer, and
-    /// the write's own failure stands.
-    private func keptAnswer(for idempotency: IdempotencyKey) async throws -> Response? {
+    /// What a keyed write that failed (it rolled back) finds under its key.
+    private enum KeptAnswer {
+        /// The same request committed under the key first (a replay, or one that ran at once
+        /// and won): its answer.
+        case answered(Response)
+        /// Only a record older than the retention, now deleted: the write may run again.
+        case expired
+        /// Nothing: the write's own failure stands.
+        case none
+    }
+
+    /// After a keyed write failed: what is kept under its key (``KeptAnswer``), or
+    /// ``IdempotencyKeyReused`` when another request committed under it.
+    private func keptAnswer(for idempotency: IdempotencyKey) async throws -> KeptAnswer {
         let retention = self.idempotency.retentionSeconds
-        let kept = try await self.database.withSession(DatabaseWork(readOnly: false, transaction: .always(readOnly: false))) { session in
-            try await session.run { connection in
-                try (connection as? any IdempotencyStore)?.findIdempotencyKey(
-                    scope: idempotency.scope, key: idempotency.key, retentionSeconds: retention)
+        typealias Found = (expired: Bool, record: (requestHash: String, answer: StoredAnswer?)?)
+        let work = DatabaseWork(readOnly: false, transaction: .always(readOnly: false))
+        let found: Found = try await self.database.withSession(work) { session in
+            try await session.run { connection -> Found in
+                guard let store = connection as? any IdempotencyStore else { return (false, nil) }
+                let expired = try store.deleteExpiredIdempotencyKey(scope: idempotency.scope, key: idempotency.key, retentionSeconds: retention)
+                return (expired, try store.idempotencyRecord(scope: idempotency.scope, key: idempotency.key))
             }
         }
-        guard let kept, let answer = kept.answer else { return nil }
+        guard let kept = found.record, let answer = kept.answer else { return found.expired ? .expired : .none }
         guard kept.requestHash == idempotency.requestHash else { throw IdempotencyKeyReused() }
-        return IdempotencyKey.replay(answer)
+        return .answered(IdempotencyKey.replay(answer))
     }
 
     /// Whether a conditional write that failed with `error` should run once more: another
@@ -584,7 +606,6 @@ struct EndpointHandler: Sendable {
         _ stream: RowStream, request: Request, format: OutputFormat, session: RequestSession?, identified: Bool,
         idempotency: IdempotencyKey?, condition: ConditionalWrite?
     ) async throws -> Response {
-        let retention = self.idempotency.retentionSeconds
         let result = self.endpoint.result
         let dateFormat = self.database.configuration.dateFormat
         let work = DatabaseWork(
@@ -612,7 +633,7 @@ struct EndpointHandler: Sendable {
                     }
                     if let idempotency, let store = connection as? any IdempotencyStore {
                         try store.keepIdempotentAnswer(
-                            scope: idempotency.scope, key: idempotency.key, requestHash: idempotency.requestHash, retentionSeconds: retention,
+                            scope: idempotency.scope, key: idempotency.key, requestHash: idempotency.requestHash,
                             answer: IdempotencyKey.stored(response))
                     }
                     return response
