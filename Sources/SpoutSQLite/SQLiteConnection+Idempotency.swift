@@ -3,6 +3,12 @@ import SpoutCore
 /// SQLite's table of writes' answers by idempotency key (``SpoutCore/IdempotencyStore``). One
 /// write transaction runs at a time, so two requests with one key apply one after the other:
 /// the second finds the first's answer.
+///
+/// The table has no index on `created_at`: each keyed write would rewrite one more page, which
+/// makes WAL checkpoints come sooner. Rows are inserted in commit order, so row ids follow
+/// `created_at`; the prune deletes the rows before the first one still within the retention,
+/// reading only the expired ones to find it. A row written under a clock set back may outlive
+/// its retention until the rows before it expire; a lookup treats it as absent all the same.
 extension SQLiteConnection: IdempotencyStore {
     public var idempotencyStatements: IdempotencyStatements {
         get throws { try Self.idempotency.get() }
@@ -23,7 +29,6 @@ extension SQLiteConnection: IdempotencyStore {
                     created_at INTEGER NOT NULL DEFAULT (CAST(strftime('%s', 'now') AS INTEGER)),
                     PRIMARY KEY (scope, idempotency_key)
                 );
-                CREATE INDEX IF NOT EXISTS spout_idempotency_created ON spout_idempotency (created_at);
                 """,
             deleteExpired: try ParsedSQL(
                 """
@@ -52,6 +57,11 @@ extension SQLiteConnection: IdempotencyStore {
                 WHERE scope = :scope AND idempotency_key = :key
                 """, dialect: .sqlite),
             prune: try ParsedSQL(
-                "DELETE FROM spout_idempotency WHERE created_at < CAST(strftime('%s', 'now') AS INTEGER) - :seconds", dialect: .sqlite))
+                """
+                DELETE FROM spout_idempotency WHERE rowid < coalesce(
+                    (SELECT rowid FROM spout_idempotency WHERE created_at >= CAST(strftime('%s', 'now') AS INTEGER) - :seconds
+                     ORDER BY rowid LIMIT 1),
+                    (SELECT max(rowid) + 1 FROM spout_idempotency))
+                """, dialect: .sqlite))
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import SpoutCore
 import SpoutData
 import SpoutDrivers
@@ -143,6 +144,39 @@ struct IdempotencyKeyTests {
             let replay = try await Self.send(service, "POST", "/pets", token: diane, key: "create", form: create)
             #expect(replay.status == 201 && replay.header("idempotent-replayed") == "true" && replay.body == again.body)
             #expect(try await Self.petCount(database) == before + 1)
+        }
+    }
+
+    @Test("pruning deletes answers older than the retention and keeps the others", arguments: PetsAPITests.backends)
+    func pruning(_ backend: SQLDialect) async throws {
+        try await Self.withPets(backend) { service, database in
+            let diane = try await IdentityAPITests.token("Diane")
+            for key in ["a", "b", "c", "d"] {
+                #expect(try await Self.send(service, "POST", "/pets", token: diane, key: key, form: [("name", "Pet-\(key)")]).status == 201)
+            }
+            // a and b are two hours old; so is d, written after c (as under a clock set back).
+            let aging =
+                backend == .sqlite
+                ? "UPDATE spout_idempotency SET created_at = created_at - 7200 WHERE idempotency_key IN ('a', 'b', 'd')"
+                : "UPDATE spout_idempotency SET created_at = created_at - interval '2 hours' WHERE idempotency_key IN ('a', 'b', 'd')"
+            try await onThread { try database.withConnection(readOnly: false) { try $0.executeScript(aging) } }
+            let state = IdempotencyState(retention: .seconds(3_600))
+            try await state.ensure(on: database, logger: Logger(label: "test"))
+            let pruned = try await state.pruneExpired(on: database)
+            let kept = try await onThread {
+                let sink = CollectingSink()
+                try database.query("SELECT idempotency_key FROM spout_idempotency ORDER BY idempotency_key").write(as: .json(), to: sink)
+                return sink.text
+            }
+            // SQLite deletes the rows before the first one within the retention (d waits for c).
+            #expect(pruned == (backend == .sqlite ? 2 : 3))
+            #expect(kept == (backend == .sqlite ? #"[{"idempotency_key":"c"},{"idempotency_key":"d"}]"# : #"[{"idempotency_key":"c"}]"#))
+            #expect(try await state.pruneExpired(on: database) == 0)
+            // Whether pruned or not, d's answer is past the retention: the request runs again.
+            let d = try await Self.send(service, "POST", "/pets", token: diane, key: "d", form: [("name", "Pet-d")])
+            #expect(d.status == 409 && d.header("idempotent-replayed") == nil, "\(d.status) \(d.text)")
+            let c = try await Self.send(service, "POST", "/pets", token: diane, key: "c", form: [("name", "Pet-c")])
+            #expect(c.status == 201 && c.header("idempotent-replayed") == "true")
         }
     }
 
