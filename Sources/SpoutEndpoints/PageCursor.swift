@@ -1,5 +1,4 @@
 import Crypto
-import Foundation
 import SpoutCore
 import SpoutHTTP
 
@@ -197,15 +196,11 @@ struct PageCursor: Sendable, Hashable {
     // MARK: base64url
 
     static func base64URL(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString()
-            .replacing("+", with: "-").replacing("/", with: "_").replacing("=", with: "")
+        Base64Text.urlSafe(bytes)
     }
 
     static func bytes(base64URL text: String) -> [UInt8]? {
-        guard text.utf8.allSatisfy({ $0 < 0x80 }) else { return nil }
-        var standard = text.replacing("-", with: "+").replacing("_", with: "/")
-        while standard.utf8.count % 4 != 0 { standard += "=" }
-        return Data(base64Encoded: standard).map(Array.init)
+        Base64Text.decode(text)
     }
 }
 

@@ -1,12 +1,46 @@
-/// Base64 text of a `bytes` argument (RFC 4648), the form Spout writes bytes in JSON.
+/// Base64 text (RFC 4648): of a `bytes` argument, the form Spout writes bytes in JSON, and of
+/// the tokens Spout seals (page and sync cursors), in the URL-safe alphabet without padding.
 ///
 /// Decoding accepts the standard alphabet (`+/`) and the URL-safe one (`-_`), with or without
 /// `=` padding, since clients send both (a query string carries the URL-safe form unescaped).
 /// Anything else is refused: whitespace, characters of neither alphabet, padding in the middle
 /// or more than two `=`, and a length no encoder writes (one character past a group of four).
-enum Base64Text {
+public enum Base64Text {
+    /// `bytes` in the URL-safe alphabet (`-_`), without padding: text that stands in a query
+    /// string unescaped.
+    public static func urlSafe(_ bytes: [UInt8]) -> String {
+        var output: [UInt8] = []
+        output.reserveCapacity((bytes.count * 4 + 2) / 3)
+        var index = 0
+        while index + 3 <= bytes.count {
+            let group = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+            for shift in [18, 12, 6, 0] as [UInt32] { output.append(Self.urlSafeCharacter(group >> shift)) }
+            index += 3
+        }
+        let rest = bytes.count - index
+        if rest > 0 {
+            let group = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
+            output.append(Self.urlSafeCharacter(group >> 18))
+            output.append(Self.urlSafeCharacter(group >> 12))
+            if rest == 2 { output.append(Self.urlSafeCharacter(group >> 6)) }
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// The URL-safe alphabet's character for the low six bits of `bits`.
+    private static func urlSafeCharacter(_ bits: UInt32) -> UInt8 {
+        let value = UInt8(truncatingIfNeeded: bits & 0x3F)
+        switch value {
+        case 0..<26: return UInt8(ascii: "A") + value
+        case 26..<52: return UInt8(ascii: "a") + value - 26
+        case 52..<62: return UInt8(ascii: "0") + value - 52
+        case 62: return UInt8(ascii: "-")
+        default: return UInt8(ascii: "_")
+        }
+    }
+
     /// The bytes `text` encodes, or nil when it is not Base64.
-    static func decode(_ text: String) -> [UInt8]? {
+    public static func decode(_ text: String) -> [UInt8]? {
         var input = Array(text.utf8)
         var padding = 0
         while input.last == UInt8(ascii: "=") {

@@ -463,7 +463,10 @@ extension SyncReadTests {
 
     @Test("many sync reads after no change at once: each is answered, whole, with a cursor that continues", arguments: PetsAPITests.backends)
     func manyQuietReads(_ backend: SQLDialect) async throws {
-        try await Self.withSyncedPets(backend) { service, _, _ in
+        // Forty connections at once from one address: more than the default cap (32) admits.
+        var configuration = InProcessServer.testConfiguration
+        configuration.maximumConnectionsPerAddress = 64
+        try await Self.withSyncedPets(backend, configuration: configuration) { service, _, _ in
             let first = try await Self.sync(service, "owner=Diane", since: "0")
             let answers = try await withThrowingTaskGroup(of: HTTPTestResponse.self) { group in
                 for _ in 0..<40 { group.addTask { try await service.get("/pets?owner=Diane&since=\(first.cursor)") } }
