@@ -215,20 +215,20 @@ public struct PageCursorKey: Sendable {
     public static let processOnlyID: UInt32 = .max
 
     public let id: UInt32
-    /// The key's 32 bytes (`SymmetricKey` is not `Sendable`; one is made for each use).
-    private let bytes: [UInt8]
+    /// HMAC-SHA256 keyed with the key's 32 bytes, not yet fed: each code starts from a copy,
+    /// so the key's pads are hashed once, not for every cursor.
+    private let keyed: HMAC<SHA256>
 
     /// A key derived from a configured secret (any length; the same secret, the same key).
     public init(secret: String) {
-        self.id = Self.operatorSecretID
-        self.bytes = Array(SHA256.hash(data: Array("spout page cursor\u{0}\(secret)".utf8)))
+        self.init(id: Self.operatorSecretID, bytes: Array(SHA256.hash(data: Array("spout page cursor\u{0}\(secret)".utf8))))
     }
 
     /// The page cursor key of a stored key `id` whose secret is `master` (each use of a stored
     /// key derives its own: HMAC-SHA256 of the use's label under the secret).
     public init(id: UInt32, master: [UInt8]) {
-        self.id = id
-        self.bytes = Array(HMAC<SHA256>.authenticationCode(for: Array("spout page cursor".utf8), using: SymmetricKey(data: master)))
+        self.init(
+            id: id, bytes: Array(HMAC<SHA256>.authenticationCode(for: Array("spout page cursor".utf8), using: SymmetricKey(data: master))))
     }
 
     /// A random key, for this process only.
@@ -238,12 +238,13 @@ public struct PageCursorKey: Sendable {
 
     private init(id: UInt32, bytes: [UInt8]) {
         self.id = id
-        self.bytes = bytes
+        self.keyed = HMAC<SHA256>(key: SymmetricKey(data: bytes))
     }
 
     func authenticationCode(for message: [UInt8]) -> [UInt8] {
-        let code = HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: self.bytes))
-        return Array(Array(code).prefix(PageCursor.macLength))
+        var code = self.keyed
+        code.update(data: message)
+        return Array(Array(code.finalize()).prefix(PageCursor.macLength))
     }
 
     /// Compares in constant time.
