@@ -170,8 +170,9 @@ extension IdempotencyStore {
     /// trip for both). When the key has a record (another request under it committed first, on
     /// PostgreSQL after waiting at the key's unique index for it; or a record older than the
     /// retention), the insert's unique violation is thrown and nothing commits: the caller
-    /// rolls back and looks the key up (``findIdempotencyKey(scope:key:retentionSeconds:)``,
-    /// which deletes an expired record), and runs the write again when the record had expired.
+    /// rolls back, deletes an expired record (``deleteExpiredIdempotencyKey(scope:key:retentionSeconds:)``)
+    /// and looks the key up (``idempotencyRecord(scope:key:)``), and runs the write again when
+    /// the record had expired.
     /// The expired record is not deleted here: that would cost every keyed write a statement
     /// for what happens only to a key reused after its retention.
     public func keepIdempotentAnswer(scope: String, key: String, requestHash: String, answer: StoredAnswer) throws {

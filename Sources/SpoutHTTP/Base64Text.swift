@@ -14,7 +14,10 @@ public enum Base64Text {
         var index = 0
         while index + 3 <= bytes.count {
             let group = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-            for shift in [18, 12, 6, 0] as [UInt32] { output.append(Self.urlSafeCharacter(group >> shift)) }
+            output.append(Self.urlSafeCharacter(group >> 18))
+            output.append(Self.urlSafeCharacter(group >> 12))
+            output.append(Self.urlSafeCharacter(group >> 6))
+            output.append(Self.urlSafeCharacter(group))
             index += 3
         }
         let rest = bytes.count - index
