@@ -87,7 +87,11 @@ struct LiveNoticesTests {
             let gave = try await Self.change(diane)
             let got = try await Self.change(gwen)
             #expect(try Self.position(gave.from) >= Self.position(detail.id))
-            #expect(try Self.position(got.from) == Self.position(gave.from))
+            // Gwen's notice covers the gift; it may start earlier: a group whose keys are still
+            // loading is told of every change to its tables, and an unsent notice coalesces
+            // with the next (from the oldest `from`).
+            #expect(try Self.position(got.from) <= Self.position(gave.from))
+            #expect(try Self.position(got.from) >= Self.position(gwens.id))
             // A delta may bring again a row the client already has (on PostgreSQL a cursor is
             // the oldest transaction still running, so a change that ended meanwhile can come
             // twice); what it must bring is the pet Gwen got.

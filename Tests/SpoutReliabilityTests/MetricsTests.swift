@@ -19,7 +19,9 @@ struct MetricsTests {
         try await StreamsService.with(
             .postgres, prefix: "spout_rel_metrics", extraEndpoints: ["slow.yaml": TestEndpoints.slow(.postgres, timeoutMs: 300)],
             // The pool alone (no shared connections): its waits, timeouts and leases are counted.
-            poolSize: 1, acquireTimeoutMs: 300, statementTimeoutMs: 0,
+            // The acquire timeout also bounds opening the one connection, which a loaded machine
+            // (the suite's lanes at once) can take a few hundred milliseconds to do.
+            poolSize: 1, acquireTimeoutMs: 1_000, statementTimeoutMs: 0,
             environment: ["SPOUT_TIMING_HEADER": "true", "SPOUT_DATABASE_SHARED_READERS": "0"]
         ) { service in
             for _ in 0..<3 { #expect(try await service.get("/one").status == 200) }
