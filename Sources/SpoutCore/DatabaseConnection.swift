@@ -130,11 +130,10 @@ public protocol DatabaseConnection: AnyObject, Sendable {
     /// Starts a transaction. `readOnly` makes writes fail (PostgreSQL `BEGIN READ ONLY`).
     func begin(readOnly: Bool) throws
     func commit() throws
-    /// Runs `statements` in order as the open transaction's last and commits: PostgreSQL sends
-    /// them and the `COMMIT` in one round trip; the default runs them one after the other. When
-    /// one fails, the rest do not run, nothing is committed and the transaction is left for the
-    /// caller to roll back.
-    func commit(after statements: [BoundStatement]) throws
+    /// Runs `statement` as the open transaction's last and commits: PostgreSQL sends both in
+    /// one round trip; the default runs them one after the other. When `statement` fails,
+    /// nothing is committed and the transaction is left for the caller to roll back.
+    func commit(after statement: BoundStatement) throws
     func rollback() throws
     var isInTransaction: Bool { get }
 
@@ -256,14 +255,9 @@ public protocol DatabaseConnection: AnyObject, Sendable {
 }
 
 extension DatabaseConnection {
-    public func commit(after statements: [BoundStatement]) throws {
-        for statement in statements { try self.execute(statement.sql, statement.parameters) }
-        try self.commit()
-    }
-
-    /// ``commit(after:)`` of one statement.
     public func commit(after statement: BoundStatement) throws {
-        try self.commit(after: [statement])
+        try self.execute(statement.sql, statement.parameters)
+        try self.commit()
     }
 }
 

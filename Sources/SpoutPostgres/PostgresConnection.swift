@@ -600,15 +600,15 @@ public final class PostgresConnection: DatabaseConnection, @unchecked Sendable {
         }
     }
 
-    /// `statements` and `COMMIT` in one pipeline, one round trip. When one fails, the server
-    /// skips the rest and the `COMMIT`, and the transaction stays open, failed, for the caller's
+    /// `statement` and `COMMIT` in one pipeline, one round trip. When `statement` fails, the
+    /// server skips the `COMMIT` and the transaction stays open, failed, for the caller's
     /// rollback; a `COMMIT` that rolls back (a statement before failed) throws.
-    public func commit(after statements: [BoundStatement]) throws {
+    public func commit(after statement: BoundStatement) throws {
         guard self.transactionStatus != .failed else {
             throw DatabaseError(.other, message: "the transaction was rolled back: a statement in it had failed")
         }
         let commit = BoundStatement(try ParsedSQL.cached("COMMIT", dialect: .postgres), [])
-        try self.runSettings(statements + [commit])
+        try self.runSettings([statement, commit])
         self.noteTransactionState()
         if self.isInTransaction {
             throw DatabaseError(.other, message: "the transaction did not commit")
