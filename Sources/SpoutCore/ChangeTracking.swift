@@ -59,23 +59,23 @@ public struct ChangeLogProbeReading: Sendable, Hashable {
     }
 }
 
-/// The two statements of a sync read's delta, made by the driver around an endpoint's
-/// statement (``ChangeLogStatements/delta``). Both bind the statement's own parameters, the
-/// cursor's position as ``SyncQuery/sinceParameter`` and the tracked tables as
+/// The statement of a sync read's delta, made by the driver around an endpoint's statement
+/// (``ChangeLogStatements/delta``). It binds the statement's own parameters, the cursor's
+/// position as ``SyncQuery/sinceParameter`` and the tracked tables as
 /// ``SyncQuery/tablesParameter`` (bound as ``ChangeLogStatements/tablesArgument`` binds), and
-/// join the log in SQL: no key passes through the process on its way from one to the other.
+/// joins the log in SQL: no key passes through the process on its way.
+///
+/// Its rows, one per distinct key the tracked tables' writes touched at or after the position:
+/// the statement's own columns, then one column per key column, labelled
+/// ``SyncQuery/changedKeyColumn(_:)``, holding the touched key (each value in the type of the
+/// statement's where the driver can say it). When the statement has no row of that key, its
+/// columns are NULL: the key is one to forget. Those rows come first (so a body can list the
+/// keys to forget before the rows without holding either), the others in no particular order.
 public struct SyncDeltaSQL: Sendable, Hashable {
-    /// The statement's rows whose key the tracked tables' writes touched at or after the
-    /// position: its own columns, in no particular order.
-    public var rows: String
-    /// The keys those writes touched that are not keys of the statement's rows, a key perhaps
-    /// more than once (once per change): one column per key column, each in the type of the
-    /// statement's where the driver can say it.
-    public var forgotten: String
+    public var changes: String
 
-    public init(rows: String, forgotten: String) {
-        self.rows = rows
-        self.forgotten = forgotten
+    public init(changes: String) {
+        self.changes = changes
     }
 }
 

@@ -145,7 +145,9 @@ public struct RowStream: Sendable {
 
     /// ``write(as:shape:to:on:dateFormat:attachmentBatchSize:fetchSize:)``, reporting what the
     /// response's head or trailer needs beyond the row count: whether ``rowLimit`` cut the
-    /// result and the ``keyLabels`` values of the last row.
+    /// result and the ``keyLabels`` values of the last row. `adapting`, when given, stands
+    /// between the statement's cursor and the encoder (``SyncDeltaCursor``): its columns and
+    /// rows are the ones written.
     public func run(
         as format: OutputFormat,
         shape: ResultShape = .array,
@@ -153,7 +155,8 @@ public struct RowStream: Sendable {
         on connection: any DatabaseConnection,
         dateFormat: DateFormat? = nil,
         attachmentBatchSize: Int? = nil,
-        fetchSize: Int? = nil
+        fetchSize: Int? = nil,
+        adapting: ((any RowCursor) throws -> any RowCursor)? = nil
     ) throws -> StreamOutcome {
         if format == .csv && !self.attachments.isEmpty { throw RowStreamError.attachmentsNotAllowedInCSV }
         let dateFormat = dateFormat ?? self.database?.configuration.dateFormat ?? .epochMilliseconds
@@ -164,7 +167,8 @@ public struct RowStream: Sendable {
             let parsed = try self.statement(for: connection.dialect)
             let result = try connection.queryAll([BoundStatement(parsed, try parsed.bind(self.arguments))])
             let rows = result.first ?? QueryResult(columns: [], rows: [])
-            return try self.encode(BufferedCursor(rows), executor: executor, format: format, shape: shape, dateFormat: dateFormat, sink: sink)
+            let whole = BufferedCursor(rows)
+            return try self.encode(try adapting?(whole) ?? whole, executor: executor, format: format, shape: shape, dateFormat: dateFormat, sink: sink)
         }
         let options = self.queryOptions(shape: shape, window: shape == .array ? window : 1, fetchSize: fetchSize)
         // A single row whose attachments stream reads them through cursors of their own.
@@ -175,7 +179,7 @@ public struct RowStream: Sendable {
             // Closed before the driver ends what it opened for it: a limit may stop reading
             // while the cursor reads ahead.
             defer { cursor.close() }
-            return try self.encode(cursor, executor: executor, format: format, shape: shape, dateFormat: dateFormat, sink: sink)
+            return try self.encode(try adapting?(cursor) ?? cursor, executor: executor, format: format, shape: shape, dateFormat: dateFormat, sink: sink)
         }
         return interleaves ? try connection.withInterleavedQueries(read) : try read()
     }

@@ -40,7 +40,11 @@ public final class SyncBodyWriter {
     }
 
     /// Writes one key to forget: `labels` and `values` pairwise, values as `dateFormat` says.
+    /// Throws once a row has been written: the keys to forget come first.
     public func deleted(labels: [String], values: [SQLValue], dateFormat: DateFormat) throws {
+        guard !self.rowsStarted else {
+            throw DatabaseError(.other, message: "a sync delta gave a key to forget after its rows")
+        }
         switch self.format {
         case .json:
             if self.deletedCount > 0 { self.out.append(UInt8(ascii: ",")) }

@@ -43,10 +43,11 @@ public enum SyncQuery {
             .joined(separator: " AND ")
     }
 
-    /// The `key` columns of `spout_sync` as a list: `spout_sync."a"`, or `(spout_sync."a",
-    /// spout_sync."b")` for several.
-    public static func keyList(_ key: [String]) -> String {
-        key.count == 1 ? self.quoted(key[0]) : "(" + key.map(self.quoted).joined(separator: ", ") + ")"
+    /// The `ORDER BY` of a delta (``SyncDeltaSQL``) that puts the keys to forget first: the
+    /// rows where `spout_sync`'s first key column is NULL (a row of the statement matched
+    /// by key has its key).
+    public static func forgottenFirst(_ key: [String]) -> String {
+        "ORDER BY \(self.quoted(key[0])) IS NULL DESC"
     }
 
     /// The `key` columns of the rows of `sql` whose key is one of `count` keys.

@@ -21,8 +21,9 @@ import Synchronization
 ///    tables' writes touched since the cursor that are not in the caller's result now
 ///    (deleted rows, rows moved out of the filters, given to another owner or hidden by
 ///    row-level security); then the rows of the result whose keys those writes touched,
-///    with the details asked for, their bytes as the ordinary read's. Each is one statement
-///    that joins the log to the endpoint's own (``SpoutCore/SyncDeltaSQL``, the driver's).
+///    with the details asked for, their bytes as the ordinary read's. Both come from one
+///    statement that joins the log to the endpoint's own (``SpoutCore/SyncDeltaSQL``, the
+///    driver's), the keys to forget first (``SpoutCore/SyncDeltaCursor``).
 ///
 /// A row that changes while this runs may come twice (now and in the next read), never not
 /// at all: the order is the change log's contract.
@@ -65,8 +66,10 @@ struct SyncResult: ResponseProducer {
         do {
             let rows = try await self.database.withSession(work) { session in
                 try await session.run { connection in
-                    try self.read(on: connection, format: format) { exchange.startStream(status: status, headers: head) } started: { sink in
+                    try self.read(on: connection, format: format) {
+                        let sink = exchange.startStream(status: status, headers: head)
                         started.withLock { $0 = sink }
+                        return sink
                     }
                 }
             }
@@ -94,11 +97,11 @@ struct SyncResult: ResponseProducer {
         return whole.bytes
     }
 
-    /// Steps 1 and 2 on `connection` (blocking); `startStream` makes the sink once nothing can
-    /// fail with a status any more. Returns the rows written.
+    /// Steps 1 and 2 on `connection` (blocking); `startStream` makes the sink when the first
+    /// bytes leave the body's buffer, so a statement that fails at once still fails with a
+    /// status. Returns the rows written.
     private func read(
-        on connection: any DatabaseConnection, format: SyncBodyWriter.Format, startStream: () -> StreamingResponseSink,
-        started: (StreamingResponseSink) -> Void
+        on connection: any DatabaseConnection, format: SyncBodyWriter.Format, startStream: @escaping () -> StreamingResponseSink
     ) throws -> Int {
         guard let log = connection as? any ChangeTracking else {
             throw DatabaseError(.unsupported, message: "this database keeps no change log")
@@ -109,7 +112,7 @@ struct SyncResult: ResponseProducer {
         }
         let dateFormat = self.database.configuration.dateFormat
         guard let since = self.since else {
-            let body = SyncBodyWriter(format: format, sink: self.begin(startStream, started))
+            let body = SyncBodyWriter(format: format, sink: SinkStartedOnFirstBytes(startStream))
             try body.begin(cursor: self.seal(position.position))
             var whole = self.stream
             whole.rowLimit = nil
@@ -123,33 +126,17 @@ struct SyncResult: ResponseProducer {
         var arguments = self.stream.arguments
         arguments[SyncQuery.sinceParameter] = .integer(since)
         arguments[SyncQuery.tablesParameter] = statements.tablesArgument(self.sync.tables.map(\.logName))
-        let forgotten = try ParsedSQL.cached(delta.forgotten, dialect: connection.dialect)
-        let body: SyncBodyWriter
-        do {
-            let cursor = try connection.query(forgotten, try forgotten.bind(arguments), options: QueryOptions())
-            defer { cursor.close() }
-            body = SyncBodyWriter(format: format, sink: self.begin(startStream, started))
-            try body.begin(cursor: self.seal(position.position))
-            let width = self.sync.key.count
-            var sent: Set<[SQLValue]> = []
-            while try cursor.next() {
-                let key = SyncQuery.typed((0..<width).map(cursor.value(at:)), as: keyColumns)
-                guard sent.insert(key).inserted else { continue }
-                try body.deleted(labels: self.sync.key, values: key, dateFormat: dateFormat)
+        let body = SyncBodyWriter(format: format, sink: SinkStartedOnFirstBytes(startStream))
+        try body.begin(cursor: self.seal(position.position))
+        var changes = RowStream(delta.changes, arguments)
+        for attachment in self.stream.attachments { changes.attach(attachment.key, attachment.stream) }
+        _ = try changes.run(as: .jsonLines, to: body.rowSink, on: connection, dateFormat: dateFormat) { cursor in
+            try SyncDeltaCursor(cursor, key: self.sync.key) { key in
+                try body.deleted(labels: self.sync.key, values: SyncQuery.typed(key, as: keyColumns), dateFormat: dateFormat)
             }
         }
-        var rows = RowStream(delta.rows, arguments)
-        for attachment in self.stream.attachments { rows.attach(attachment.key, attachment.stream) }
-        try rows.write(as: .jsonLines, to: body.rowSink, on: connection, dateFormat: dateFormat)
         try body.end()
         return body.rows
-    }
-
-    /// Starts the stream and tells `started`.
-    private func begin(_ startStream: () -> StreamingResponseSink, _ started: (StreamingResponseSink) -> Void) -> StreamingResponseSink {
-        let sink = startStream()
-        started(sink)
-        return sink
     }
 
     /// The key columns of the endpoint's statement as it answers them (their types), read
@@ -173,5 +160,30 @@ struct SyncCursorExpired: Error, HTTPResponseError {
         object.add("error", "sync cursor expired: the changes since it are no longer kept; sync again from the beginning (since=0)")
         object.add("parameter", EndpointSync.sinceParameter)
         return object.finished
+    }
+}
+
+/// A sink that starts the response's stream when the first bytes reach it.
+private final class SinkStartedOnFirstBytes: ByteSink {
+    private let start: () -> StreamingResponseSink
+    private var sink: StreamingResponseSink?
+
+    init(_ start: @escaping () -> StreamingResponseSink) {
+        self.start = start
+    }
+
+    func write(_ chunk: UnsafeRawBufferPointer) throws {
+        try self.started().write(chunk)
+    }
+
+    func finish(_ last: UnsafeRawBufferPointer) throws {
+        try self.started().finish(last)
+    }
+
+    private func started() -> StreamingResponseSink {
+        if let sink = self.sink { return sink }
+        let sink = self.start()
+        self.sink = sink
+        return sink
     }
 }

@@ -134,32 +134,26 @@ extension PostgresConnection: ChangeTracking {
             delta: PostgresConnection.delta)
     }
 
-    /// A delta joins the log's keys, cast to the key columns' types so the key's index serves
-    /// the match, to the statement through `LATERAL` subqueries kept apart (`OFFSET 0`, `LIMIT
-    /// 1`): the statement, whose `ORDER BY` keeps PostgreSQL from merging it into the join, is
-    /// then searched once per changed key with the key pushed down into it, whatever the
-    /// planner guesses of the log's newest rows; its cost follows the changes, not the result.
+    /// A delta joins the log's distinct keys, cast to the key columns' types so the key's index
+    /// serves the match, to the statement through a `LATERAL` subquery kept apart (`OFFSET 0`):
+    /// the statement, whose `ORDER BY` keeps PostgreSQL from merging it into the join, is then
+    /// searched once per changed key with the key pushed down into it, whatever the planner
+    /// guesses of the log's newest rows; its cost follows the changes, not the result. A `LEFT
+    /// JOIN`, so one search answers both whether the key is still the caller's and its row.
     static func delta(sql: String, key: [String], keyColumns: [Column]) -> SyncDeltaSQL {
         let values = key.indices.map { index in
             let type = index < keyColumns.count ? ParentKeyCast.typeName(of: keyColumns[index]) : "text"
             return "CAST(row_key ->> \(index) AS \(type)) AS \(SyncQuery.changedKeyColumn(index))"
         }.joined(separator: ", ")
-        let changes = """
-            FROM spout_changes
-             WHERE xid >= CAST(:\(SyncQuery.sinceParameter) AS bigint)
-               AND table_name = ANY(CAST(:\(SyncQuery.tablesParameter) AS text[]))
-            """
-        let match = SyncQuery.keyMatch(key)
-        let statement = SyncQuery.wrapped(sql)
         return SyncDeltaSQL(
-            rows: """
-                SELECT spout_sync.* FROM (SELECT DISTINCT \(values) \(changes)) AS spout_changed
-                CROSS JOIN LATERAL (SELECT * FROM \(statement) WHERE \(match) OFFSET 0) AS spout_sync
-                """,
-            forgotten: """
-                SELECT spout_changed.* FROM (SELECT \(values) \(changes)) AS spout_changed
-                LEFT JOIN LATERAL (SELECT 1 AS spout_present FROM \(statement) WHERE \(match) LIMIT 1) AS spout_found ON true
-                WHERE spout_found.spout_present IS NULL
+            changes: """
+                SELECT spout_sync.*, spout_changed.* FROM (
+                  SELECT DISTINCT \(values) FROM spout_changes
+                   WHERE xid >= CAST(:\(SyncQuery.sinceParameter) AS bigint)
+                     AND table_name = ANY(CAST(:\(SyncQuery.tablesParameter) AS text[]))
+                ) AS spout_changed
+                LEFT JOIN LATERAL (SELECT * FROM \(SyncQuery.wrapped(sql)) WHERE \(SyncQuery.keyMatch(key)) OFFSET 0) AS spout_sync ON true
+                \(SyncQuery.forgottenFirst(key))
                 """)
     }
 

@@ -100,23 +100,21 @@ extension SQLiteConnection: ChangeTracking {
             delta: SQLiteConnection.delta)
     }
 
-    /// A delta joins the log's keys (`json_extract`, compared with the key columns' affinity)
-    /// to the statement: its rows by `IN`, which SQLite answers by searching the key's index
-    /// for each changed key (or the statement's own index, when its filters find fewer rows);
-    /// the keys to forget by a correlated `NOT EXISTS`, one search of the key per change.
+    /// A delta joins the log's distinct keys (`json_extract`, compared with the key columns'
+    /// affinity) to the statement by a `LEFT JOIN`, which SQLite answers by searching the key's
+    /// index once per changed key (the statement flattened into the join), or, for a statement
+    /// it cannot flatten (an aggregate, a `LIMIT`), by reading the statement once.
     static func delta(sql: String, key: [String], keyColumns: [Column]) -> SyncDeltaSQL {
         let values = key.indices.map { "json_extract(row_key, '$[\($0)]') AS \(SyncQuery.changedKeyColumn($0))" }.joined(separator: ", ")
-        let changed = """
-            SELECT \(values) FROM spout_changes
-            WHERE position >= :\(SyncQuery.sinceParameter) AND table_name IN (SELECT value FROM json_each(:\(SyncQuery.tablesParameter)))
-            """
-        let columns = key.indices.map(SyncQuery.changedKeyColumn).joined(separator: ", ")
-        let statement = SyncQuery.wrapped(sql)
         return SyncDeltaSQL(
-            rows: "SELECT * FROM \(statement)\nWHERE \(SyncQuery.keyList(key)) IN (SELECT \(columns) FROM (\(changed)))",
-            forgotten: """
-                SELECT spout_changed.* FROM (\(changed)) AS spout_changed
-                WHERE NOT EXISTS (SELECT 1 FROM \(statement) WHERE \(SyncQuery.keyMatch(key)))
+            changes: """
+                SELECT spout_sync.*, spout_changed.* FROM (
+                  SELECT DISTINCT \(values) FROM spout_changes
+                   WHERE position >= :\(SyncQuery.sinceParameter)
+                     AND table_name IN (SELECT value FROM json_each(:\(SyncQuery.tablesParameter)))
+                ) AS spout_changed
+                LEFT JOIN \(SyncQuery.wrapped(sql)) ON \(SyncQuery.keyMatch(key))
+                \(SyncQuery.forgottenFirst(key))
                 """)
     }
 }

@@ -51,6 +51,42 @@ struct SyncPartsTests {
         #expect(sink.text == #"{"cursor":"c","deleted":[],"rows":[]}"#)
     }
 
+    @Test("a key to forget after a row is refused: the JSON would not hold together")
+    func forgottenAfterRows() throws {
+        let writer = SyncBodyWriter(format: .json, sink: CollectingSink())
+        try writer.begin(cursor: "c")
+        try Array(Self.rowLines.utf8).withUnsafeBytes { try writer.rowSink.write($0) }
+        #expect(throws: DatabaseError.self) {
+            try writer.deleted(labels: ["name"], values: [.text("Puffball")], dateFormat: .epochMilliseconds)
+        }
+    }
+
+    @Test("a delta's cursor: the statement's columns only, its rows only, each key to forget handed over as it is passed")
+    func deltaCursor() throws {
+        let columns = [
+            Column(label: "name", type: .text), Column(label: "n", type: .integer),
+            Column(label: "spout_key_0", type: .text),
+        ]
+        let rows: [[SQLValue]] = [
+            [.null, .null, .text("Puffball")], [.null, .null, .text("Fang")],
+            [.text("Bowser"), .integer(1), .text("Bowser")], [.text("Rex"), .null, .text("Rex")],
+        ]
+        var forgotten: [[SQLValue]] = []
+        let cursor = try SyncDeltaCursor(BufferedCursor(QueryResult(columns: columns, rows: rows)), key: ["name"]) { forgotten.append($0) }
+        #expect(cursor.columns.map(\.label) == ["name", "n"])
+        var seen: [[SQLValue]] = []
+        while try cursor.next() {
+            #expect(forgotten.count == 2)
+            seen.append([cursor.value(at: 0), cursor.value(at: 1)])
+        }
+        #expect(forgotten == [[.text("Puffball")], [.text("Fang")]])
+        #expect(seen == [[.text("Bowser"), .integer(1)], [.text("Rex"), .null]])
+        // A result without the key among the statement's columns is refused, not misread.
+        #expect(throws: DatabaseError.self) {
+            try SyncDeltaCursor(BufferedCursor(QueryResult(columns: columns, rows: [])), key: ["spout_key_0"]) { _ in }
+        }
+    }
+
     @Test("the wrapped statements: trailing semicolons go, one key column is one list parameter, several an OR of ANDs")
     func statements() {
         #expect(
@@ -61,7 +97,7 @@ struct SyncPartsTests {
                 == "SELECT spout_sync.\"name\" FROM (\nSELECT name FROM pet\n) AS spout_sync WHERE spout_sync.\"name\" IN (SELECT value FROM json_each(:spout_sync_keys))")
         #expect(SyncQuery.wrapped("SELECT 1;") == "(\nSELECT 1\n) AS spout_sync")
         #expect(SyncQuery.keyMatch(["a", "b"]) == "spout_sync.\"a\" = spout_changed.spout_key_0 AND spout_sync.\"b\" = spout_changed.spout_key_1")
-        #expect(SyncQuery.keyList(["a"]) == "spout_sync.\"a\"" && SyncQuery.keyList(["a", "b"]) == "(spout_sync.\"a\", spout_sync.\"b\")")
+        #expect(SyncQuery.forgottenFirst(["a", "b"]) == "ORDER BY spout_sync.\"a\" IS NULL DESC")
         #expect(
             SyncQuery.keys(of: "SELECT a, b FROM t", key: ["a", "b"], count: 2, dialect: .sqlite)
                 == "SELECT spout_sync.\"a\", spout_sync.\"b\" FROM (\nSELECT a, b FROM t\n) AS spout_sync WHERE (spout_sync.\"a\" = :spout_sync_0_0 AND spout_sync.\"b\" = :spout_sync_0_1) OR (spout_sync.\"a\" = :spout_sync_1_0 AND spout_sync.\"b\" = :spout_sync_1_1)")
