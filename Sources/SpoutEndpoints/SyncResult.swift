@@ -121,8 +121,7 @@ struct SyncResult: ResponseProducer {
             return body.rows
         }
         let statements = try log.changeLogStatements
-        let keyColumns = try self.keyColumns(on: connection)
-        let delta = statements.delta(self.stream.sql, self.sync.key, keyColumns)
+        let delta = try self.delta(on: connection, statements: statements)
         var arguments = self.stream.arguments
         arguments[SyncQuery.sinceParameter] = .integer(since)
         arguments[SyncQuery.tablesParameter] = statements.tablesArgument(self.sync.tables.map(\.logName))
@@ -132,22 +131,24 @@ struct SyncResult: ResponseProducer {
         for attachment in self.stream.attachments { changes.attach(attachment.key, attachment.stream) }
         _ = try changes.run(as: .jsonLines, to: body.rowSink, on: connection, dateFormat: dateFormat) { cursor in
             try SyncDeltaCursor(cursor, key: self.sync.key) { key in
-                try body.deleted(labels: self.sync.key, values: SyncQuery.typed(key, as: keyColumns), dateFormat: dateFormat)
+                try body.deleted(labels: self.sync.key, values: SyncQuery.typed(key, as: delta.keyColumns), dateFormat: dateFormat)
             }
         }
         try body.end()
         return body.rows
     }
 
-    /// The key columns of the endpoint's statement as it answers them (their types), read
-    /// once per statement text by a statement that returns no row.
-    private func keyColumns(on connection: any DatabaseConnection) throws -> [Column] {
-        try self.state.keyColumns.value(for: self.stream.sql) {
+    /// The delta of the endpoint's statement, made once per statement text: its key columns
+    /// read by a statement that returns no row, then the driver's delta parsed.
+    private func delta(on connection: any DatabaseConnection, statements: ChangeLogStatements) throws -> SyncDeltaStatement {
+        try self.state.deltas.value(for: self.stream.sql) {
             let sql = try ParsedSQL(SyncQuery.keys(of: self.stream.sql, key: self.sync.key, limit: 0), dialect: connection.dialect)
             let cursor = try connection.query(sql, try sql.bind(self.stream.arguments), options: QueryOptions())
             defer { cursor.close() }
             _ = try cursor.next()
-            return cursor.columns
+            let keyColumns = cursor.columns
+            let changes = statements.delta(self.stream.sql, self.sync.key, keyColumns).changes
+            return SyncDeltaStatement(keyColumns: keyColumns, changes: try ParsedSQL(changes, dialect: connection.dialect))
         }
     }
 }

@@ -7,15 +7,16 @@ import Synchronization
 /// sync reads once the database has been reached.
 ///
 /// It also keeps what sync reads share: the probe of each database's change log
-/// (``ChangeLogProbe``) and the types of each statement's key columns.
+/// (``ChangeLogProbe``) and each statement's delta (``SyncDeltaStatement``).
 ///
 /// A class behind a lock: one value shared by every copy of the endpoint set, the handlers
 /// that read it and the start-up task that sets it.
 public final class SyncState: Sendable {
     private let ready = Mutex(false)
     private let probes = Mutex<[ObjectIdentifier: ChangeLogProbe]>([:])
-    /// The key columns of a statement (by its text), as it answers them.
-    let keyColumns = BoundedCache<String, [Column]>(capacity: 1024)
+    /// Each statement's delta (by the statement's text): its key columns as the statement
+    /// answers them, and the delta's statement, parsed.
+    let deltas = BoundedCache<String, SyncDeltaStatement>(capacity: 1024)
 
     public init() {}
 
@@ -34,4 +35,14 @@ public final class SyncState: Sendable {
     func markReady() {
         self.ready.withLock { $0 = true }
     }
+}
+
+/// What a sync read from a cursor needs of its endpoint's statement, made once per statement
+/// text (the statement with its optional clauses applied) on a connection of its database.
+struct SyncDeltaStatement: Sendable {
+    /// The key's columns as the statement answers them: their types cast the log's keys
+    /// (PostgreSQL) and type the keys to forget.
+    var keyColumns: [Column]
+    /// The driver's delta over the statement (``SpoutCore/SyncDeltaSQL``), parsed.
+    var changes: ParsedSQL
 }
