@@ -31,9 +31,39 @@ public enum SyncQuery {
         "spout_key_\(index)"
     }
 
-    /// `sql` as a delta embeds it: in parentheses, as `spout_sync`.
+    /// `sql` as a delta embeds it: in parentheses, as `spout_sync`, without the final
+    /// top-level `ORDER BY` when dropping it changes no row it answers (``unordered(_:)``): a
+    /// delta's rows keep no order, and a statement searched once per changed key would sort
+    /// each search's row (PostgreSQL cannot take the key's index order for an `ORDER BY` with
+    /// another collation, as the shipped statements' `COLLATE "C"`).
     public static func wrapped(_ sql: String) -> String {
-        "(\n\(self.trimmed(sql))\n) AS spout_sync"
+        "(\n\(self.unordered(sql))\n) AS spout_sync"
+    }
+
+    /// `sql` without its final top-level `ORDER BY`, unless the statement has a top-level
+    /// `LIMIT`, `OFFSET` or `FETCH` (which keep the rows first in that order) or a `DISTINCT
+    /// ON` (which keeps the first row of each group in it), or cannot be read; then `sql` as
+    /// it is, without trailing semicolons.
+    static func unordered(_ sql: String) -> String {
+        guard !self.hasDistinctOn(sql), let body = try? KeysetQuery.withoutFinalOrder(sql) else { return self.trimmed(sql) }
+        return body
+    }
+
+    /// Whether `sql` has `DISTINCT ON` anywhere, or cannot be read.
+    private static func hasDistinctOn(_ sql: String) -> Bool {
+        var lexer = SQLLexer(sql)
+        let bytes = lexer.bytes
+        var previous: SQLToken?
+        do {
+            while let token = try lexer.next() {
+                if token.kind == .whitespace || token.kind == .comment { continue }
+                if let previous, previous.isWord("DISTINCT", in: bytes), token.isWord("ON", in: bytes) { return true }
+                previous = token
+            }
+        } catch {
+            return true
+        }
+        return false
     }
 
     /// The condition that a row of `spout_sync` (``wrapped(_:)``) has the key of the row of

@@ -96,6 +96,18 @@ struct SyncPartsTests {
             SyncQuery.keys(of: "SELECT name FROM pet", key: ["name"], count: 5, dialect: .sqlite)
                 == "SELECT spout_sync.\"name\" FROM (\nSELECT name FROM pet\n) AS spout_sync WHERE spout_sync.\"name\" IN (SELECT value FROM json_each(:spout_sync_keys))")
         #expect(SyncQuery.wrapped("SELECT 1;") == "(\nSELECT 1\n) AS spout_sync")
+        // The final ORDER BY goes where no row depends on it: not before a LIMIT, OFFSET or
+        // FETCH, nor with a DISTINCT ON; an ORDER BY in parentheses or a string stays.
+        #expect(SyncQuery.wrapped("SELECT name FROM pet ORDER BY name COLLATE \"C\";") == "(\nSELECT name FROM pet\n) AS spout_sync")
+        #expect(
+            SyncQuery.wrapped("SELECT a, (SELECT string_agg(b, ',' ORDER BY b) FROM t) AS 'ORDER BY' FROM u -- ORDER BY a\nORDER BY a")
+                == "(\nSELECT a, (SELECT string_agg(b, ',' ORDER BY b) FROM t) AS 'ORDER BY' FROM u\n) AS spout_sync")
+        for kept in [
+            "SELECT name FROM pet ORDER BY name LIMIT 5", "SELECT name FROM pet ORDER BY name OFFSET 2",
+            "SELECT name FROM pet ORDER BY name FETCH FIRST 3 ROWS ONLY", "SELECT DISTINCT ON (owner) name FROM pet ORDER BY owner, name",
+        ] {
+            #expect(SyncQuery.wrapped(kept + ";") == "(\n\(kept)\n) AS spout_sync")
+        }
         #expect(SyncQuery.keyMatch(["a", "b"]) == "spout_sync.\"a\" = spout_changed.spout_key_0 AND spout_sync.\"b\" = spout_changed.spout_key_1")
         #expect(SyncQuery.forgottenFirst(["a", "b"]) == "ORDER BY spout_sync.\"a\" IS NULL DESC")
         #expect(
