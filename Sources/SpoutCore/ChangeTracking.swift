@@ -65,12 +65,15 @@ public struct ChangeLogProbeReading: Sendable, Hashable {
 /// ``SyncQuery/tablesParameter`` (bound as ``ChangeLogStatements/tablesArgument`` binds), and
 /// joins the log in SQL: no key passes through the process on its way.
 ///
-/// Its rows, one per distinct key the tracked tables' writes touched at or after the position:
-/// the statement's own columns, then one column per key column, labelled
+/// Its rows, one per key the tracked tables' writes touched at or after the position: the
+/// statement's own columns, then one column per key column, labelled
 /// ``SyncQuery/changedKeyColumn(_:)``, holding the touched key (each value in the type of the
 /// statement's where the driver can say it). When the statement has no row of that key, its
 /// columns are NULL: the key is one to forget. Those rows come first (so a body can list the
 /// keys to forget before the rows without holding either), the others in no particular order.
+/// A key touched more than once may come once per change, then in adjacent rows (a driver
+/// may leave the deduplication to the reader, ``SyncDeltaCursor``, when its sort is cheaper
+/// than a `DISTINCT`).
 public struct SyncDeltaSQL: Sendable, Hashable {
     public var changes: String
 

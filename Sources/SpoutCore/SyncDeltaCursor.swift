@@ -1,8 +1,9 @@
 /// The rows of a delta's statement (``SyncDeltaSQL``) as the endpoint's statement would
 /// answer them: its columns without the touched keys' that follow them, and only the rows the
-/// statement has. Each row without one (a key to forget) is handed to `forget` with its key's
-/// values, as the log holds them, when ``next()`` passes it; the statement puts those first,
-/// so every key to forget is handed over before the first row is read.
+/// statement has, each key once (a row whose touched key is the row's before it is skipped).
+/// Each row without one (a key to forget) is handed to `forget` with its key's values, as the
+/// log holds them, when ``next()`` passes it; the statement puts those first, so every key to
+/// forget is handed over before the first row is read.
 ///
 /// Forwards the underlying cursor's JSON writing when it has one (the key's columns follow
 /// the statement's, so a layout of the statement's columns reads the same values).
@@ -14,6 +15,8 @@ public final class SyncDeltaCursor: JSONWritingCursor {
     private let presence: Int
     private let keyWidth: Int
     private let forget: ([SQLValue]) throws -> Void
+    /// The touched key of the row before, to skip the same key's next rows.
+    private var previousKey: [SQLValue] = []
 
     /// - Parameters:
     ///   - cursor: the delta statement's cursor.
@@ -34,10 +37,13 @@ public final class SyncDeltaCursor: JSONWritingCursor {
     }
 
     public func next() throws -> Bool {
+        let start = self.columns.count
         while try self.inner.next() {
+            let key = (start..<start + self.keyWidth).map(self.inner.value(at:))
+            if key == self.previousKey { continue }
+            self.previousKey = key
             guard case .null = self.inner.value(at: self.presence) else { return true }
-            let start = self.columns.count
-            try self.forget((start..<start + self.keyWidth).map(self.inner.value(at:)))
+            try self.forget(key)
         }
         return false
     }

@@ -75,9 +75,12 @@ public enum SyncQuery {
 
     /// The `ORDER BY` of a delta (``SyncDeltaSQL``) that puts the keys to forget first: the
     /// rows where `spout_sync`'s first key column is NULL (a row of the statement matched
-    /// by key has its key).
-    public static func forgottenFirst(_ key: [String]) -> String {
-        "ORDER BY \(self.quoted(key[0])) IS NULL DESC"
+    /// by key has its key); with `adjacentKeys`, then by the touched key, so the rows of a key
+    /// touched more than once are adjacent.
+    public static func forgottenFirst(_ key: [String], adjacentKeys: Bool = false) -> String {
+        let order = "ORDER BY \(self.quoted(key[0])) IS NULL DESC"
+        guard adjacentKeys else { return order }
+        return order + key.indices.map { ", spout_changed." + self.changedKeyColumn($0) }.joined()
     }
 
     /// The `key` columns of the rows of `sql` whose key is one of `count` keys.

@@ -67,9 +67,11 @@ struct SyncPartsTests {
             Column(label: "name", type: .text), Column(label: "n", type: .integer),
             Column(label: "spout_key_0", type: .text),
         ]
+        // A key touched more than once comes in adjacent rows: each is passed on once.
         let rows: [[SQLValue]] = [
-            [.null, .null, .text("Puffball")], [.null, .null, .text("Fang")],
-            [.text("Bowser"), .integer(1), .text("Bowser")], [.text("Rex"), .null, .text("Rex")],
+            [.null, .null, .text("Fang")], [.null, .null, .text("Puffball")], [.null, .null, .text("Puffball")],
+            [.text("Bowser"), .integer(1), .text("Bowser")], [.text("Bowser"), .integer(1), .text("Bowser")],
+            [.text("Rex"), .null, .text("Rex")],
         ]
         var forgotten: [[SQLValue]] = []
         let cursor = try SyncDeltaCursor(BufferedCursor(QueryResult(columns: columns, rows: rows)), key: ["name"]) { forgotten.append($0) }
@@ -79,7 +81,7 @@ struct SyncPartsTests {
             #expect(forgotten.count == 2)
             seen.append([cursor.value(at: 0), cursor.value(at: 1)])
         }
-        #expect(forgotten == [[.text("Puffball")], [.text("Fang")]])
+        #expect(forgotten == [[.text("Fang")], [.text("Puffball")]])
         #expect(seen == [[.text("Bowser"), .integer(1)], [.text("Rex"), .null]])
         // A result without the key among the statement's columns is refused, not misread.
         #expect(throws: DatabaseError.self) {
@@ -110,6 +112,9 @@ struct SyncPartsTests {
         }
         #expect(SyncQuery.keyMatch(["a", "b"]) == "spout_sync.\"a\" = spout_changed.spout_key_0 AND spout_sync.\"b\" = spout_changed.spout_key_1")
         #expect(SyncQuery.forgottenFirst(["a", "b"]) == "ORDER BY spout_sync.\"a\" IS NULL DESC")
+        #expect(
+            SyncQuery.forgottenFirst(["a", "b"], adjacentKeys: true)
+                == "ORDER BY spout_sync.\"a\" IS NULL DESC, spout_changed.spout_key_0, spout_changed.spout_key_1")
         #expect(
             SyncQuery.keys(of: "SELECT a, b FROM t", key: ["a", "b"], count: 2, dialect: .sqlite)
                 == "SELECT spout_sync.\"a\", spout_sync.\"b\" FROM (\nSELECT a, b FROM t\n) AS spout_sync WHERE (spout_sync.\"a\" = :spout_sync_0_0 AND spout_sync.\"b\" = :spout_sync_0_1) OR (spout_sync.\"a\" = :spout_sync_1_0 AND spout_sync.\"b\" = :spout_sync_1_1)")
