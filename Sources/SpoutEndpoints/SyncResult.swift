@@ -138,10 +138,12 @@ struct SyncResult: ResponseProducer {
         return body.rows
     }
 
-    /// The delta of the endpoint's statement, made once per statement text: its key columns
-    /// read by a statement that returns no row, then the driver's delta parsed.
+    /// The delta of the endpoint's statement, made once per statement text and key (two
+    /// endpoints may share one statement with keys of their own): its key columns read by a
+    /// statement that returns no row, then the driver's delta parsed.
     private func delta(on connection: any DatabaseConnection, statements: ChangeLogStatements) throws -> SyncDeltaStatement {
-        try self.state.deltas.value(for: self.stream.sql) {
+        let name = self.sync.key.joined(separator: "\u{1F}") + "\u{0}" + self.stream.sql
+        return try self.state.deltas.value(for: name) {
             let sql = try ParsedSQL(SyncQuery.keys(of: self.stream.sql, key: self.sync.key, limit: 0), dialect: connection.dialect)
             let cursor = try connection.query(sql, try sql.bind(self.stream.arguments), options: QueryOptions())
             defer { cursor.close() }

@@ -14,8 +14,8 @@ import Synchronization
 public final class SyncState: Sendable {
     private let ready = Mutex(false)
     private let probes = Mutex<[ObjectIdentifier: ChangeLogProbe]>([:])
-    /// Each statement's delta (by the statement's text): its key columns as the statement
-    /// answers them, and the delta's statement, parsed.
+    /// Each statement's delta (by the key's labels and the statement's text): its key columns
+    /// as the statement answers them, and the delta's statement, parsed.
     let deltas = BoundedCache<String, SyncDeltaStatement>(capacity: 1024)
 
     public init() {}
@@ -38,7 +38,8 @@ public final class SyncState: Sendable {
 }
 
 /// What a sync read from a cursor needs of its endpoint's statement, made once per statement
-/// text (the statement with its optional clauses applied) on a connection of its database.
+/// text (the statement with its optional clauses applied) and key, on a connection of its
+/// database.
 struct SyncDeltaStatement: Sendable {
     /// The key's columns as the statement answers them: their types cast the log's keys
     /// (PostgreSQL) and type the keys to forget.

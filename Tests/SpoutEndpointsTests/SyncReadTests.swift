@@ -514,6 +514,54 @@ extension SyncReadTests {
                   event: [name, date]
         """
 
+    @Test("two endpoints of one statement with keys of their own each get their own delta", arguments: PetsAPITests.backends)
+    func oneStatementTwoKeys(_ backend: SQLDialect) async throws {
+        let yaml = Self.eventsYAML + """
+
+              /events-by-date:
+                get:
+                  sql: SELECT name, "date", type, remark FROM event ORDER BY name, "date"
+                  sync:
+                    key: [date, name]
+                    tables:
+                      event: [date, name]
+            """
+        let endpoints = try Self.load(yaml).get()
+        try await Self.withSyncedPets(backend, endpoints: endpoints) { service, _, ownerURL in
+            func parsed(_ response: HTTPTestResponse) throws -> [String: Any] {
+                #expect(response.status == 200, "\(response.text)")
+                return try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any], "\(response.text)")
+            }
+            var cursors: [String] = []
+            for path in ["/events", "/events-by-date"] {
+                cursors.append(try #require(try parsed(try await service.get("\(path)?since=0"))["cursor"] as? String))
+            }
+            try await onThread {
+                let connection = try Drivers.driver(for: ownerURL).connect(readOnly: false, statistics: QueryStatistics())
+                defer { connection.close() }
+                try connection.executeScript(
+                    """
+                    INSERT INTO event (name, "date", type, remark) VALUES ('Bowser', '2001-02-03', 'vet', 'checkup');
+                    DELETE FROM event WHERE name = 'Bowser' AND "date" = '1991-10-12';
+                    """)
+            }
+            // Each endpoint after the other: the second must not be given the first's delta.
+            for (path, cursor, labels) in [("/events", cursors[0], ["name", "date"]), ("/events-by-date", cursors[1], ["date", "name"])] {
+                let response = try await service.get("\(path)?since=\(cursor)")
+                let delta = try parsed(response)
+                let deleted = try #require(delta["deleted"] as? [[String: Any]])
+                let remarks = try #require(delta["rows"] as? [[String: Any]]).compactMap { $0["remark"] as? String }
+                #expect(remarks.contains("checkup"), "\(path): \(response.text)")
+                #expect(deleted.contains { $0["name"] as? String == "Bowser" && $0["date"] != nil }, "\(path): \(response.text)")
+                // The keys to forget are written in the endpoint's own key order.
+                let text = response.text
+                let tombstone = try #require(text.range(of: #""deleted":[{""#))
+                #expect(text[tombstone.upperBound...].hasPrefix(labels[0]), "\(path): \(text)")
+                if backend == .sqlite { #expect(deleted.count == 1 && remarks == ["checkup"], "\(path): \(text)") }
+            }
+        }
+    }
+
     @Test("a key of two columns, one a date: rows and tombstones by the whole key, the date written as the rows write it", arguments: PetsAPITests.backends)
     func keyOfTwoColumns(_ backend: SQLDialect) async throws {
         let endpoints = try Self.load(Self.eventsYAML).get()
