@@ -97,11 +97,13 @@ struct SyncResult: ResponseProducer {
         return whole.bytes
     }
 
-    /// Steps 1 and 2 on `connection` (blocking); `startStream` makes the sink when the first
-    /// bytes leave the body's buffer, so a statement that fails at once still fails with a
-    /// status. Returns the rows written.
+    /// Steps 1 and 2 on `connection` (blocking); `startStream` makes the sink once the cursor
+    /// is known to be current. The sink sends the head with its first chunk, so a statement
+    /// that fails before any (the body's buffer holds the cursor until then) still fails with
+    /// a status (``SpoutHTTP/ResponseExchange/finishStream(_:result:timing:trailers:)``).
+    /// Returns the rows written.
     private func read(
-        on connection: any DatabaseConnection, format: SyncBodyWriter.Format, startStream: @escaping () -> StreamingResponseSink
+        on connection: any DatabaseConnection, format: SyncBodyWriter.Format, startStream: () -> StreamingResponseSink
     ) throws -> Int {
         guard let log = connection as? any ChangeTracking else {
             throw DatabaseError(.unsupported, message: "this database keeps no change log")
@@ -112,7 +114,7 @@ struct SyncResult: ResponseProducer {
         }
         let dateFormat = self.database.configuration.dateFormat
         guard let since = self.since else {
-            let body = SyncBodyWriter(format: format, sink: SinkStartedOnFirstBytes(startStream))
+            let body = SyncBodyWriter(format: format, sink: startStream())
             try body.begin(cursor: self.seal(position.position))
             var whole = self.stream
             whole.rowLimit = nil
@@ -125,7 +127,7 @@ struct SyncResult: ResponseProducer {
         var arguments = self.stream.arguments
         arguments[SyncQuery.sinceParameter] = .integer(since)
         arguments[SyncQuery.tablesParameter] = statements.tablesArgument(self.sync.tables.map(\.logName))
-        let body = SyncBodyWriter(format: format, sink: SinkStartedOnFirstBytes(startStream))
+        let body = SyncBodyWriter(format: format, sink: startStream())
         try body.begin(cursor: self.seal(position.position))
         var changes = RowStream(delta.changes, arguments)
         for attachment in self.stream.attachments { changes.attach(attachment.key, attachment.stream) }
@@ -166,27 +168,3 @@ struct SyncCursorExpired: Error, HTTPResponseError {
     }
 }
 
-/// A sink that starts the response's stream when the first bytes reach it.
-private final class SinkStartedOnFirstBytes: ByteSink {
-    private let start: () -> StreamingResponseSink
-    private var sink: StreamingResponseSink?
-
-    init(_ start: @escaping () -> StreamingResponseSink) {
-        self.start = start
-    }
-
-    func write(_ chunk: UnsafeRawBufferPointer) throws {
-        try self.started().write(chunk)
-    }
-
-    func finish(_ last: UnsafeRawBufferPointer) throws {
-        try self.started().finish(last)
-    }
-
-    private func started() -> StreamingResponseSink {
-        if let sink = self.sink { return sink }
-        let sink = self.start()
-        self.sink = sink
-        return sink
-    }
-}

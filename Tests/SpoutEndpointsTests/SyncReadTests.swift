@@ -164,11 +164,7 @@ struct SyncReadTests {
             copy.apply(delta)
             #expect(copy.rows == (try await Self.current(service, query)))
 
-            try await onThread {
-                let connection = try Drivers.driver(for: ownerURL).connect(readOnly: false, statistics: QueryStatistics())
-                defer { connection.close() }
-                try connection.executeScript("INSERT INTO event (name, \"date\", type, remark) VALUES ('Bowser', '2001-02-03', 'vet', 'checkup')")
-            }
+            try await LiveNoticesTests.write(ownerURL, "INSERT INTO event (name, \"date\", type, remark) VALUES ('Bowser', '2001-02-03', 'vet', 'checkup')")
             let detail = try await Self.sync(service, query, since: copy.cursor)
             #expect(detail.rows.contains { $0.name == "Bowser" && $0.json.contains("checkup") }, "\(detail.rows)")
             if backend == .sqlite { #expect(detail.rows.map(\.name) == ["Bowser"]) }
@@ -503,6 +499,12 @@ extension SyncReadTests {
         }
     }
 
+    /// `response`'s body as a JSON object, expecting a 200.
+    static func okObject(_ response: HTTPTestResponse) throws -> [String: Any] {
+        #expect(response.status == 200, "\(response.text)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any], "\(response.text)")
+    }
+
     static let eventsYAML = """
         paths:
           /events:
@@ -528,27 +530,20 @@ extension SyncReadTests {
             """
         let endpoints = try Self.load(yaml).get()
         try await Self.withSyncedPets(backend, endpoints: endpoints) { service, _, ownerURL in
-            func parsed(_ response: HTTPTestResponse) throws -> [String: Any] {
-                #expect(response.status == 200, "\(response.text)")
-                return try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any], "\(response.text)")
-            }
             var cursors: [String] = []
             for path in ["/events", "/events-by-date"] {
-                cursors.append(try #require(try parsed(try await service.get("\(path)?since=0"))["cursor"] as? String))
+                cursors.append(try #require(try Self.okObject(try await service.get("\(path)?since=0"))["cursor"] as? String))
             }
-            try await onThread {
-                let connection = try Drivers.driver(for: ownerURL).connect(readOnly: false, statistics: QueryStatistics())
-                defer { connection.close() }
-                try connection.executeScript(
-                    """
-                    INSERT INTO event (name, "date", type, remark) VALUES ('Bowser', '2001-02-03', 'vet', 'checkup');
-                    DELETE FROM event WHERE name = 'Bowser' AND "date" = '1991-10-12';
-                    """)
-            }
+            try await LiveNoticesTests.write(
+                ownerURL,
+                """
+                INSERT INTO event (name, "date", type, remark) VALUES ('Bowser', '2001-02-03', 'vet', 'checkup');
+                DELETE FROM event WHERE name = 'Bowser' AND "date" = '1991-10-12';
+                """)
             // Each endpoint after the other: the second must not be given the first's delta.
             for (path, cursor, labels) in [("/events", cursors[0], ["name", "date"]), ("/events-by-date", cursors[1], ["date", "name"])] {
                 let response = try await service.get("\(path)?since=\(cursor)")
-                let delta = try parsed(response)
+                let delta = try Self.okObject(response)
                 let deleted = try #require(delta["deleted"] as? [[String: Any]])
                 let remarks = try #require(delta["rows"] as? [[String: Any]]).compactMap { $0["remark"] as? String }
                 #expect(remarks.contains("checkup"), "\(path): \(response.text)")
@@ -566,26 +561,19 @@ extension SyncReadTests {
     func keyOfTwoColumns(_ backend: SQLDialect) async throws {
         let endpoints = try Self.load(Self.eventsYAML).get()
         try await Self.withSyncedPets(backend, endpoints: endpoints) { service, _, ownerURL in
-            func parsed(_ response: HTTPTestResponse) throws -> [String: Any] {
-                #expect(response.status == 200, "\(response.text)")
-                return try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any], "\(response.text)")
-            }
-            let first = try parsed(try await service.get("/events?since=0"))
+            let first = try Self.okObject(try await service.get("/events?since=0"))
             let cursor = try #require(first["cursor"] as? String)
             // Bowser's one event, as the rows write its key.
             let kennel = try #require((first["rows"] as? [[String: Any]])?.first { $0["name"] as? String == "Bowser" })
             let kennelKey = ["name": kennel["name"] as Any, "date": kennel["date"] as Any] as NSDictionary
-            try await onThread {
-                let connection = try Drivers.driver(for: ownerURL).connect(readOnly: false, statistics: QueryStatistics())
-                defer { connection.close() }
-                try connection.executeScript(
-                    """
-                    INSERT INTO event (name, "date", type, remark) VALUES ('Bowser', '2001-02-03', 'vet', 'checkup');
-                    UPDATE event SET remark = 'moved' WHERE name = 'Fang' AND "date" = '1991-10-12';
-                    DELETE FROM event WHERE name = 'Bowser' AND "date" = '1991-10-12';
-                    """)
-            }
-            let delta = try parsed(try await service.get("/events?since=\(cursor)"))
+            try await LiveNoticesTests.write(
+                ownerURL,
+                """
+                INSERT INTO event (name, "date", type, remark) VALUES ('Bowser', '2001-02-03', 'vet', 'checkup');
+                UPDATE event SET remark = 'moved' WHERE name = 'Fang' AND "date" = '1991-10-12';
+                DELETE FROM event WHERE name = 'Bowser' AND "date" = '1991-10-12';
+                """)
+            let delta = try Self.okObject(try await service.get("/events?since=\(cursor)"))
             let deleted = try #require(delta["deleted"] as? [[String: Any]]).map { $0 as NSDictionary }
             let remarks = Set(try #require(delta["rows"] as? [[String: Any]]).compactMap { $0["remark"] as? String })
             #expect(deleted.contains(kennelKey), "\(deleted) lacks \(kennelKey)")
