@@ -176,7 +176,15 @@ public final class SQLiteConnection: DatabaseConnection, @unchecked Sendable {
             pragmas.append("PRAGMA synchronous=NORMAL")
         }
         for pragma in pragmas {
-            let result = sqlite3_exec(handle, pragma, nil, nil, nil)
+            var result = sqlite3_exec(handle, pragma, nil, nil, nil)
+            // Switching a new file to WAL takes its exclusive lock, and SQLite answers BUSY
+            // there without its busy handler while another connection opens it too: wait as
+            // the busy timeout would.
+            let waitUntil = ContinuousClock.now + .milliseconds(busyTimeoutMilliseconds)
+            while result & 0xFF == SQLITE_BUSY && ContinuousClock.now < waitUntil {
+                usleep(1_000)
+                result = sqlite3_exec(handle, pragma, nil, nil, nil)
+            }
             guard result == SQLITE_OK else {
                 let message = SQLiteErrorMapping.message(handle, code: result)
                 throw DatabaseError(
