@@ -422,6 +422,11 @@ public final class ConnectionLease: Sendable {
     /// The threads of the database whose pool the lease comes from.
     var threads: DatabaseThreads { self.pool.threads }
 
+    /// Whether ``release()`` was called.
+    public var isReleased: Bool {
+        self.state.withLock { $0.released }
+    }
+
     /// Whether the lease holds a connection already open (alive or not).
     public var hasConnection: Bool {
         self.state.withLock { !$0.released && $0.connection != nil }

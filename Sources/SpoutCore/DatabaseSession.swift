@@ -8,15 +8,16 @@ import Synchronization
 /// Contract:
 /// - ``run(_:)`` runs blocking calls on the connection, on the leasing database's threads,
 ///   one at a time, each inside the work's rules (statement timeout, transaction, role and
-///   claims: ``DatabaseConnection/runRequest(statementTimeout:transaction:session:_:)``).
+///   claims: ``DatabaseConnection/runRequest(statementTimeout:transaction:session:_:)``);
+///   ``runLast(_:)`` the same, then releases the lease on that thread.
 /// - ``readWhole(_:shape:format:roundTrips:)`` on a session that has not leased yet reads on a
 ///   shared connection when one is lent (``SharedReaders/reader(statementTimeout:format:)``), and
 ///   leases only otherwise.
 /// - ``cancel()`` (any thread) cancels what runs now and fails what runs later; the calling
 ///   task's cancellation does the same for a ``run(_:)`` in progress, unless the work says
 ///   otherwise (``DatabaseWork/cancelsWithTask``).
-/// - The session never releases its lease itself: the call that made it does, once
-///   (``end()``).
+/// - The session never releases its lease itself, but at the end of ``runLast(_:)``: the
+///   call that made it does, once (``end()``).
 /// - Its observer hears how long a lease the session takes waited (or that it timed out) and
 ///   how long the lease was held, and of a statement timeout in ``run(_:)`` or
 ///   ``readWhole(_:shape:format:roundTrips:)``.
@@ -104,12 +105,25 @@ public final class DatabaseSession: Sendable {
     /// ``DatabaseError/Code/cancelled`` after ``cancel()``, or
     /// ``DatabaseError/Code/connectionFailed`` when the database has been closed.
     public func run<T: Sendable>(_ body: @escaping @Sendable (any DatabaseConnection) throws -> T) async throws -> T {
+        try await self.run(body, releasing: false)
+    }
+
+    /// Runs `body` as ``run(_:)`` does, then gives the lease back on the same thread in the same
+    /// hop, whatever `body` did: for work whose last blocking call this is, so that ``end()``
+    /// needs no hop of its own. Later calls that need the connection throw (the lease is
+    /// released); ``end()`` still reports how long it was held.
+    public func runLast<T: Sendable>(_ body: @escaping @Sendable (any DatabaseConnection) throws -> T) async throws -> T {
+        try await self.run(body, releasing: true)
+    }
+
+    private func run<T: Sendable>(_ body: @escaping @Sendable (any DatabaseConnection) throws -> T, releasing: Bool) async throws -> T {
         let lease = try await self.leased()
         self.state.withLock { $0.ranOnThread = true }
         let work = self.work
         let run = {
             try await lease.threads.run {
-                try lease.withConnection { connection in
+                defer { if releasing { lease.release() } }
+                return try lease.withConnection { connection in
                     try connection.runRequest(statementTimeout: work.statementTimeout, transaction: work.transaction, session: work.session) {
                         try body(connection)
                     }
@@ -204,14 +218,16 @@ public final class DatabaseSession: Sendable {
         self.work.onReplica && ReadReplicas.meansServerGone(error)
     }
 
-    /// Gives the lease back, if the session has one: on the calling task when nothing needs a
-    /// round trip (only reads without a thread, which leave the connection clean), else on the
-    /// database's threads (a reset may roll back or close), or inline when those are shut down.
-    /// Then the observer hears how long it was held.
+    /// Gives the lease back, if the session has one and ``runLast(_:)`` has not given it back:
+    /// on the calling task when nothing needs a round trip (only reads without a thread, which
+    /// leave the connection clean), else on the database's threads (a reset may roll back or
+    /// close), or inline when those are shut down. Then the observer hears how long it was held.
     func end() async {
         let (ranOnThread, held, acquired) = self.state.withLock { ($0.ranOnThread, $0.lease, $0.acquired ?? .now) }
         guard let lease = held else { return }
         defer { self.observer?.connectionReleased(database: lease.databaseName, after: ContinuousClock.now - acquired, work: self.work) }
+        // Released already (``runLast(_:)``).
+        if lease.isReleased { return }
         if !ranOnThread, lease.readerWithoutThread(statementTimeout: nil) != nil || !lease.hasConnection {
             lease.release()
             return

@@ -11,10 +11,22 @@ import Synchronization
 /// for the next, which then answers all of them: a burst of sync reads costs a statement per
 /// probe, not per read, and each waits at most two probes.
 ///
-/// A class behind a lock: one value shared by every handler of the database, and by the task
-/// that runs the probes.
+/// Each probe runs in the task of one of the callers it answers (the first to arrive with no
+/// probe running, then the first of those who waited for the next): a read costs the hop to a
+/// database thread and back, and no task of its own. A probe that fails (its caller's task
+/// cancelled while it waited for a connection, say) fails every caller it would have answered;
+/// the next caller's probe runs all the same.
+///
+/// A class behind a lock: one value shared by every handler of the database.
 final class ChangeLogProbe: Sendable {
-    typealias Waiter = CheckedContinuation<Result<ChangeLogProbeReading, any Error>, Never>
+    /// What a waiting caller is resumed with: the reading of the probe that started after it
+    /// called, or its turn to run the next probe.
+    enum Turn {
+        case reading(Result<ChangeLogProbeReading, any Error>)
+        case probe
+    }
+
+    typealias Waiter = CheckedContinuation<Turn, Never>
 
     /// Whether a probe runs, and who waits for the next one.
     private struct State {
@@ -34,16 +46,32 @@ final class ChangeLogProbe: Sendable {
     /// The reading of a probe started after this call; throws what the probe threw (the
     /// database's error, unanswered).
     func read() async throws -> ChangeLogProbeReading {
-        let result = await withCheckedContinuation { (waiter: Waiter) in
-            let starts = self.state.withLock { state in
-                state.waiting.append(waiter)
-                guard !state.running else { return false }
-                state.running = true
-                return true
-            }
-            if starts { Task { await self.run() } }
+        let runsNow = self.state.withLock { state in
+            guard !state.running else { return false }
+            state.running = true
+            return true
         }
-        return try result.get()
+        let turn: Turn
+        if runsNow {
+            turn = .probe
+        } else {
+            turn = await withCheckedContinuation { (waiter: Waiter) in
+                // The probe that ran may have ended since: then this caller runs the next.
+                let runs = self.state.withLock { state in
+                    guard state.running else {
+                        state.running = true
+                        return true
+                    }
+                    state.waiting.append(waiter)
+                    return false
+                }
+                if runs { waiter.resume(returning: .probe) }
+            }
+        }
+        switch turn {
+        case .reading(let result): return try result.get()
+        case .probe: return try await self.runProbe().get()
+        }
     }
 
     /// Whether a probe already saw a change at or after `since`: a sync read from there has
@@ -52,31 +80,38 @@ final class ChangeLogProbe: Sendable {
         self.state.withLock { ($0.last?.newest ?? 0) >= since }
     }
 
-    /// Runs probes while anyone waits: each takes the callers waiting when it starts.
-    private func run() async {
-        while true {
-            let batch = self.state.withLock { state in
-                let batch = state.waiting
-                state.waiting = []
-                if batch.isEmpty { state.running = false }
-                return batch
-            }
-            guard !batch.isEmpty else { return }
-            let result: Result<ChangeLogProbeReading, any Error>
-            do {
-                result = .success(try await self.probe())
-            } catch {
-                result = .failure(error)
-            }
-            if case .success(let reading) = result { self.state.withLock { $0.last = reading } }
-            for waiter in batch { waiter.resume(returning: result) }
+    /// Runs one probe for the caller and everyone waiting when it starts; then hands the next
+    /// probe to the first caller that arrived meanwhile, if any, and answers the others.
+    private func runProbe() async -> Result<ChangeLogProbeReading, any Error> {
+        let batch = self.state.withLock { state in
+            defer { state.waiting = [] }
+            return state.waiting
         }
+        let result: Result<ChangeLogProbeReading, any Error>
+        do {
+            result = .success(try await self.probe())
+        } catch {
+            result = .failure(error)
+        }
+        let next = self.state.withLock { state -> Waiter? in
+            if case .success(let reading) = result { state.last = reading }
+            guard !state.waiting.isEmpty else {
+                state.running = false
+                return nil
+            }
+            return state.waiting.removeFirst()
+        }
+        next?.resume(returning: .probe)
+        for waiter in batch { waiter.resume(returning: .reading(result)) }
+        return result
     }
 
-    /// One statement on the primary, as Spout's own role, outside any transaction.
+    /// One statement on the primary, as Spout's own role, outside any transaction; the lease is
+    /// given back in the same hop to the database's thread. A probe outlives its caller's
+    /// cancellation: it answers others too.
     private func probe() async throws -> ChangeLogProbeReading {
-        try await self.database.withSession(DatabaseWork(readOnly: true)) { session in
-            try await session.run { connection in
+        try await self.database.withSession(DatabaseWork(readOnly: true, cancelsWithTask: false)) { session in
+            try await session.runLast { connection in
                 guard let log = connection as? any ChangeTracking else {
                     throw DatabaseError(.unsupported, message: "this database keeps no change log")
                 }

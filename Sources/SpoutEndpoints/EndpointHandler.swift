@@ -47,6 +47,8 @@ struct EndpointHandler: Sendable {
     let identity: (settings: SpoutConfiguration.Identity, verifier: TokenVerifier?)
     /// The claim parameters the endpoint's statements use (`claims.sub`).
     let claimNames: Set<String>
+    /// ``Endpoint/queryParameterNames``, in order and as a set.
+    let queryNames: (ordered: [String], set: Set<String>)
     /// Whether the request's trace context goes into its transaction (``session(for:_:)``).
     let tracesIntoDatabase: Bool
     /// Names the parameter behind a write's unique or NOT NULL violation; nil for reads.
@@ -108,6 +110,7 @@ struct EndpointHandler: Sendable {
         names.formUnion(self.details.parameterNames)
         names.formUnion(self.version?.parameterNames ?? [])
         self.claimNames = names.filter { RequestIdentity.claimPath(of: $0) != nil }
+        self.queryNames = (endpoint.queryParameterNames, Set(endpoint.queryParameterNames))
         self.constraints = endpoint.readOnly ? nil : ConstraintTracer(sql: self.sql, parameterNames: Set(endpoint.parameters.map(\.name)))
     }
 
@@ -124,9 +127,9 @@ struct EndpointHandler: Sendable {
     /// ignores them (``UnknownParameters``); `api` is always taken.
     func checkKnown(_ query: RawArguments) throws(ArgumentError) {
         guard self.endpoint.unknownParameters == .refuse else { return }
-        let accepted = self.endpoint.queryParameterNames
+        let accepted = self.queryNames.set
         if let unknown = query.keys.first(where: { $0 != "api" && !accepted.contains($0) }) {
-            throw ArgumentError(.unknown(accepted: accepted), parameter: unknown)
+            throw ArgumentError(.unknown(accepted: self.queryNames.ordered), parameter: unknown)
         }
     }
 
@@ -236,30 +239,39 @@ struct EndpointHandler: Sendable {
                 headers: [.retryAfter: "5"])
         }
         let context = self.syncContext(request.arguments, identity: identity)
-        var position: Int64?
+        var opened: OpenedSyncCursor?
         if text != EndpointSync.fromTheBeginning {
             switch await self.openSyncCursor(text, context: context) {
-            case .success(let value): position = value
+            case .success(let value): opened = value
             case .failure(let refused): throw ArgumentError(.rejected(refused.reason), parameter: EndpointSync.sinceParameter, value: text)
             }
         }
         // In hand before the read's own session starts (reading the keys takes a lease).
         let cursorKey = try await self.keys.sealingCursorKey()
-        let result = SyncResult(
-            stream: try self.stream(arguments: request.arguments, details: details), database: self.database, sync: sync, since: position,
-            statementTimeout: self.timeout, session: session, state: self.syncState,
+        var result = SyncResult(
+            stream: try self.stream(arguments: request.arguments, details: details), database: self.database, sync: sync,
+            since: opened?.position, statementTimeout: self.timeout, session: session, state: self.syncState,
             seal: { PageCursor(values: [.integer($0)]).sealed(with: cursorKey, context: context) })
+        if opened?.keyID == cursorKey.id { result.sentCursor = text }
         return Response(headers: self.cachingHeaders, body: .produced(result))
     }
 
-    /// The position of the sync cursor `text` sealed for `context`, or why it does not open here.
-    private func openSyncCursor(_ text: String, context: [UInt8]) async -> Result<Int64, PageCursor.Refused> {
+    /// A sync cursor that opened here: its position, and the id of the key that sealed it.
+    private struct OpenedSyncCursor {
+        var position: Int64
+        var keyID: UInt32
+    }
+
+    /// The sync cursor `text` sealed for `context`, or why it does not open here.
+    private func openSyncCursor(_ text: String, context: [UInt8]) async -> Result<OpenedSyncCursor, PageCursor.Refused> {
         let notValid = PageCursor.Refused(reason: "sync cursor not valid here (changed, made for another query or caller, or sealed with another key)")
         do {
             let sealed = try PageCursor.Sealed(text)
             switch try await self.keys.openingCursorKey(id: sealed.keyID) {
             case .key(let key):
-                if case .integer(let value)? = try sealed.open(with: key, context: context, keyCount: 1).values.first { return .success(value) }
+                if case .integer(let value)? = try sealed.open(with: key, context: context, keyCount: 1).values.first {
+                    return .success(OpenedSyncCursor(position: value, keyID: sealed.keyID))
+                }
                 return .failure(notValid)
             case .retired:
                 return .failure(PageCursor.Refused(reason: "sync cursor too old: the key that sealed it was retired by a key rotation; sync again from since=0"))
@@ -301,13 +313,13 @@ struct EndpointHandler: Sendable {
         var start: Int64?
         if let lastEventID = request.headers[values: LiveNoticeRequest.lastEventID].first {
             switch await self.openSyncCursor(lastEventID, context: context) {
-            case .success(let position): start = position
+            case .success(let opened): start = opened.position
             case .failure(let refused):
                 throw HTTPError(status: .badRequest, message: "Last-Event-ID: \(refused.reason.replacing("sync cursor", with: "event id"))")
             }
         } else if case .text(let text)? = request.arguments[EndpointSync.sinceParameter], text != EndpointSync.fromTheBeginning {
             switch await self.openSyncCursor(text, context: context) {
-            case .success(let position): start = position
+            case .success(let opened): start = opened.position
             case .failure(let refused): throw ArgumentError(.rejected(refused.reason), parameter: EndpointSync.sinceParameter, value: text)
             }
         }

@@ -40,6 +40,9 @@ struct SyncResult: ResponseProducer {
     var state: SyncState
     /// Seals the cursor of a position for this endpoint, its arguments and the caller.
     var seal: @Sendable (Int64) -> String
+    /// The cursor as the request sent it, when sealed with the key ``seal`` seals with: what
+    /// sealing ``since`` again would give (a spelling of it), answered as it is.
+    var sentCursor: String?
 
     func produce(status: HTTPResponse.Status, headers: HTTPFields, through exchange: ResponseExchange) async throws {
         let format: SyncBodyWriter.Format
@@ -92,7 +95,8 @@ struct SyncResult: ResponseProducer {
         guard reading.newest < since else { return nil }
         let whole = CollectingSink()
         let body = SyncBodyWriter(format: format, sink: whole)
-        try body.begin(cursor: self.seal(reading.position.position))
+        let position = reading.position.position
+        try body.begin(cursor: position == since ? self.sentCursor ?? self.seal(position) : self.seal(position))
         try body.end()
         return whole.bytes
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SpoutCore
 import SpoutDrivers
 import SpoutTestDatabases
@@ -148,6 +149,45 @@ import Testing
         await #expect(throws: DatabaseError.self) { try await running.value }
         lease.release()
         #expect(ContinuousClock.now - cancelled < .seconds(5))
+        #expect(try Self.scalar(database, "SELECT 1") == "1", "the connection went back to the pool usable")
+    }
+
+    /// Hears the releases of leases.
+    final class ReleaseCounter: DatabaseObserver {
+        private let count = Mutex(0)
+        var releases: Int { self.count.withLock { $0 } }
+        func connectionAcquired(database: String, after wait: Duration) {}
+        func connectionReleased(database: String, after held: Duration, work: DatabaseWork) { self.count.withLock { $0 += 1 } }
+    }
+
+    static var dialects: [SQLDialect] { TestDatabases.postgresEnabled ? [.sqlite, .postgres] : [.sqlite] }
+
+    @Test("runLast gives the lease back on its thread: the pool's one connection is free before the session ends, released once, also when the body throws", arguments: Self.dialects)
+    func runLastReleases(_ dialect: SQLDialect) async throws {
+        let temporary = dialect == .postgres ? try TestDatabases.makePostgresDatabase() : TestDatabases.makeSQLiteDatabase()
+        defer { temporary.drop() }
+        let database = try temporary.open(DatabaseConfiguration(maximumConnections: 1, acquireTimeout: .milliseconds(500)))
+        defer { database.close() }
+        let counter = ReleaseCounter()
+        let work = DatabaseWork(readOnly: false, transaction: .always(readOnly: false))
+        let sql = try ParsedSQL("SELECT 41 + 1", dialect: dialect)
+        try await database.withSession(work, observer: counter) { session in
+            let rows = try await session.runLast { connection in try connection.queryAll([BoundStatement(sql, [])]) }
+            #expect(rows.first?.rows.first?.first == .integer(42))
+            // Without the release, the pool's only connection would be held: this would wait
+            // out the acquire timeout and fail.
+            let other = try await database.lease(readOnly: false)
+            other.release()
+            await #expect(throws: DatabaseError.self) { try await session.run { _ in 1 } }
+        }
+        #expect(counter.releases == 1)
+
+        struct Refused: Error {}
+        await #expect(throws: Refused.self) {
+            try await database.withSession(work) { session in try await session.runLast { _ in throw Refused() } }
+        }
+        let next = try await database.lease(readOnly: false)
+        next.release()
         #expect(try Self.scalar(database, "SELECT 1") == "1", "the connection went back to the pool usable")
     }
 }
