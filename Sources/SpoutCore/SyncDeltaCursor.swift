@@ -37,15 +37,26 @@ public final class SyncDeltaCursor: JSONWritingCursor {
     }
 
     public func next() throws -> Bool {
-        let start = self.columns.count
         while try self.inner.next() {
-            let key = (start..<start + self.keyWidth).map(self.inner.value(at:))
-            if key == self.previousKey { continue }
-            self.previousKey = key
+            guard self.keepsNewKey() else { continue }
             guard case .null = self.inner.value(at: self.presence) else { return true }
-            try self.forget(key)
+            try self.forget(self.previousKey)
         }
         return false
+    }
+
+    /// Whether the current row's touched key differs from the row before's; if so, it is kept
+    /// as the previous key, written over the last one in place (no array per row).
+    private func keepsNewKey() -> Bool {
+        let start = self.columns.count
+        if self.previousKey.count == self.keyWidth,
+            (0..<self.keyWidth).allSatisfy({ self.inner.value(at: start + $0) == self.previousKey[$0] })
+        {
+            return false
+        }
+        if self.previousKey.count != self.keyWidth { self.previousKey = Array(repeating: .null, count: self.keyWidth) }
+        for index in 0..<self.keyWidth { self.previousKey[index] = self.inner.value(at: start + index) }
+        return true
     }
 
     public func value(at index: Int) -> SQLValue {

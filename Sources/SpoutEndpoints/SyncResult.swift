@@ -96,7 +96,7 @@ struct SyncResult: ResponseProducer {
         let whole = CollectingSink()
         let body = SyncBodyWriter(format: format, sink: whole)
         let position = reading.position.position
-        try body.begin(cursor: position == since ? self.sentCursor ?? self.seal(position) : self.seal(position))
+        try body.begin(cursor: (position == since ? self.sentCursor : nil) ?? self.seal(position))
         try body.end()
         return whole.bytes
     }
@@ -148,8 +148,7 @@ struct SyncResult: ResponseProducer {
     /// endpoints may share one statement with keys of their own): its key columns read by a
     /// statement that returns no row, then the driver's delta parsed.
     private func delta(on connection: any DatabaseConnection, statements: ChangeLogStatements) throws -> SyncDeltaStatement {
-        let name = self.sync.key.joined(separator: "\u{1F}") + "\u{0}" + self.stream.sql
-        return try self.state.deltas.value(for: name) {
+        try self.state.deltas.value(for: SyncDeltaName(key: self.sync.key, statement: self.stream.sql)) {
             let sql = try ParsedSQL(SyncQuery.keys(of: self.stream.sql, key: self.sync.key, limit: 0), dialect: connection.dialect)
             let cursor = try connection.query(sql, try sql.bind(self.stream.arguments), options: QueryOptions())
             defer { cursor.close() }

@@ -16,7 +16,7 @@ public final class SyncState: Sendable {
     private let probes = Mutex<[ObjectIdentifier: ChangeLogProbe]>([:])
     /// Each statement's delta (by the key's labels and the statement's text): its key columns
     /// as the statement answers them, and the delta's statement, parsed.
-    let deltas = BoundedCache<String, SyncDeltaStatement>(capacity: 1024)
+    let deltas = BoundedCache<SyncDeltaName, SyncDeltaStatement>(capacity: 1024)
 
     public init() {}
 
@@ -35,6 +35,13 @@ public final class SyncState: Sendable {
     func markReady() {
         self.ready.withLock { $0 = true }
     }
+}
+
+/// What a statement's delta is kept under: two endpoints may share one statement with keys
+/// of their own.
+struct SyncDeltaName: Hashable, Sendable {
+    var key: [String]
+    var statement: String
 }
 
 /// What a sync read from a cursor needs of its endpoint's statement, made once per statement
