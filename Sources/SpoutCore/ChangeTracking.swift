@@ -41,6 +41,16 @@ public struct ChangeLogPosition: Sendable, Hashable {
         self.position = position
         self.horizon = horizon
     }
+
+    /// The row of ``ChangeLogStatements/position``: the position, and the horizon or NULL (0).
+    init(row: [SQLValue]) throws {
+        guard row.count == 2, case .integer(let position) = row[0] else {
+            throw DatabaseError(.other, message: "the change log's position could not be read")
+        }
+        var horizon: Int64 = 0
+        if case .integer(let value) = row[1] { horizon = value }
+        self.init(position: position, horizon: horizon)
+    }
 }
 
 /// One statement's look at the change log (``ChangeTracking/probeChangeLog()``): where it stands
@@ -74,11 +84,21 @@ public struct ChangeLogProbeReading: Sendable, Hashable {
 /// A key touched more than once may come once per change, then in adjacent rows (a driver
 /// may leave the deduplication to the reader, ``SyncDeltaCursor``, when its sort is cheaper
 /// than a `DISTINCT`).
+///
+/// Two forms of the same rows: ``changes`` searches the statement once per changed key, so
+/// its cost follows the changes, whatever the statement's size; ``scanned``, where the
+/// driver has one, reads the statement once and matches its rows to the changed keys, which
+/// is cheaper when the changes are many and the statement's rows not many more
+/// (``SyncDeltaChoice`` chooses).
 public struct SyncDeltaSQL: Sendable, Hashable {
     public var changes: String
+    /// The same rows, in the same order, by reading the statement once; nil when the driver
+    /// has no such form, or none for this key's types.
+    public var scanned: String?
 
-    public init(changes: String) {
+    public init(changes: String, scanned: String? = nil) {
         self.changes = changes
+        self.scanned = scanned
     }
 }
 
@@ -107,6 +127,9 @@ public protocol ChangeTracking: DatabaseConnection {
     func changeTrackingTriggers(_ tables: [TrackedTable]) -> [String]
     /// The driver's statements for the operations below.
     var changeLogStatements: ChangeLogStatements { get throws }
+    /// The database's estimate of how many rows `sql` answers for `parameters`, planned for
+    /// those values, without running it (``SyncDeltaChoice``); nil when the driver makes none.
+    func estimatedRows(of sql: ParsedSQL, _ parameters: [SQLValue]) throws -> Int?
 }
 
 /// A driver's statements for ``ChangeTracking``, each named by what it binds and returns.
@@ -122,6 +145,10 @@ public struct ChangeLogStatements: Sendable {
     public var probe: ParsedSQL
     /// `:position`, `:tables` (``tablesArgument``) → distinct keys as JSON array text.
     public var changedKeys: ParsedSQL
+    /// `:position`, `:tables` (``tablesArgument``), `:limit` → one row, one integer: how many
+    /// changes to those tables are at or after the position, counted up to the limit; nil
+    /// when the driver's deltas have no ``SyncDeltaSQL/scanned`` form to choose.
+    public var changeCount: ParsedSQL?
     /// `:position` → every change at or after it, of every table: the writer
     /// (``LoggedChange/writer``), the table's log name, the key as JSON array text.
     public var changes: ParsedSQL
@@ -146,8 +173,10 @@ public struct ChangeLogStatements: Sendable {
         tableExists: ParsedSQL, tableColumns: ParsedSQL, position: ParsedSQL, probe: ParsedSQL, changedKeys: ParsedSQL, changes: ParsedSQL,
         newestPrunable: ParsedSQL, prune: ParsedSQL, advanceHorizon: ParsedSQL, installedTriggers: ParsedSQL,
         tablesArgument: @escaping @Sendable ([String]) -> SQLValue,
-        delta: @escaping @Sendable (_ sql: String, _ key: [String], _ keyColumns: [Column]) -> SyncDeltaSQL
+        delta: @escaping @Sendable (_ sql: String, _ key: [String], _ keyColumns: [Column]) -> SyncDeltaSQL,
+        changeCount: ParsedSQL? = nil
     ) {
+        self.changeCount = changeCount
         self.installedTriggers = installedTriggers
         self.tableExists = tableExists
         self.tableColumns = tableColumns
@@ -164,6 +193,8 @@ public struct ChangeLogStatements: Sendable {
 }
 
 extension ChangeTracking {
+    public func estimatedRows(of sql: ParsedSQL, _ parameters: [SQLValue]) throws -> Int? { nil }
+
     /// Creates the change log and each table's triggers unless they are all there, in a
     /// transaction of its own; several processes may do so at once. Throws when the role may
     /// not (the database's message says why): creating triggers takes the tables' owner, so a
@@ -202,12 +233,35 @@ extension ChangeTracking {
     /// See the protocol's contract; one round trip.
     public func changeLogPosition() throws -> ChangeLogPosition {
         let statement = try self.changeLogStatements.position
-        let row = try self.queryAll([BoundStatement(statement, [])]).first?.rows.first ?? []
-        guard row.count == 2, case .integer(let position) = row[0] else {
-            throw DatabaseError(.other, message: "the change log's position could not be read")
-        }
-        if case .integer(let horizon) = row[1] { return ChangeLogPosition(position: position, horizon: horizon) }
-        return ChangeLogPosition(position: position, horizon: 0)
+        return try ChangeLogPosition(row: self.queryAll([BoundStatement(statement, [])]).first?.rows.first ?? [])
+    }
+
+    /// ``changeLogPosition()`` and, in the same round trip, how many changes to `tables` are at
+    /// or after `since`, counted up to `limit` (nil when the driver counts none:
+    /// ``ChangeLogStatements/changeCount``). The position is read first, as the protocol's
+    /// contract asks of a sync read.
+    public func changeLogPosition(countingSince since: Int64, tables: [String], limit: Int) throws -> (position: ChangeLogPosition, changes: Int?) {
+        let statements = try self.changeLogStatements
+        guard let count = statements.changeCount else { return (try self.changeLogPosition(), nil) }
+        let arguments = Self.countArguments(statements, since, tables, limit)
+        let results = try self.queryAll([BoundStatement(statements.position, []), BoundStatement(count, try count.bind(arguments))])
+        let position = try ChangeLogPosition(row: results.first?.rows.first ?? [])
+        guard results.count == 2, case .integer(let counted)? = results[1].rows.first?.first else { return (position, nil) }
+        return (position, Int(counted))
+    }
+
+    /// How many changes to `tables` are at or after `since`, counted up to `limit`; nil when
+    /// the driver counts none (``ChangeLogStatements/changeCount``).
+    public func countChanges(since: Int64, tables: [String], limit: Int) throws -> Int? {
+        let statements = try self.changeLogStatements
+        guard let count = statements.changeCount else { return nil }
+        let results = try self.queryAll([BoundStatement(count, try count.bind(Self.countArguments(statements, since, tables, limit)))])
+        guard case .integer(let counted)? = results.first?.rows.first?.first else { return nil }
+        return Int(counted)
+    }
+
+    private static func countArguments(_ statements: ChangeLogStatements, _ since: Int64, _ tables: [String], _ limit: Int) -> [String: SQLValue] {
+        ["position": .integer(since), "tables": statements.tablesArgument(tables), "limit": .integer(Int64(limit))]
     }
 
     /// See ``ChangeLogProbeReading``; one statement, outside any transaction it is not given.
@@ -245,19 +299,14 @@ extension ChangeTracking {
             BoundStatement(statements.position, []),
             BoundStatement(statements.changes, try statements.changes.bind(["position": .integer(position)])),
         ])
-        let row = results.first?.rows.first ?? []
-        guard row.count == 2, case .integer(let now) = row[0] else {
-            throw DatabaseError(.other, message: "the change log's position could not be read")
-        }
-        var horizon: Int64 = 0
-        if case .integer(let value) = row[1] { horizon = value }
+        let position = try ChangeLogPosition(row: results.first?.rows.first ?? [])
         let changes: [LoggedChange] = results[1].rows.compactMap { row in
             guard row.count == 3, case .integer(let writer) = row[0], case .text(let table) = row[1], case .text(let text) = row[2],
                 let key = ChangeKeyText.values(text)
             else { return nil }
             return LoggedChange(writer: writer, table: table, key: key)
         }
-        return (ChangeLogPosition(position: now, horizon: horizon), changes)
+        return (position, changes)
     }
 
     /// Deletes the changes older than `seconds` and moves the horizon past them, in a

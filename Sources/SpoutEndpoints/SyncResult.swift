@@ -16,14 +16,17 @@ import Synchronization
 /// Otherwise, in order, on one connection of the primary, in one read-only transaction with
 /// the caller's role and claims:
 /// 1. The change log's position (``SpoutCore/ChangeTracking/changeLogPosition()``): the new
-///    cursor. A cursor at or before the pruned horizon is `410 Gone`.
+///    cursor. A cursor at or before the pruned horizon is `410 Gone`. In the same round trip,
+///    where the driver has a delta that reads the statement once, the changes since the
+///    cursor are counted, up to what ``SpoutCore/SyncDeltaChoice`` needs to choose.
 /// 2. The body streams (``SpoutCore/SyncBodyWriter``): the cursor; the keys the tracked
 ///    tables' writes touched since the cursor that are not in the caller's result now
 ///    (deleted rows, rows moved out of the filters, given to another owner or hidden by
 ///    row-level security); then the rows of the result whose keys those writes touched,
 ///    with the details asked for, their bytes as the ordinary read's. Both come from one
 ///    statement that joins the log to the endpoint's own (``SpoutCore/SyncDeltaSQL``, the
-///    driver's), the keys to forget first (``SpoutCore/SyncDeltaCursor``).
+///    driver's: a search per changed key, or, for many changes against a statement not much
+///    larger, the statement read once), the keys to forget first (``SpoutCore/SyncDeltaCursor``).
 ///
 /// A row that changes while this runs may come twice (now and in the next read), never not
 /// at all: the order is the change log's contract.
@@ -112,9 +115,14 @@ struct SyncResult: ResponseProducer {
         guard let log = connection as? any ChangeTracking else {
             throw DatabaseError(.unsupported, message: "this database keeps no change log")
         }
-        let position = try log.changeLogPosition()
+        let tables = self.sync.tables.map(\.logName)
+        let position: ChangeLogPosition
+        var counted: Int?
         if let since = self.since {
+            (position, counted) = try log.changeLogPosition(countingSince: since, tables: tables, limit: SyncDeltaChoice.minimumChanges)
             guard since > position.horizon else { throw SyncCursorExpired() }
+        } else {
+            position = try log.changeLogPosition()
         }
         let dateFormat = self.database.configuration.dateFormat
         guard let since = self.since else {
@@ -130,10 +138,14 @@ struct SyncResult: ResponseProducer {
         let delta = try self.delta(on: connection, statements: statements)
         var arguments = self.stream.arguments
         arguments[SyncQuery.sinceParameter] = .integer(since)
-        arguments[SyncQuery.tablesParameter] = statements.tablesArgument(self.sync.tables.map(\.logName))
+        arguments[SyncQuery.tablesParameter] = statements.tablesArgument(tables)
+        var statement = delta.changes
+        if let scanned = delta.scanned, let counted, try self.scans(counted: counted, since: since, tables: tables, on: log) {
+            statement = scanned
+        }
         let body = SyncBodyWriter(format: format, sink: startStream())
         try body.begin(cursor: self.seal(position.position))
-        var changes = RowStream(delta.changes, arguments)
+        var changes = RowStream(statement, arguments)
         for attachment in self.stream.attachments { changes.attach(attachment.key, attachment.stream) }
         _ = try changes.run(as: .jsonLines, to: body.rowSink, on: connection, dateFormat: dateFormat) { cursor in
             try SyncDeltaCursor(cursor, key: self.sync.key) { key in
@@ -142,6 +154,19 @@ struct SyncResult: ResponseProducer {
         }
         try body.end()
         return body.rows
+    }
+
+    /// Whether the delta reads the statement once (``SpoutCore/SyncDeltaChoice``), given the
+    /// changes counted up to ``SpoutCore/SyncDeltaChoice/minimumChanges``: the statement's
+    /// estimate is asked for only when that many were found, and the changes counted further
+    /// only as far as that estimate makes worth it.
+    private func scans(counted: Int, since: Int64, tables: [String], on log: any ChangeTracking) throws -> Bool {
+        guard counted >= SyncDeltaChoice.minimumChanges else { return false }
+        let sql = try self.stream.statement(for: log.dialect)
+        guard let rows = try log.estimatedRows(of: sql, try sql.bind(self.stream.arguments)) else { return false }
+        let needed = SyncDeltaChoice.changesToScan(estimatedRows: rows)
+        let changes = needed <= counted ? counted : try log.countChanges(since: since, tables: tables, limit: needed) ?? 0
+        return SyncDeltaChoice.scans(changes: changes, estimatedRows: rows)
     }
 
     /// The delta of the endpoint's statement, made once per statement text and key (two
@@ -154,8 +179,10 @@ struct SyncResult: ResponseProducer {
             defer { cursor.close() }
             _ = try cursor.next()
             let keyColumns = cursor.columns
-            let changes = statements.delta(self.stream.sql, self.sync.key, keyColumns).changes
-            return SyncDeltaStatement(keyColumns: keyColumns, changes: try ParsedSQL(changes, dialect: connection.dialect))
+            let delta = statements.delta(self.stream.sql, self.sync.key, keyColumns)
+            return SyncDeltaStatement(
+                keyColumns: keyColumns, changes: try ParsedSQL(delta.changes, dialect: connection.dialect),
+                scanned: try delta.scanned.map { try ParsedSQL($0, dialect: connection.dialect) })
         }
     }
 }

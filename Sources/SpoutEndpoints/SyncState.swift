@@ -51,6 +51,8 @@ struct SyncDeltaStatement: Sendable {
     /// The key's columns as the statement answers them: their types cast the log's keys
     /// (PostgreSQL) and type the keys to forget.
     var keyColumns: [Column]
-    /// The driver's delta over the statement (``SpoutCore/SyncDeltaSQL``), parsed.
+    /// The driver's delta over the statement (``SpoutCore/SyncDeltaSQL``), parsed: its search
+    /// per changed key, and its read of the statement once where the driver has one.
     var changes: ParsedSQL
+    var scanned: ParsedSQL?
 }

@@ -131,7 +131,29 @@ extension PostgresConnection: ChangeTracking {
                 WHERE NOT tgisinternal AND tgname = ANY(CAST(:names AS text[])) AND to_regclass('spout_change_horizon') IS NOT NULL
                 """, dialect: .postgres),
             tablesArgument: { .array($0.map(SQLValue.text)) },
-            delta: PostgresConnection.delta)
+            delta: PostgresConnection.delta,
+            changeCount: try ParsedSQL(
+                """
+                SELECT count(*) FROM (
+                  SELECT 1 FROM spout_changes
+                   WHERE xid >= CAST(:position AS bigint) AND table_name = ANY(CAST(:tables AS text[]))
+                   LIMIT CAST(:limit AS bigint)
+                ) AS spout_counted
+                """, dialect: .postgres))
+    }
+
+    /// PostgreSQL's estimate for the plan's top node (`rows=N` on the first line of its
+    /// `EXPLAIN`), planned for the values as an unnamed statement would be.
+    public func estimatedRows(of sql: ParsedSQL, _ parameters: [SQLValue]) throws -> Int? {
+        let lines = try self.explain(sql, parameters, options: QueryOptions(planForValues: true))
+        return lines.first.flatMap(Self.estimatedRows(inPlanLine:))
+    }
+
+    /// The `rows=N` of a line of `EXPLAIN`'s text (`Seq Scan on pet  (cost=0.00..18.50 rows=850 width=68)`):
+    /// the last on the line, as a name in it may hold the same letters.
+    static func estimatedRows(inPlanLine line: String) -> Int? {
+        guard let marker = line.range(of: " rows=", options: .backwards) else { return nil }
+        return Int(line[marker.upperBound...].prefix { $0.isASCII && $0.isNumber })
     }
 
     /// A delta joins the log's distinct keys, cast to the key columns' types so the key's index
@@ -154,7 +176,38 @@ extension PostgresConnection: ChangeTracking {
                 ) AS spout_changed
                 LEFT JOIN LATERAL (SELECT * FROM \(SyncQuery.wrapped(sql)) WHERE \(SyncQuery.keyMatch(key)) OFFSET 0) AS spout_sync ON true
                 \(SyncQuery.forgottenFirst(key))
-                """)
+                """,
+            scanned: Self.scannedDelta(sql: sql, key: key, keyColumns: keyColumns, values: values))
+    }
+
+    /// Key types whose equality PostgreSQL can hash or merge: what a `FULL JOIN` needs.
+    private static let joinableKeyTypes: Set<String> = [
+        "int2", "int4", "int8", "numeric", "text", "varchar", "bpchar", "name", "uuid", "date", "timestamp", "timestamptz",
+        "time", "bool",
+    ]
+
+    /// The delta read by reading the statement once (``SpoutCore/SyncDeltaSQL/scanned``): the
+    /// log's distinct keys in a `FULL JOIN` with the statement, which PostgreSQL can only answer
+    /// by hashing or merging both sides, never by a search per key, whatever it guesses of the
+    /// log's newest rows (the changes of one transaction share one `xid`, so it guesses few).
+    /// The statement's rows no key matches are dropped by a test that is not strict
+    /// (`coalesce`), which keeps PostgreSQL from reducing the join to a `LEFT JOIN` it could
+    /// answer by searches again. Nil for a key of another type (``joinableKeyTypes``).
+    private static func scannedDelta(sql: String, key: [String], keyColumns: [Column], values: String) -> String? {
+        guard keyColumns.count == key.count, keyColumns.allSatisfy({ Self.joinableKeyTypes.contains(ParentKeyCast.typeName(of: $0)) }) else {
+            return nil
+        }
+        let changed = key.indices.map { "spout_changed.\(SyncQuery.changedKeyColumn($0))" }.joined(separator: ", ")
+        return """
+            SELECT spout_sync.*, \(changed) FROM (
+              SELECT DISTINCT \(values), true AS spout_present FROM spout_changes
+               WHERE xid >= CAST(:\(SyncQuery.sinceParameter) AS bigint)
+                 AND table_name = ANY(CAST(:\(SyncQuery.tablesParameter) AS text[]))
+            ) AS spout_changed
+            FULL JOIN \(SyncQuery.wrapped(sql)) ON \(SyncQuery.keyMatch(key))
+            WHERE coalesce(spout_changed.spout_present, false)
+            \(SyncQuery.forgottenFirst(key))
+            """
     }
 
     /// The schema new tables go to (`current_schema()`), where the change log lives.

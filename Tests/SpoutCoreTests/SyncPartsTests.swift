@@ -144,6 +144,20 @@ struct SyncPartsTests {
         #expect(SyncQuery.typed([.text("1970-01-02"), .integer(10), .text("x")], as: columns) == [.date(days: 1), .decimal("10"), .text("x")])
     }
 
+    @Test("a delta reads the statement once from 1,000 changes on, when its estimated rows are at most three per change")
+    func deltaChoice() {
+        #expect(SyncDeltaChoice.changesToScan(estimatedRows: 0) == 1_000)
+        #expect(SyncDeltaChoice.changesToScan(estimatedRows: 3_000) == 1_000)
+        #expect(SyncDeltaChoice.changesToScan(estimatedRows: 3_001) == 1_001)
+        #expect(SyncDeltaChoice.changesToScan(estimatedRows: 30_000) == 10_000)
+        #expect(!SyncDeltaChoice.scans(changes: 999, estimatedRows: 10))
+        #expect(SyncDeltaChoice.scans(changes: 1_000, estimatedRows: 10))
+        #expect(SyncDeltaChoice.scans(changes: 10_000, estimatedRows: 30_000))
+        #expect(!SyncDeltaChoice.scans(changes: 10_000, estimatedRows: 30_001))
+        #expect(!SyncDeltaChoice.scans(changes: 100_000, estimatedRows: nil))
+        #expect(!SyncDeltaChoice.scans(changes: 100_000, estimatedRows: -1))
+    }
+
     @Test("trigger names follow the table and its key columns, the same in every process")
     func triggerNames() {
         let pets = TrackedTable(name: "pet", keyColumns: ["name"])

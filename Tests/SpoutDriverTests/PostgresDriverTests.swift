@@ -12,6 +12,14 @@ import Testing
 struct PostgresDriverTests {
     // MARK: URLs and connecting
 
+    @Test("a plan's estimated rows: the top node's rows= of EXPLAIN's first line")
+    func estimatedRowsOfAPlanLine() {
+        #expect(PostgresConnection.estimatedRows(inPlanLine: "Bitmap Heap Scan on pet  (cost=127.35..7203.14 rows=9152 width=23)") == 9152)
+        #expect(PostgresConnection.estimatedRows(inPlanLine: "Result  (cost=0.00..0.01 rows=1 width=4)") == 1)
+        #expect(PostgresConnection.estimatedRows(inPlanLine: "Seq Scan on \"a rows=5\"  (cost=0.00..1.00 rows=70 width=4)") == 70)
+        #expect(PostgresConnection.estimatedRows(inPlanLine: "Index Scan") == nil)
+    }
+
     @Test func rejectsURLsOfOtherSchemes() throws {
         for url in ["mysql://localhost/db", "sqlite:///tmp/x.db", "localhost:5432", ""] {
             let error = #expect(throws: DatabaseError.self) { try PostgresDriver(url: url) }
