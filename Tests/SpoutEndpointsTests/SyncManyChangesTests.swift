@@ -45,6 +45,49 @@ struct SyncManyChangesTests {
         }
     }
 
+    @Test(
+        "many changes in a transaction that commits after a later one: the next delta has them, and the copy converges",
+        .enabled(if: TestDatabases.postgresEnabled), .timeLimit(.minutes(2)))
+    func heldOpenThenCommitted() async throws {
+        try await SyncReadTests.withSyncedPets(.postgres) { service, _, ownerURL in
+            let query = "owner=Herd&details=events"
+            try await LiveNoticesTests.write(ownerURL, Self.herd)
+            var copy = SyncReadTests.Copy()
+            copy.apply(try await SyncReadTests.sync(service, query, since: "0"))
+            // The first transaction adds an event to 750 pets and stays open. (Not the pets
+            // themselves: every write of a pet also counts in pet_version, whose row would make
+            // the later transaction wait for this one.)
+            let held = try await onThread { () -> any DatabaseConnection in
+                let connection = try Drivers.driver(for: ownerURL).connect(readOnly: false, statistics: QueryStatistics())
+                try connection.begin(readOnly: false)
+                try connection.executeScript(
+                    """
+                    INSERT INTO event (name, "date", type, remark)
+                    SELECT name, '2024-06-07', 'vet', 'held' FROM pet WHERE owner = 'Herd' AND name <= 'h10750'
+                    """)
+                return connection
+            }
+            defer { held.close() }
+            // A later one commits 1,050 changes meanwhile: 750 other pets, 300 new ones.
+            try await LiveNoticesTests.write(
+                ownerURL,
+                """
+                UPDATE pet SET species = 'later' WHERE owner = 'Herd' AND name > 'h10750';
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300)
+                INSERT INTO pet (name, owner, species) SELECT 'h' || (20000 + i), 'Herd', 'lamb' FROM n;
+                """)
+            let later = try await SyncReadTests.sync(service, query, since: copy.cursor)
+            #expect(later.rows.count >= 1_050 && !later.rows.contains { $0.json.contains("\"held\"") })
+            copy.apply(later)
+            try await onThread { try held.commit() }
+            let afterCommit = try await SyncReadTests.sync(service, query, since: copy.cursor)
+            #expect(afterCommit.rows.filter { $0.json.contains("\"held\"") }.count == 750, "\(afterCommit.rows.count) rows")
+            copy.apply(afterCommit)
+            #expect(copy.rows.count == 1_800)
+            #expect(copy.rows == (try await SyncReadTests.current(service, query)))
+        }
+    }
+
     /// The statements whose deltas are compared, with the tables they follow: the pets of an
     /// owner with their events (a key of one text column) and the events (a key of a text and
     /// a date).
