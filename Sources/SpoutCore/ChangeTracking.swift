@@ -245,9 +245,7 @@ extension ChangeTracking {
         guard let count = statements.changeCount else { return (try self.changeLogPosition(), nil) }
         let arguments = Self.countArguments(statements, since, tables, limit)
         let results = try self.queryAll([BoundStatement(statements.position, []), BoundStatement(count, try count.bind(arguments))])
-        let position = try ChangeLogPosition(row: results.first?.rows.first ?? [])
-        guard results.count == 2, case .integer(let counted)? = results[1].rows.first?.first else { return (position, nil) }
-        return (position, Int(counted))
+        return (try ChangeLogPosition(row: results.first?.rows.first ?? []), Self.counted(results.dropFirst().first))
     }
 
     /// How many changes to `tables` are at or after `since`, counted up to `limit`; nil when
@@ -256,7 +254,12 @@ extension ChangeTracking {
         let statements = try self.changeLogStatements
         guard let count = statements.changeCount else { return nil }
         let results = try self.queryAll([BoundStatement(count, try count.bind(Self.countArguments(statements, since, tables, limit)))])
-        guard case .integer(let counted)? = results.first?.rows.first?.first else { return nil }
+        return Self.counted(results.first)
+    }
+
+    /// The count ``ChangeLogStatements/changeCount`` answered; nil without one.
+    private static func counted(_ result: QueryResult?) -> Int? {
+        guard case .integer(let counted)? = result?.rows.first?.first else { return nil }
         return Int(counted)
     }
 

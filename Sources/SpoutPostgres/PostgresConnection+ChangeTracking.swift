@@ -149,13 +149,6 @@ extension PostgresConnection: ChangeTracking {
         return lines.first.flatMap(Self.estimatedRows(inPlanLine:))
     }
 
-    /// The `rows=N` of a line of `EXPLAIN`'s text (`Seq Scan on pet  (cost=0.00..18.50 rows=850 width=68)`):
-    /// the last on the line, as a name in it may hold the same letters.
-    static func estimatedRows(inPlanLine line: String) -> Int? {
-        guard let marker = line.range(of: " rows=", options: .backwards) else { return nil }
-        return Int(line[marker.upperBound...].prefix { $0.isASCII && $0.isNumber })
-    }
-
     /// A delta joins the log's distinct keys, cast to the key columns' types so the key's index
     /// serves the match, to the statement through a `LATERAL` subquery kept apart (`OFFSET 0`):
     /// the statement, whose `ORDER BY` keeps PostgreSQL from merging it into the join, is then

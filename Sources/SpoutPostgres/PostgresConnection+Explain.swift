@@ -41,6 +41,13 @@ extension PostgresConnection {
         return (0..<PQntuples(result)).map { String(cString: PQgetvalue(result, $0, 0)) }
     }
 
+    /// The `rows=N` of a line of `EXPLAIN`'s text (`Seq Scan on pet  (cost=0.00..18.50 rows=850 width=68)`):
+    /// the last on the line, as a name in it may hold the same letters.
+    static func estimatedRows(inPlanLine line: String) -> Int? {
+        guard let marker = line.range(of: " rows=", options: .backwards) else { return nil }
+        return Int(line[marker.upperBound...].prefix { $0.isASCII && $0.isNumber })
+    }
+
     /// `value` as an SQL literal of unknown type (`'Haddad'`, `NULL`), which `EXECUTE` converts
     /// to the prepared statement's parameter type as a bound value would be.
     private func literal(_ value: SQLValue, handle: OpaquePointer) throws -> String {
