@@ -40,16 +40,23 @@ final class DatabaseThreads: @unchecked Sendable {
     }
 
     /// Queues `job`; false after ``shutdown()``.
+    ///
+    /// An idle thread is signalled after the lock is released: signalled while it is held, the
+    /// thread would wake only to wait for the lock, and the unlock would have to wake it again.
+    /// A thread counted idle is inside `wait()`, so the signal still reaches one.
     private func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
         self.condition.lock()
-        defer { self.condition.unlock() }
-        guard !self.isShutDown else { return false }
+        guard !self.isShutDown else {
+            self.condition.unlock()
+            return false
+        }
         self.jobs.append(job)
         // Each idle thread takes one queued job; start another only when they cannot take all.
-        if self.jobs.count - self.head > self.idle && self.started < self.maximum {
-            self.started += 1
-            let name = "db \(self.name)"
-            SpoutThread.start(named: name) { [self] in self.work() }
+        let startsThread = self.jobs.count - self.head > self.idle && self.started < self.maximum
+        if startsThread { self.started += 1 }
+        self.condition.unlock()
+        if startsThread {
+            SpoutThread.start(named: "db \(self.name)") { [self] in self.work() }
         } else {
             self.condition.signal()
         }

@@ -17,6 +17,19 @@ import Testing
         #expect(threads.threadCount <= 3)
     }
 
+    /// Each job finds the threads idle, so each submission wakes one that waits (the signal
+    /// sent after the queue's lock is released): a wake-up lost on the way hangs this test.
+    @Test(.timeLimit(.minutes(1))) func jobsOneAfterAnotherEachWakeAnIdleThread() async throws {
+        let threads = DatabaseThreads(maximum: 2, name: "test")
+        defer { threads.shutdown() }
+        var total = 0
+        for job in 0..<5000 {
+            total += try await threads.run { job }
+        }
+        #expect(total == (0..<5000).reduce(0, +))
+        #expect(threads.threadCount <= 2)
+    }
+
     @Test func aBlockedThreadDoesNotHoldBackWorkWhileAnotherMayStart() async throws {
         let threads = DatabaseThreads(maximum: 2, name: "test")
         defer { threads.shutdown() }
