@@ -12,12 +12,13 @@ import Synchronization
 ///   ``runLast(_:)`` the same, then releases the lease on that thread.
 /// - ``readWhole(_:shape:format:roundTrips:)`` on a session that has not leased yet reads on a
 ///   shared connection when one is lent (``SharedReaders/reader(statementTimeout:format:)``), and
-///   leases only otherwise.
+///   leases only otherwise; it is the session's last work, as ``runLast(_:)`` is.
 /// - ``cancel()`` (any thread) cancels what runs now and fails what runs later; the calling
 ///   task's cancellation does the same for a ``run(_:)`` in progress, unless the work says
 ///   otherwise (``DatabaseWork/cancelsWithTask``).
-/// - The session never releases its lease itself, but at the end of ``runLast(_:)``: the
-///   call that made it does, once (``end()``).
+/// - The session never releases its lease itself, but at the end of ``runLast(_:)`` (and of
+///   ``readWhole(_:shape:format:roundTrips:)``, which runs through it): the call that made it
+///   does, once (``end()``).
 /// - Its observer hears how long a lease the session takes waited (or that it timed out) and
 ///   how long the lease was held, and of a statement timeout in ``run(_:)`` or
 ///   ``readWhole(_:shape:format:roundTrips:)``.
@@ -155,9 +156,11 @@ public final class DatabaseSession: Sendable {
     /// session has not leased and one is lent (``SharedReadingConnection``; cancelling the task
     /// drops the answer, the statement finishes), else the driver's own way when the leased
     /// connection has one for it and is ready as the work asks (``WholeReadingConnection``:
-    /// PostgreSQL on Linux, without a thread), else through ``run(_:)``; cancelling the task
+    /// PostgreSQL on Linux, without a thread), else through ``runLast(_:)``; cancelling the task
     /// then cancels the statement. Either way with the work's role and claims, its transaction
-    /// left implicit.
+    /// left implicit. It is the session's last work: a lease it took is given back (on the
+    /// database's thread, in the same hop, when it ran there), and later calls that need the
+    /// connection throw.
     public func readWhole(_ stream: RowStream, shape: ResultShape, format: OutputFormat, roundTrips: RoundTripLog? = nil) async throws -> WholeRead {
         let started = ContinuousClock.now
         let configuration = self.configuration
@@ -186,7 +189,7 @@ public final class DatabaseSession: Sendable {
             }
             if let read { return read }
         }
-        let (body, outcome) = try await self.run { connection in
+        let (body, outcome) = try await self.runLast { connection in
             let body = CollectingSink()
             let outcome = try stream.run(as: format, shape: shape, to: body, on: connection, configuration: configuration)
             return (body.bytes, outcome)

@@ -595,7 +595,7 @@ struct EndpointHandler: Sendable {
         typealias Found = (expired: Bool, record: (requestHash: String, answer: StoredAnswer?)?)
         let work = DatabaseWork(readOnly: false, transaction: .always(readOnly: false))
         let found: Found = try await self.database.withSession(work) { session in
-            try await session.run { connection -> Found in
+            try await session.runLast { connection -> Found in
                 guard let store = connection as? any IdempotencyStore else { return (false, nil) }
                 let expired = try store.deleteExpiredIdempotencyKey(scope: idempotency.scope, key: idempotency.key, retentionSeconds: retention)
                 return (expired, try store.idempotencyRecord(scope: idempotency.scope, key: idempotency.key))
@@ -627,7 +627,7 @@ struct EndpointHandler: Sendable {
         let spans = DatabaseSpans(request.span, database: self.database)
         return try await self.database.withSession(work) { session in
             let run = {
-                try await session.run { connection -> Response in
+                try await session.runLast { connection -> Response in
                     if let condition {
                         let current = try CurrentRepresentation.read(
                             condition.current, shape: condition.shape, as: format, dateFormat: dateFormat, on: connection)

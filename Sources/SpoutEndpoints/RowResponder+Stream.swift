@@ -88,7 +88,7 @@ extension RowResponder {
         let result: Result<StreamOutcome, any Error>
         do {
             result = .success(
-                try await session.run { connection in
+                try await session.runLast { connection in
                     try rows.stream.run(as: format, shape: rows.shape, to: sink, on: connection, configuration: configuration)
                 })
         } catch {

@@ -71,7 +71,7 @@ struct SyncResult: ResponseProducer {
         let result: Result<Int, any Error>
         do {
             let rows = try await self.database.withSession(work) { session in
-                try await session.run { connection in
+                try await session.runLast { connection in
                     try self.read(on: connection, format: format) {
                         let sink = exchange.startStream(status: status, headers: head)
                         started.withLock { $0 = sink }
