@@ -135,6 +135,8 @@ struct Serve: AsyncParsableCommand {
                     host: settings.server.metrics.host, port: metricsPort, eventLoopThreads: 1, compression: false),
                 logger: Logger(label: "spout.metrics"))
         }
+        // From here a signal shuts the service down gracefully, even before the group runs.
+        let signals = await ShutdownSignals.trap(logger: logger)
         try await admin?.start()
         try await server.start()
         // Optional filters no index serves and parameters declared unlike the database reads
@@ -184,8 +186,8 @@ struct Serve: AsyncParsableCommand {
             + [server]
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) },
-                gracefulShutdownSignals: [.sigterm, .sigint, .sighup], logger: logger))
+                services: services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }, logger: logger))
+        await signals.shut(group)
         try await group.run()
         logger.notice("stopped")
     }

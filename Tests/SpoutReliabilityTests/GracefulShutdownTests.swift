@@ -63,6 +63,27 @@ struct GracefulShutdownTests {
         await server.stop()
     }
 
+    @Test("a signal the moment the server listens (a supervisor stopping a fresh instance) still shuts it down gracefully, exit status 0",
+        arguments: [SIGTERM, SIGINT, SIGHUP])
+    func signalAtOnce(_ signal: Int32) async throws {
+        let database = TestDatabases.makeSQLiteDatabase()
+        defer { database.drop() }
+        try await onThread { _ = try SampleData.column(database.url, "SELECT 1") }
+        let directory = try ServiceDirectory(
+            databaseURL: database.url, extraEndpoints: ["streams.yaml": TestEndpoints.streams(.sqlite)], shipped: false)
+        defer { directory.remove() }
+        // The server logs that it listens before the service group runs: each start signalled
+        // then, the way a rolling restart may.
+        for start in 0..<3 {
+            let server = try await ServerProcess.serving(arguments: ["--config", directory.configFile, "--no-seed"])
+            server.signal(signal)
+            let status = await server.waitForExit()
+            #expect(status == 0, "start \(start): exit status \(status.map(String.init) ?? "none"):\n\(server.log.suffix(3_000))")
+            #expect(server.log.contains("stopped"), "start \(start): \(server.log)")
+            await server.stop()
+        }
+    }
+
     @Test("a stream that outlasts the drain timeout is cut (no terminating chunk) and the exit status is still 0")
     func drainTimeout() async throws {
         let database = TestDatabases.makeSQLiteDatabase()
