@@ -5,14 +5,11 @@ import UnixSignals
 
 /// SIGTERM, SIGINT and SIGHUP, trapped from before the server accepts its first connection
 /// until the process ends, each handed to the service group as a graceful shutdown: the one
-/// owner of those signals (the group is given none of its own).
-///
-/// Trapped only when the group starts, a signal arriving after the server began serving but
-/// before that (a supervisor stopping an instance that has just started) took its default
-/// action and ended the process with status 143, cutting its responses short. A signal that
-/// arrives before ``shut(_:)`` has a group is remembered, and the group shuts down as soon as
-/// it is given (``ServiceLifecycle/ServiceGroup/triggerGracefulShutdown()`` before `run`
-/// starts its services, then stops them).
+/// owner of those signals (the group is given none of its own). A signal that arrives before
+/// the group is given (``shut(_:)``) is remembered, and the group shuts down as soon as it is
+/// (``ServiceLifecycle/ServiceGroup/triggerGracefulShutdown()`` before `run` lets `run` start
+/// its services, then stop them). So an instance stopped as soon as it may accept connections
+/// (a rolling restart) drains and exits with status 0, not by the signal's default action.
 final class ShutdownSignals: Sendable {
     /// The group once given, and whether a signal came.
     private let state = Mutex<(group: ServiceGroup?, signalled: Bool)>((nil, false))
