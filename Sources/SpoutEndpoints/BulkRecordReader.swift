@@ -17,6 +17,12 @@ import SpoutHTTP
 ///   reading the body (so the socket's reads stop too) until the database side catches up.
 /// - ``cancel()``: the database side gave up. The reader stops at its next record; its thread
 ///   ends once the body's next piece arrives or the body fails, taking nothing more.
+/// - With a `stallBudget`, while the body can be read again from its start
+///   (``BulkBodySource/canRestart``): once ``next()`` has waited that long in all for records
+///   while the reader waited for the body (a slow client, not a busy reader), it throws ``BulkBodyStalled`` and the reader is *detached*: it reads
+///   the rest of the body (which the source keeps) and still makes each record's statement,
+///   so that a refused record fails it, but hands nothing over; ``finished()`` waits for its
+///   end. ``cancel()`` does not stop a detached reader.
 /// - ``digest`` (the pieces digested after `head`, for an idempotency key) is whole once
 ///   ``next()`` returned nil.
 ///
@@ -34,18 +40,33 @@ final class BulkRecordReader: @unchecked Sendable {
 
     static let maximumPieces = 4
 
+    /// The longest wait of ``next()`` counted against the stall budget at once.
+    private static let stallSlice = Duration.milliseconds(50)
+
     private let condition = NSCondition()
     private var items = CircularBuffer<Item>()
     private var piecesWaiting = 0
     private var end: Result<SHA256, any Error>?
     private var cancelled = false
+    private var detached = false
+    /// How long ``next()`` may wait for records in all before the reader is detached.
+    private let stallBudget: Duration?
+    /// How long ``next()`` has waited for records while the reader waited for the body.
+    private var waited = Duration.zero
+    /// Whether the reader is waiting for the body's next piece.
+    private var awaitsBody = false
+    private let source: any BulkBodySource
+    private let ended = AsyncOneShotEvent()
 
-    /// Starts reading `body` (nil: an empty one) with `decoder`, making each record's statement
-    /// with `statement`; digests the pieces after `head` when `digesting`.
+    /// Starts reading `body` with `decoder`, making each record's statement with `statement`;
+    /// digests the pieces after `head` when `digesting`. `stallBudget`: how long ``next()``
+    /// waits for records in all before the reader is detached (nil: never).
     init(
-        body: RequestBodyStream?, decoder: BulkRecordDecoder, head: SHA256, digesting: Bool,
+        body: any BulkBodySource, decoder: BulkRecordDecoder, head: SHA256, digesting: Bool, stallBudget: Duration? = nil,
         statement: @escaping @Sendable (BulkRecord) throws -> (BoundStatement, InFlightRecord)
     ) {
+        self.source = body
+        self.stallBudget = stallBudget
         SpoutThread.start(named: "spout-bulk-read") { [self] in
             var decoder = decoder
             var digest = head
@@ -54,7 +75,7 @@ final class BulkRecordReader: @unchecked Sendable {
                 try self.put(.statement(made, inFlight))
             }
             do {
-                while let piece = try body?.next() {
+                while let piece = try self.awaitingBody({ try body.next() }) {
                     if digesting { digest.update(data: piece) }
                     try decoder.push(piece, put)
                     try self.put(.pieceEnded)
@@ -68,10 +89,29 @@ final class BulkRecordReader: @unchecked Sendable {
     }
 
     /// The next item, waiting for it; nil once the body ended and every item was taken.
+    /// Throws ``BulkBodyStalled`` when the stall budget is spent (see above).
     func next() throws -> Item? {
         self.condition.lock()
         defer { self.condition.unlock() }
-        while self.items.isEmpty && self.end == nil { self.condition.wait() }
+        while self.items.isEmpty && self.end == nil {
+            guard let budget = self.stallBudget, self.source.canRestart else {
+                self.condition.wait()
+                continue
+            }
+            let left = budget - self.waited
+            guard left > .zero else {
+                self.detached = true
+                self.items.removeAll()
+                self.piecesWaiting = 0
+                self.condition.broadcast()
+                throw BulkBodyStalled(reader: self)
+            }
+            // In slices, so that only the time the body kept the reader waiting counts.
+            let slice = min(left, Self.stallSlice)
+            let started = ContinuousClock.now
+            _ = self.condition.wait(until: Date.now.addingTimeInterval(Double(slice.wholeNanoseconds) / 1e9))
+            if self.awaitsBody { self.waited += ContinuousClock.now - started }
+        }
         guard let item = self.items.popFirst() else {
             if case .failure(let error) = self.end { throw error }
             return nil
@@ -91,9 +131,36 @@ final class BulkRecordReader: @unchecked Sendable {
         return digest
     }
 
+    /// Runs `read` (a read of the body) marked as waiting for the body.
+    private func awaitingBody(_ read: () throws -> [UInt8]?) throws -> [UInt8]? {
+        self.setAwaitsBody(true)
+        defer { self.setAwaitsBody(false) }
+        return try read()
+    }
+
+    private func setAwaitsBody(_ value: Bool) {
+        self.condition.lock()
+        self.awaitsBody = value
+        self.condition.unlock()
+    }
+
+    /// Waits for a detached reader to reach the body's end; throws what ended it otherwise (a
+    /// refused record, a body that failed).
+    func finished() async throws {
+        await self.ended.wait()
+        if case .failure(let error) = self.outcome() { throw error }
+    }
+
+    /// How the reading ended, nil while it runs.
+    private func outcome() -> Result<SHA256, any Error>? {
+        self.condition.lock()
+        defer { self.condition.unlock() }
+        return self.end
+    }
+
     func cancel() {
         self.condition.lock()
-        self.cancelled = true
+        self.cancelled = !self.detached
         self.condition.broadcast()
         self.condition.unlock()
     }
@@ -102,10 +169,11 @@ final class BulkRecordReader: @unchecked Sendable {
         self.condition.lock()
         defer { self.condition.unlock() }
         if case .pieceEnded = item {
-            while self.piecesWaiting >= Self.maximumPieces && !self.cancelled { self.condition.wait() }
+            while self.piecesWaiting >= Self.maximumPieces && !self.cancelled && !self.detached { self.condition.wait() }
             self.piecesWaiting += 1
         }
         guard !self.cancelled else { throw Cancelled() }
+        guard !self.detached else { return }
         self.items.append(item)
         if self.items.count == 1 { self.condition.broadcast() }
     }
@@ -115,5 +183,13 @@ final class BulkRecordReader: @unchecked Sendable {
         self.end = end
         self.condition.broadcast()
         self.condition.unlock()
+        self.ended.set()
     }
+}
+
+/// A bulk write's records stopped coming while its transaction waited for them (its reader's
+/// stall budget is spent): the write gives the transaction up, and runs the records again
+/// once ``reader`` has read the body whole (``BulkRecordReader/finished()``).
+struct BulkBodyStalled: Error {
+    let reader: BulkRecordReader
 }

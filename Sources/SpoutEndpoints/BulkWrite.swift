@@ -42,8 +42,10 @@ import SpoutHTTP
 ///   pieces of the body) and the stream's window, whatever the body's size.
 struct BulkWrite: Sendable {
     let handler: EndpointHandler
-    /// Where the keys wait for the commit (nil: `TMPDIR`, else `/tmp`).
+    /// Where the keys wait for the commit, and the body is kept (nil: `TMPDIR`, else `/tmp`).
     let temporaryDirectory: String?
+    /// The most bytes of a body kept to run its records again (``BulkBodyTee``).
+    let keptBodyLimit: Int
 
     /// The records applied and the rows their statements changed.
     private struct Counts: Sendable {
@@ -71,7 +73,6 @@ struct BulkWrite: Sendable {
         let shared = request.rawArguments
         let parameters = self.handler.routeParameters
         let claimNames = self.handler.claimNames
-        let body = request.bodyStream
         let retention = self.handler.idempotency.retentionSeconds
         let answersKeys = Self.answersKeys(endpoint.result)
         let directory = self.temporaryDirectory
@@ -82,14 +83,15 @@ struct BulkWrite: Sendable {
             readOnly: false, statementTimeout: self.handler.timeout, transaction: .always(readOnly: false),
             session: self.handler.session(for: identity, request), cancelsWithTask: false)
         let spans = DatabaseSpans(request.span, database: self.handler.database)
-        do {
-            return try await self.handler.database.withSession(work) { session in
+        let tee = BulkBodyTee(body: request.bodyStream, directory: directory, limit: self.keptBodyLimit)
+        let attempt = { (body: any BulkBodySource, stallBudget: Duration?) async throws -> Response in
+            try await self.handler.database.withSession(work) { session in
                 try await DatabaseSpans.measure(spans, "transaction") {
                     try await session.run { connection -> Response in
                         let store = key == nil ? nil : connection as? any IdempotencyStore
                         if let key, let store, let kept = try store.findIdempotencyKey(scope: key.scope, key: key.key, retentionSeconds: retention) {
                             var digest = headDigest
-                            while let piece = try body?.next() { digest.update(data: piece) }
+                            while let piece = try body.next() { digest.update(data: piece) }
                             guard kept.requestHash == key.digesting(digest).requestHash else { throw IdempotencyKeyReused() }
                             guard let answer = kept.answer else {
                                 throw DatabaseError(.busy, message: "the idempotency key's first request has not answered")
@@ -103,7 +105,8 @@ struct BulkWrite: Sendable {
                         var claims: [String: SQLValue] = [:]
                         identity?.bind(claimNames, into: &claims)
                         let reader = BulkRecordReader(
-                            body: body, decoder: BulkRecordDecoder(format: format), head: headDigest, digesting: key != nil
+                            body: body, decoder: BulkRecordDecoder(format: format), head: headDigest, digesting: key != nil,
+                            stallBudget: stallBudget
                         ) { [claims] record in
                             let (statement, arguments) = try Self.statement(
                                 for: record, shared: shared, parameters: parameters, claims: claims, sql: parsed)
@@ -158,6 +161,21 @@ struct BulkWrite: Sendable {
                     }
                 }
             }
+        }
+        do {
+            do {
+                return try await attempt(tee, Self.stallBudget)
+            } catch let stalled as BulkBodyStalled {
+                // The transaction is rolled back: take the rest of the body whole, then run
+                // every record again from the file, without waiting for the client.
+                tee.mustKeep()
+                self.handler.logger.debug(
+                    "bulk body stalled: taking the rest whole before running the records",
+                    metadata: ["request.id": "\(request.id)", "endpoint": "\(endpoint.title)"])
+                try await stalled.reader.finished()
+                guard let whole = tee.whole else { throw BulkBodyTooLargeToKeep(limit: self.keptBodyLimit) }
+                return try await attempt(KeptBulkBody(whole), nil)
+            }
         } catch let answered as AnsweredMeanwhile {
             return answered.response
         } catch let failed as BulkRecordFailure {
@@ -178,6 +196,10 @@ struct BulkWrite: Sendable {
 
     /// The statements in flight at most: sent to the database and not answered yet.
     static let window = 1024
+
+    /// How long a bulk write's transaction waits, in all, for records its client has not sent
+    /// yet, before it is given up and the records run again once the body is whole.
+    static let stallBudget = Duration.seconds(1)
 
     /// Whether the records may be offered to the driver as a set (``SpoutCore/SetWrite``):
     /// every record runs the same statement (no optional clauses), no row of it is kept (no

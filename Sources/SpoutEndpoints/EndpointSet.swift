@@ -59,6 +59,9 @@ public struct EndpointSet: Sendable {
     /// Where a bulk write keeps the keys it made until its transaction commits
     /// (``SpoutHTTP/SpooledBody``): the spool's directory; nil: `TMPDIR`, else `/tmp`.
     public var temporaryDirectory: String? = nil
+    /// The most bytes of a bulk body kept to run its records once it is whole, when it came
+    /// too slowly to run them as it arrived: the spool's bytes per stream.
+    public var keptBulkBodyLimit = SpoolConfiguration().maximumBytesPerStream
     /// The columns of each endpoint's result and of its details', as the database described
     /// them when the start checked the statements (``statementCheck(on:)``): by endpoint
     /// title (`GET /pets`), then by detail path (`""` for the endpoint itself, `pets.events`).
@@ -91,6 +94,7 @@ public struct EndpointSet: Sendable {
         endpoints.idempotencyState = IdempotencyState(retention: .seconds(configuration.database.idempotencyRetentionHours * 3_600))
         endpoints.noticeSettings = configuration.liveNoticeSettings
         endpoints.temporaryDirectory = configuration.serverConfiguration.spool.directory
+        endpoints.keptBulkBodyLimit = configuration.serverConfiguration.spool.maximumBytesPerStream
         endpoints.tokenVerifier = try Self.tokenVerifier(configuration: configuration, environment: environment)
         return endpoints
     }
@@ -182,7 +186,7 @@ public struct EndpointSet: Sendable {
                     Route(
                         .post, bulkPath, parameters: shared, summary: endpoint.summary.map { "Many records at once: \($0)" },
                         apiKeys: endpoint.apiKeys, streamsBody: true, errorFields: handler.errorFields,
-                        handler: BulkWrite(handler: handler, temporaryDirectory: self.temporaryDirectory).handle))
+                        handler: BulkWrite(handler: handler, temporaryDirectory: self.temporaryDirectory, keptBodyLimit: self.keptBulkBodyLimit).handle))
             }
         }
         let openAPI = OpenAPIDocument(endpoints: self, dateFormat: database.configuration.dateFormat).bytes

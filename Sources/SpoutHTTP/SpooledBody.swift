@@ -67,6 +67,15 @@ public final class SpooledBody: ByteSink, @unchecked Sendable {
         return Array(buffer.readableBytesView)
     }
 
+    /// `count` bytes of the finished body from `offset` (both within ``count``). Blocks on the
+    /// disk.
+    public func read(at offset: Int, count: Int) throws -> [UInt8] {
+        precondition(self.isFinished, "read a body once it is finished")
+        precondition(offset >= 0 && count >= 0 && offset + count <= self.written, "read within the body")
+        guard count > 0 else { return [] }
+        return Array(try self.file.read(count: count, at: offset, allocator: ByteBufferAllocator()).readableBytesView)
+    }
+
     /// A response whose body is `prefix`, this body and `suffix`, streamed (chunked, compressed
     /// as the request accepts) by a thread of its own that waits for the client
     /// (``StreamingResponseSink``); a body of one chunk goes whole. `rows`: what the access log
