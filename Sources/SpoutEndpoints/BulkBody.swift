@@ -69,7 +69,7 @@ final class BulkBodyTee: BulkBodySource, @unchecked Sendable {
         }
         guard self.keeping.load(ordering: .relaxed) else { return piece }
         do {
-            guard let file = try self.file(), file.count + piece.count <= self.limit else {
+            guard (self.kept?.count ?? 0) + piece.count <= self.limit, let file = try self.file() else {
                 try self.stopKeeping()
                 return piece
             }

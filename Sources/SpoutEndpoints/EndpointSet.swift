@@ -60,7 +60,8 @@ public struct EndpointSet: Sendable {
     /// (``SpoutHTTP/SpooledBody``): the spool's directory; nil: `TMPDIR`, else `/tmp`.
     public var temporaryDirectory: String? = nil
     /// The most bytes of a bulk body kept to run its records once it is whole, when it came
-    /// too slowly to run them as it arrived: the spool's bytes per stream.
+    /// too slowly to run them as it arrived: the spool's bytes per stream, or 0 (none kept,
+    /// no file made) when the spool is off.
     public var keptBulkBodyLimit = SpoolConfiguration().maximumBytesPerStream
     /// The columns of each endpoint's result and of its details', as the database described
     /// them when the start checked the statements (``statementCheck(on:)``): by endpoint
@@ -94,7 +95,8 @@ public struct EndpointSet: Sendable {
         endpoints.idempotencyState = IdempotencyState(retention: .seconds(configuration.database.idempotencyRetentionHours * 3_600))
         endpoints.noticeSettings = configuration.liveNoticeSettings
         endpoints.temporaryDirectory = configuration.serverConfiguration.spool.directory
-        endpoints.keptBulkBodyLimit = configuration.serverConfiguration.spool.maximumBytesPerStream
+        let spool = configuration.serverConfiguration.spool
+        endpoints.keptBulkBodyLimit = spool.isEnabled ? spool.maximumBytesPerStream : 0
         endpoints.tokenVerifier = try Self.tokenVerifier(configuration: configuration, environment: environment)
         return endpoints
     }
