@@ -169,8 +169,8 @@ struct BulkWrite: Sendable {
                 // The transaction is rolled back: take the rest of the body whole, then run
                 // every record again from the file, without waiting for the client.
                 tee.mustKeep()
-                self.handler.logger.debug(
-                    "bulk body stalled: taking the rest whole before running the records",
+                self.handler.logger.info(
+                    "bulk body stalled: transaction rolled back; the records run again once the body is whole",
                     metadata: ["request.id": "\(request.id)", "endpoint": "\(endpoint.title)"])
                 try await stalled.reader.finished()
                 guard let whole = tee.whole else { throw BulkBodyTooLargeToKeep(limit: self.keptBodyLimit) }
