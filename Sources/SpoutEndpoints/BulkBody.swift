@@ -135,3 +135,45 @@ struct BulkBodyTooLargeToKeep: Error, HTTPResponseError {
         ).body
     }
 }
+
+/// The stalled bulk bodies being kept at once (``BulkBodyTee``), each with its reading thread,
+/// over every bulk endpoint: at most `maximum`.
+final class BulkBodySlots: Sendable {
+    private let maximum: Int
+    private let taken = Atomic<Int>(0)
+
+    init(maximum: Int) {
+        self.maximum = maximum
+    }
+
+    /// Takes a slot; false when all are taken.
+    @Sendable
+    func take() -> Bool {
+        var current = self.taken.load(ordering: .relaxed)
+        while current < self.maximum {
+            let (exchanged, original) = self.taken.compareExchange(
+                expected: current, desired: current + 1, ordering: .acquiringAndReleasing)
+            if exchanged { return true }
+            current = original
+        }
+        return false
+    }
+
+    /// Gives back a slot ``take()`` took.
+    func give() {
+        self.taken.subtract(1, ordering: .acquiringAndReleasing)
+    }
+}
+
+/// A bulk body stalled while as many stalled bodies as are kept at once are (503): nothing
+/// was committed; the client may send it again.
+struct BulkBodiesKeptAtCapacity: Error, HTTPResponseError {
+    var status: HTTPResponse.Status { .serviceUnavailable }
+    var headers: HTTPFields { [.retryAfter: "1"] }
+    var responseBody: [UInt8] {
+        ErrorResponse(
+            status: self.status,
+            message: "too many slow bulk bodies are being taken at once: nothing was committed; send it again later, or faster"
+        ).body
+    }
+}

@@ -22,7 +22,8 @@ import SpoutHTTP
 ///   while the reader waited for the body (a slow client, not a busy reader), it throws ``BulkBodyStalled`` and the reader is *detached*: it reads
 ///   the rest of the body (which the source keeps) and still makes each record's statement,
 ///   so that a refused record fails it, but hands nothing over; ``finished()`` waits for its
-///   end. ``cancel()`` does not stop a detached reader.
+///   end. ``cancel()`` does not stop a detached reader. When `mayDetach` refuses, ``next()``
+///   throws ``BulkBodiesKeptAtCapacity`` instead and the reader is not detached.
 /// - ``digest`` (the pieces digested after `head`, for an idempotency key) is whole once
 ///   ``next()`` returned nil.
 ///
@@ -56,16 +57,20 @@ final class BulkRecordReader: @unchecked Sendable {
     /// Whether the reader is waiting for the body's next piece.
     private var awaitsBody = false
     private let source: any BulkBodySource
+    private let mayDetach: @Sendable () -> Bool
     private let ended = AsyncOneShotEvent()
 
     /// Starts reading `body` with `decoder`, making each record's statement with `statement`;
     /// digests the pieces after `head` when `digesting`. `stallBudget`: how long ``next()``
-    /// waits for records in all before the reader is detached (nil: never).
+    /// waits for records in all before the reader is detached (nil: never); `mayDetach`, asked
+    /// then, may refuse (too many detached readers).
     init(
         body: any BulkBodySource, decoder: BulkRecordDecoder, head: SHA256, digesting: Bool, stallBudget: Duration? = nil,
+        mayDetach: @escaping @Sendable () -> Bool = { true },
         statement: @escaping @Sendable (BulkRecord) throws -> (BoundStatement, InFlightRecord)
     ) {
         self.source = body
+        self.mayDetach = mayDetach
         self.stallBudget = stallBudget
         SpoutThread.start(named: "spout-bulk-read") { [self] in
             var decoder = decoder
@@ -100,6 +105,7 @@ final class BulkRecordReader: @unchecked Sendable {
             }
             let left = budget - self.waited
             guard left > .zero else {
+                guard self.mayDetach() else { throw BulkBodiesKeptAtCapacity() }
                 self.detached = true
                 self.items.removeAll()
                 self.piecesWaiting = 0

@@ -46,6 +46,8 @@ struct BulkWrite: Sendable {
     let temporaryDirectory: String?
     /// The most bytes of a body kept to run its records again (``BulkBodyTee``).
     let keptBodyLimit: Int
+    /// The stalled bodies being kept, over every bulk endpoint.
+    let keptBodies: BulkBodySlots
 
     /// The records applied and the rows their statements changed.
     private struct Counts: Sendable {
@@ -106,7 +108,7 @@ struct BulkWrite: Sendable {
                         identity?.bind(claimNames, into: &claims)
                         let reader = BulkRecordReader(
                             body: body, decoder: BulkRecordDecoder(format: format), head: headDigest, digesting: key != nil,
-                            stallBudget: stallBudget
+                            stallBudget: stallBudget, mayDetach: self.keptBodies.take
                         ) { [claims] record in
                             let (statement, arguments) = try Self.statement(
                                 for: record, shared: shared, parameters: parameters, claims: claims, sql: parsed)
@@ -168,6 +170,7 @@ struct BulkWrite: Sendable {
             } catch let stalled as BulkBodyStalled {
                 // The transaction is rolled back: take the rest of the body whole, then run
                 // every record again from the file, without waiting for the client.
+                defer { self.keptBodies.give() }
                 tee.mustKeep()
                 self.handler.logger.info(
                     "bulk body stalled: transaction rolled back; the records run again once the body is whole",

@@ -63,6 +63,10 @@ public struct EndpointSet: Sendable {
     /// too slowly to run them as it arrived: the spool's bytes per stream, or 0 (none kept,
     /// no file made) when the spool is off.
     public var keptBulkBodyLimit = SpoolConfiguration().maximumBytesPerStream
+    /// How many stalled bulk bodies may be kept at once, over every bulk endpoint (each holds a
+    /// reading thread and a file while its client sends the rest); a write that stalls when
+    /// as many are is a 503.
+    public var maximumKeptBulkBodies = 64
     /// The columns of each endpoint's result and of its details', as the database described
     /// them when the start checked the statements (``statementCheck(on:)``): by endpoint
     /// title (`GET /pets`), then by detail path (`""` for the endpoint itself, `pets.events`).
@@ -163,6 +167,7 @@ public struct EndpointSet: Sendable {
             syncable.isEmpty
             ? nil : (LiveNotices(database: database, settings: self.noticeSettings, metrics: self.noticeMetrics, logger: logger), syncable)
         var routes: [Route] = []
+        let keptBodies = BulkBodySlots(maximum: self.maximumKeptBulkBodies)
         for endpoint in self.endpoints {
             let handler = EndpointHandler(
                 endpoint: endpoint, database: database, timeout: endpoint.timeout ?? self.defaultStatementTimeout,
@@ -188,7 +193,10 @@ public struct EndpointSet: Sendable {
                     Route(
                         .post, bulkPath, parameters: shared, summary: endpoint.summary.map { "Many records at once: \($0)" },
                         apiKeys: endpoint.apiKeys, streamsBody: true, errorFields: handler.errorFields,
-                        handler: BulkWrite(handler: handler, temporaryDirectory: self.temporaryDirectory, keptBodyLimit: self.keptBulkBodyLimit).handle))
+                        handler: BulkWrite(
+                            handler: handler, temporaryDirectory: self.temporaryDirectory, keptBodyLimit: self.keptBulkBodyLimit,
+                            keptBodies: keptBodies
+                        ).handle))
             }
         }
         let openAPI = OpenAPIDocument(endpoints: self, dateFormat: database.configuration.dateFormat).bytes

@@ -14,11 +14,17 @@ import Testing
 /// given up, the rest of the body is kept whole, and the records run once it has ended.
 @Suite("Bulk writes with a slow body")
 struct BulkWriteStallTests {
-    /// The shipped endpoints on a pets database, a bulk body kept up to `keptLimit` bytes.
+    /// The shipped endpoints on a pets database, a bulk body kept up to `keptLimit` bytes, at
+    /// most `keptBodies` at once.
     static func withPets(
-        _ backend: SQLDialect, keptLimit: Int = 1 << 30, _ body: (InProcessServer, Database) async throws -> Void
+        _ backend: SQLDialect, keptLimit: Int = 1 << 30, keptBodies: Int = 64, _ body: (InProcessServer, Database) async throws -> Void
     ) async throws {
-        try await IdempotencyKeyTests.withPets(backend, adjusting: { $0.keptBulkBodyLimit = keptLimit }, body)
+        try await IdempotencyKeyTests.withPets(
+            backend,
+            adjusting: {
+                $0.keptBulkBodyLimit = keptLimit
+                $0.maximumKeptBulkBodies = keptBodies
+            }, body)
     }
 
     /// Opens a bulk write of JSON Lines whose body is announced as `length` bytes and sends its
@@ -124,6 +130,39 @@ struct BulkWriteStallTests {
             #expect(answer.status == 413, "\(answer.status) \(answer.text)")
             #expect(answer.text.contains("nothing was committed"), "\(answer.text)")
             #expect(try await BulkWriteTests.eventCount(database) == before)
+        }
+    }
+
+    @Test("a body that stalls while as many as are kept at once are is a 503 that commits nothing", arguments: PetsAPITests.backends)
+    func tooManyStalledBodies(_ backend: SQLDialect) async throws {
+        try await Self.withPets(backend, keptBodies: 1) { service, database in
+            let diane = try await IdentityAPITests.token("Diane")
+            let before = try await BulkWriteTests.eventCount(database)
+            let body = BulkWriteTests.jsonLines(20)
+            let firstPart = BulkWriteTests.jsonLines(10)
+            let ran = Self.recordsRun(database)
+            let kept = try await Self.startBulk(service, token: diane, records: 10, length: body.count)
+            #expect(try await Self.transactionGivenUp(database, records: 10, before: ran))
+            // The one slot is taken: the next slow body is refused once it stalls.
+            let refused = try await Self.startBulk(service, token: diane, records: 10, length: body.count)
+            let answer = try await refused.run { try $0.readResponse() }
+            #expect(answer.status == 503 && answer.header("retry-after") == "1", "\(answer.status) \(answer.text)")
+            let done = try await kept.run { connection in
+                try connection.send(Array(body[firstPart.count...]))
+                return try connection.readResponse()
+            }
+            #expect(done.status == 200 && done.text == #"{"records":20,"changed":20}"#, "\(done.status) \(done.text)")
+            #expect(try await BulkWriteTests.eventCount(database) == before + 20)
+            // The slot is free again: the next slow body is kept, not refused.
+            let ranAgain = Self.recordsRun(database)
+            let again = try await Self.startBulk(service, token: diane, records: 10, length: body.count)
+            #expect(try await Self.transactionGivenUp(database, records: 10, before: ranAgain))
+            let last = try await again.run { connection in
+                try connection.send(Array(body[firstPart.count...]))
+                return try connection.readResponse()
+            }
+            #expect(last.status == 200, "\(last.status) \(last.text)")
+            #expect(try await BulkWriteTests.eventCount(database) == before + 40)
         }
     }
 }
