@@ -26,8 +26,8 @@ import SpoutHTTP
 ///   position too. Then, and when the client goes away before the
 ///   body's end, nothing is committed.
 /// - With an `Idempotency-Key`, the request's digest covers the body, known only at its end:
-///   the key is looked up first (a replay reads the body, to compare, then gets the answer kept,
-///   applying nothing), and claimed after the records ran, in their transaction (a request
+///   the key is looked up first (a replay then reads the body, to compare, with no connection
+///   held, and gets the answer kept, applying nothing), and claimed after the records ran, in their transaction (a request
 ///   under the key that committed meanwhile wins, and this one rolls back to its answer).
 /// - The records are read and their statements made on a thread of their own
 ///   (``BulkRecordReader``), ahead of the database thread, which sends them through a
@@ -86,19 +86,13 @@ struct BulkWrite: Sendable {
             session: self.handler.session(for: identity, request), cancelsWithTask: false)
         let spans = DatabaseSpans(request.span, database: self.handler.database)
         let tee = BulkBodyTee(body: request.bodyStream, directory: directory, limit: self.keptBodyLimit)
-        let attempt = { (body: any BulkBodySource, stallBudget: Duration?) async throws -> Response in
+        let records = { (body: any BulkBodySource, stallBudget: Duration?) async throws -> Response in
             try await self.handler.database.withSession(work) { session in
                 try await DatabaseSpans.measure(spans, "transaction") {
                     try await session.run { connection -> Response in
                         let store = key == nil ? nil : connection as? any IdempotencyStore
                         if let key, let store, let kept = try store.findIdempotencyKey(scope: key.scope, key: key.key, retentionSeconds: retention) {
-                            var digest = headDigest
-                            while let piece = try body.next() { digest.update(data: piece) }
-                            guard kept.requestHash == key.digesting(digest).requestHash else { throw IdempotencyKeyReused() }
-                            guard let answer = kept.answer else {
-                                throw DatabaseError(.busy, message: "the idempotency key's first request has not answered")
-                            }
-                            return IdempotencyKey.replay(answer)
+                            throw KeptAnswerFound(requestHash: kept.requestHash, answer: kept.answer)
                         }
                         var digest = headDigest
                         var counts = Counts()
@@ -164,6 +158,20 @@ struct BulkWrite: Sendable {
                 }
             }
         }
+        let attempt = { (body: any BulkBodySource, stallBudget: Duration?) async throws -> Response in
+            do {
+                return try await records(body, stallBudget)
+            } catch let found as KeptAnswerFound {
+                // Compared with the body read outside the transaction: a slow replay holds no
+                // connection (on SQLite, not the one writer).
+                let digest = try await Self.digest(of: body, after: headDigest)
+                guard found.requestHash == key?.digesting(digest).requestHash else { throw IdempotencyKeyReused() }
+                guard let answer = found.answer else {
+                    throw DatabaseError(.busy, message: "the idempotency key's first request has not answered")
+                }
+                return IdempotencyKey.replay(answer)
+            }
+        }
         do {
             do {
                 return try await attempt(tee, Self.stallBudget)
@@ -199,6 +207,21 @@ struct BulkWrite: Sendable {
 
     /// The statements in flight at most: sent to the database and not answered yet.
     static let window = 1024
+
+    /// The digest of `body` after `head`, read to its end on a thread of its own (the reads
+    /// block).
+    private static func digest(of body: any BulkBodySource, after head: SHA256) async throws -> SHA256 {
+        try await withCheckedThrowingContinuation { continuation in
+            SpoutThread.start(named: "spout-bulk-read") {
+                continuation.resume(
+                    with: Result {
+                        var digest = head
+                        while let piece = try body.next() { digest.update(data: piece) }
+                        return digest
+                    })
+            }
+        }
+    }
 
     /// How long a bulk write's transaction waits, in all, for records its client has not sent
     /// yet, before it is given up and the records run again once the body is whole.
@@ -352,6 +375,13 @@ private struct RecordChangedNothing: Error, HTTPResponseError {
     var responseBody: [UInt8] {
         ErrorResponse(status: self.status, message: "the record changed no row: there is none it applies to, or none of the caller's").body
     }
+}
+
+/// The key was answered before: the body is compared with the first request's outside the
+/// transaction, then the kept answer replayed.
+private struct KeptAnswerFound: Error {
+    var requestHash: String
+    var answer: StoredAnswer?
 }
 
 /// Another request under the same idempotency key committed while this one ran: its answer.

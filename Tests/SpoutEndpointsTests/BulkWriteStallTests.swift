@@ -29,12 +29,15 @@ struct BulkWriteStallTests {
 
     /// Opens a bulk write of JSON Lines whose body is announced as `length` bytes and sends its
     /// first `records` lines; the rest is the test's to send.
-    static func startBulk(_ service: InProcessServer, token: String, records: Int, length: Int) async throws -> HTTPTestConnection {
+    static func startBulk(
+        _ service: InProcessServer, token: String, records: Int, length: Int, key: String? = nil
+    ) async throws -> HTTPTestConnection {
         let connection = try await HTTPTestConnection.connect(port: service.port)
+        let keyField = key.map { "Idempotency-Key: \($0)\r\n" } ?? ""
         try await connection.run { connection in
             try connection.send(
                 "POST /events/bulk HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\n"
-                    + "Authorization: Bearer \(token)\r\nContent-Length: \(length)\r\n\r\n")
+                    + "Authorization: Bearer \(token)\r\n\(keyField)Content-Length: \(length)\r\n\r\n")
             try connection.send(BulkWriteTests.jsonLines(records))
         }
         return connection
@@ -163,6 +166,33 @@ struct BulkWriteStallTests {
             }
             #expect(last.status == 200, "\(last.status) \(last.text)")
             #expect(try await BulkWriteTests.eventCount(database) == before + 40)
+        }
+    }
+
+    @Test("a replay under its key whose body comes slowly holds no connection, and gets the first answer", arguments: PetsAPITests.backends)
+    func slowReplay(_ backend: SQLDialect) async throws {
+        try await Self.withPets(backend) { service, database in
+            let diane = try await IdentityAPITests.token("Diane")
+            let body = BulkWriteTests.jsonLines(20)
+            let first = try await BulkWriteTests.bulk(service, body, contentType: "application/x-ndjson", token: diane, key: "slow-replay")
+            #expect(first.status == 200, "\(first.status) \(first.text)")
+            let after = try await BulkWriteTests.eventCount(database)
+            let firstPart = BulkWriteTests.jsonLines(10)
+            let replay = try await Self.startBulk(service, token: diane, records: 10, length: body.count, key: "slow-replay")
+            // The key was looked up, and the body is read without a connection held.
+            try await Task.sleep(for: .milliseconds(1_500))
+            #expect(database.poolState.inUse == 0)
+            let single = try await RawHTTP.get(
+                port: service.port, "/events", method: "POST",
+                headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Authorization", "Bearer \(diane)")],
+                body: Array("name=Bowser&date=2024-05-01&type=walk".utf8), timeout: 10)
+            #expect(single.status == 204, "\(single.status) \(single.text)")
+            let answer = try await replay.run { connection in
+                try connection.send(Array(body[firstPart.count...]))
+                return try connection.readResponse()
+            }
+            #expect(answer.status == 200 && answer.body == first.body && answer.header("idempotent-replayed") == "true", "\(answer.status) \(answer.text)")
+            #expect(try await BulkWriteTests.eventCount(database) == after + 1)
         }
     }
 }
