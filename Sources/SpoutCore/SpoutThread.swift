@@ -15,4 +15,12 @@ public enum SpoutThread {
         if let stackSize { thread.stackSize = stackSize }
         thread.start()
     }
+
+    /// Runs `body` on a new thread named `name` and waits, without blocking the caller's
+    /// thread, for what it returned or threw.
+    public static func result<T: Sendable>(named name: String, _ body: @escaping @Sendable () throws -> T) async -> Result<T, any Error> {
+        await withCheckedContinuation { continuation in
+            Self.start(named: name) { continuation.resume(returning: Result { try body() }) }
+        }
+    }
 }

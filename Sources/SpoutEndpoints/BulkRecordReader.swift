@@ -19,10 +19,10 @@ import SpoutHTTP
 ///   ends once the body's next piece arrives or the body fails, taking nothing more.
 /// - With a `stallBudget`, while the body can be read again from its start
 ///   (``BulkBodySource/canRestart``): once ``next()`` has waited that long in all for records
-///   while the reader waited for the body (a slow client, not a busy reader), it throws ``BulkBodyStalled`` and the reader is *detached*: it reads
-///   the rest of the body (which the source keeps) and still makes each record's statement,
-///   so that a refused record fails it, but hands nothing over; ``finished()`` waits for its
-///   end. ``cancel()`` does not stop a detached reader. When `mayDetach` refuses, ``next()``
+///   while the reader waited for the body (a slow client, not a busy reader), it throws
+///   ``BulkBodyStalled`` and the reader is *detached*: it reads the rest of the body (which
+///   the source keeps) and still makes each record's statement, so that a refused record
+///   fails it, but hands nothing over; ``finished()`` waits for its end. ``cancel()`` does not stop a detached reader. When `mayDetach` refuses, ``next()``
 ///   throws ``BulkBodiesKeptAtCapacity`` instead and the reader is not detached.
 /// - ``digest`` (the pieces digested after `head`, for an idempotency key) is whole once
 ///   ``next()`` returned nil.

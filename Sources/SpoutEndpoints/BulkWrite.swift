@@ -23,12 +23,13 @@ import SpoutHTTP
 ///   that does not parse or whose argument is refused is a 400 naming its position
 ///   (``SpoutHTTP/BulkPosition``) and the parameter; a record whose statement changes no row
 ///   (another owner's, say) is a 422 naming its position; a database error names the
-///   position too. Then, and when the client goes away before the
-///   body's end, nothing is committed.
+///   position too. Then, and when the client goes away before the body's end, nothing is
+///   committed.
 /// - With an `Idempotency-Key`, the request's digest covers the body, known only at its end:
 ///   the key is looked up first (a replay then reads the body, to compare, with no connection
-///   held, and gets the answer kept, applying nothing), and claimed after the records ran, in their transaction (a request
-///   under the key that committed meanwhile wins, and this one rolls back to its answer).
+///   held, and gets the answer kept, applying nothing), and claimed after the records ran, in
+///   their transaction (a request under the key that committed meanwhile wins, and this one
+///   rolls back to its answer).
 /// - The records are read and their statements made on a thread of their own
 ///   (``BulkRecordReader``), ahead of the database thread, which sends them through a
 ///   ``SpoutCore/WritePipeline``: up to ``window`` of them in flight (PostgreSQL runs them
@@ -211,16 +212,11 @@ struct BulkWrite: Sendable {
     /// The digest of `body` after `head`, read to its end on a thread of its own (the reads
     /// block).
     private static func digest(of body: any BulkBodySource, after head: SHA256) async throws -> SHA256 {
-        try await withCheckedThrowingContinuation { continuation in
-            SpoutThread.start(named: "spout-bulk-read") {
-                continuation.resume(
-                    with: Result {
-                        var digest = head
-                        while let piece = try body.next() { digest.update(data: piece) }
-                        return digest
-                    })
-            }
-        }
+        try await SpoutThread.result(named: "spout-bulk-read") {
+            var digest = head
+            while let piece = try body.next() { digest.update(data: piece) }
+            return digest
+        }.get()
     }
 
     /// How long a bulk write's transaction waits, in all, for records its client has not sent

@@ -61,10 +61,7 @@ public final class SpooledBody: ByteSink, @unchecked Sendable {
 
     /// The whole body, read back from the file. Blocks on the disk.
     public func bytes() throws -> [UInt8] {
-        precondition(self.isFinished, "read a body once it is finished")
-        guard self.written > 0 else { return [] }
-        let buffer = try self.file.read(count: self.written, at: 0, allocator: ByteBufferAllocator())
-        return Array(buffer.readableBytesView)
+        return try self.read(at: 0, count: self.written)
     }
 
     /// `count` bytes of the finished body from `offset` (both within ``count``). Blocks on the
@@ -135,10 +132,8 @@ private struct SpooledBodyProducer: ResponseProducer {
 
     func produce(status: HTTPResponse.Status, headers: HTTPFields, through exchange: ResponseExchange) async throws {
         let sink = exchange.startStream(status: status, headers: headers)
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Int, any Error>, Never>) in
-            SpoutThread.start(named: "spout-spooled") {
-                continuation.resume(returning: Result { try self.body.feed(sink, prefix: self.prefix, suffix: self.suffix) })
-            }
+        let result = await SpoutThread.result(named: "spout-spooled") {
+            try self.body.feed(sink, prefix: self.prefix, suffix: self.suffix)
         }
         exchange.finishStream(sink, result: result.map { _ in self.rows })
     }

@@ -56,27 +56,47 @@ struct BulkWriteStallTests {
         return try await poll({ database.poolState.inUse }, until: { $0 == 0 }) == 0
     }
 
+    /// ``startBulk(_:token:records:length:key:)``, then expects the write to give its
+    /// transaction up (``transactionGivenUp(_:records:before:)``) while the rest is unsent.
+    static func startStalledBulk(
+        _ service: InProcessServer, _ database: Database, token: String, records: Int, length: Int,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> HTTPTestConnection {
+        let ran = Self.recordsRun(database)
+        let connection = try await Self.startBulk(service, token: token, records: records, length: length)
+        #expect(try await Self.transactionGivenUp(database, records: records, before: ran), sourceLocation: sourceLocation)
+        return connection
+    }
+
+    /// Sends the rest of `body`, from the end of its first `after` JSON lines, and reads the answer.
+    static func finish(_ connection: HTTPTestConnection, _ body: [UInt8], after records: Int) async throws -> HTTPTestResponse {
+        try await connection.run { connection in
+            try connection.send(Array(body[BulkWriteTests.jsonLines(records).count...]))
+            return try connection.readResponse()
+        }
+    }
+
+    /// One event for Bowser by `token`'s owner, written alone: what another of the owner's
+    /// devices sends meanwhile.
+    static func singleWrite(_ service: InProcessServer, token: String) async throws -> HTTPTestResponse {
+        try await RawHTTP.get(
+            port: service.port, "/events", method: "POST",
+            headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Authorization", "Bearer \(token)")],
+            body: Array("name=Bowser&date=2024-05-01&type=walk".utf8), timeout: 10)
+    }
+
     @Test("a stalled body gives its transaction up: other writes go on, and its records commit once it is whole", arguments: PetsAPITests.backends)
     func stalledBodyCommitsLater(_ backend: SQLDialect) async throws {
         try await Self.withPets(backend) { service, database in
             let diane = try await IdentityAPITests.token("Diane")
             let before = try await BulkWriteTests.eventCount(database)
             let body = BulkWriteTests.jsonLines(2_000)
-            let firstPart = BulkWriteTests.jsonLines(1_000)
-            let ran = Self.recordsRun(database)
-            let connection = try await Self.startBulk(service, token: diane, records: 1_000, length: body.count)
-            #expect(try await Self.transactionGivenUp(database, records: 1_000, before: ran))
+            let connection = try await Self.startStalledBulk(service, database, token: diane, records: 1_000, length: body.count)
             // Another write meanwhile, on SQLite the one writer's: it does not wait for the bulk body.
-            let single = try await RawHTTP.get(
-                port: service.port, "/events", method: "POST",
-                headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Authorization", "Bearer \(diane)")],
-                body: Array("name=Bowser&date=2024-05-01&type=walk".utf8), timeout: 10)
+            let single = try await Self.singleWrite(service, token: diane)
             #expect(single.status == 204, "\(single.status) \(single.text)")
             #expect(try await BulkWriteTests.eventCount(database) == before + 1)
-            let answer = try await connection.run { connection in
-                try connection.send(Array(body[firstPart.count...]))
-                return try connection.readResponse()
-            }
+            let answer = try await Self.finish(connection, body, after: 1_000)
             #expect(answer.status == 200 && answer.text == #"{"records":2000,"changed":2000}"#, "\(answer.status) \(answer.text)")
             #expect(try await BulkWriteTests.eventCount(database) == before + 2_001)
         }
@@ -87,9 +107,7 @@ struct BulkWriteStallTests {
         try await Self.withPets(backend) { service, database in
             let diane = try await IdentityAPITests.token("Diane")
             let before = try await BulkWriteTests.eventCount(database)
-            let ran = Self.recordsRun(database)
-            let connection = try await Self.startBulk(service, token: diane, records: 10, length: 10_000_000)
-            #expect(try await Self.transactionGivenUp(database, records: 10, before: ran))
+            let connection = try await Self.startStalledBulk(service, database, token: diane, records: 10, length: 10_000_000)
             let answer = try await connection.run { connection in
                 try connection.send(#"{"name":"Bowser","date":"tomorrow","type":"vet"}"# + "\n")
                 return try connection.readResponse()
@@ -105,9 +123,7 @@ struct BulkWriteStallTests {
         try await Self.withPets(backend) { service, database in
             let diane = try await IdentityAPITests.token("Diane")
             let before = try await BulkWriteTests.eventCount(database)
-            let ran = Self.recordsRun(database)
-            let connection = try await Self.startBulk(service, token: diane, records: 500, length: 10_000_000)
-            #expect(try await Self.transactionGivenUp(database, records: 500, before: ran))
+            let connection = try await Self.startStalledBulk(service, database, token: diane, records: 500, length: 10_000_000)
             connection.closeNow()
             // The server is free for the next bulk write, which commits alone.
             let next = try await BulkWriteTests.bulk(service, BulkWriteTests.jsonLines(3), contentType: "application/x-ndjson", token: diane)
@@ -123,9 +139,7 @@ struct BulkWriteStallTests {
             let before = try await BulkWriteTests.eventCount(database)
             let body = BulkWriteTests.jsonLines(4_000)
             #expect(body.count > 4 * 64 * 1024)
-            let ran = Self.recordsRun(database)
-            let connection = try await Self.startBulk(service, token: diane, records: 10, length: body.count)
-            #expect(try await Self.transactionGivenUp(database, records: 10, before: ran))
+            let connection = try await Self.startStalledBulk(service, database, token: diane, records: 10, length: body.count)
             let answer = try await connection.run { connection in
                 try? connection.send(Array(body[BulkWriteTests.jsonLines(10).count...]))
                 return try connection.readResponse()
@@ -142,28 +156,17 @@ struct BulkWriteStallTests {
             let diane = try await IdentityAPITests.token("Diane")
             let before = try await BulkWriteTests.eventCount(database)
             let body = BulkWriteTests.jsonLines(20)
-            let firstPart = BulkWriteTests.jsonLines(10)
-            let ran = Self.recordsRun(database)
-            let kept = try await Self.startBulk(service, token: diane, records: 10, length: body.count)
-            #expect(try await Self.transactionGivenUp(database, records: 10, before: ran))
+            let kept = try await Self.startStalledBulk(service, database, token: diane, records: 10, length: body.count)
             // The one slot is taken: the next slow body is refused once it stalls.
             let refused = try await Self.startBulk(service, token: diane, records: 10, length: body.count)
             let answer = try await refused.run { try $0.readResponse() }
             #expect(answer.status == 503 && answer.header("retry-after") == "1", "\(answer.status) \(answer.text)")
-            let done = try await kept.run { connection in
-                try connection.send(Array(body[firstPart.count...]))
-                return try connection.readResponse()
-            }
+            let done = try await Self.finish(kept, body, after: 10)
             #expect(done.status == 200 && done.text == #"{"records":20,"changed":20}"#, "\(done.status) \(done.text)")
             #expect(try await BulkWriteTests.eventCount(database) == before + 20)
             // The slot is free again: the next slow body is kept, not refused.
-            let ranAgain = Self.recordsRun(database)
-            let again = try await Self.startBulk(service, token: diane, records: 10, length: body.count)
-            #expect(try await Self.transactionGivenUp(database, records: 10, before: ranAgain))
-            let last = try await again.run { connection in
-                try connection.send(Array(body[firstPart.count...]))
-                return try connection.readResponse()
-            }
+            let again = try await Self.startStalledBulk(service, database, token: diane, records: 10, length: body.count)
+            let last = try await Self.finish(again, body, after: 10)
             #expect(last.status == 200, "\(last.status) \(last.text)")
             #expect(try await BulkWriteTests.eventCount(database) == before + 40)
         }
@@ -177,20 +180,13 @@ struct BulkWriteStallTests {
             let first = try await BulkWriteTests.bulk(service, body, contentType: "application/x-ndjson", token: diane, key: "slow-replay")
             #expect(first.status == 200, "\(first.status) \(first.text)")
             let after = try await BulkWriteTests.eventCount(database)
-            let firstPart = BulkWriteTests.jsonLines(10)
             let replay = try await Self.startBulk(service, token: diane, records: 10, length: body.count, key: "slow-replay")
             // The key was looked up, and the body is read without a connection held.
             try await Task.sleep(for: .milliseconds(1_500))
             #expect(database.poolState.inUse == 0)
-            let single = try await RawHTTP.get(
-                port: service.port, "/events", method: "POST",
-                headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Authorization", "Bearer \(diane)")],
-                body: Array("name=Bowser&date=2024-05-01&type=walk".utf8), timeout: 10)
+            let single = try await Self.singleWrite(service, token: diane)
             #expect(single.status == 204, "\(single.status) \(single.text)")
-            let answer = try await replay.run { connection in
-                try connection.send(Array(body[firstPart.count...]))
-                return try connection.readResponse()
-            }
+            let answer = try await Self.finish(replay, body, after: 10)
             #expect(answer.status == 200 && answer.body == first.body && answer.header("idempotent-replayed") == "true", "\(answer.status) \(answer.text)")
             #expect(try await BulkWriteTests.eventCount(database) == after + 1)
         }
