@@ -27,4 +27,7 @@ extension HTTPField.Name {
     /// `X-Forwarded-For`: the addresses proxies saw, believed only from
     /// ``ServerConfiguration/trustedProxies``.
     public static let xForwardedFor = HTTPField.Name("X-Forwarded-For")!
+    /// `X-Accel-Buffering`: `no` tells nginx (whose `proxy_buffering` is on by default) to pass
+    /// this response on as it arrives instead of holding it in its buffers.
+    public static let accelBuffering = HTTPField.Name("X-Accel-Buffering")!
 }

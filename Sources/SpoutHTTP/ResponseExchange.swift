@@ -189,9 +189,12 @@ public final class ResponseExchange: Sendable {
     /// by ``StreamingResponseSink/offer(_:whenWritable:)``: never compressed (each event must
     /// reach the client when it is written) nor spooled (its producer keeps what the client
     /// has not taken yet). Ends with ``finishStream(_:result:timing:trailers:)`` like any stream.
+    /// Says `X-Accel-Buffering: no`: behind nginx as configured by default, the events would
+    /// wait in its buffers, and a client would hear of no change until kilobytes of them had.
     public func startEventStream(headers: HTTPFields) -> StreamingResponseSink {
         var headers = headers
         headers.replaceOrAdd(.contentType, "text/event-stream")
+        headers.replaceOrAdd(.accelBuffering, "no")
         self.metrics?.streamsInFlight.increment()
         return self.makeSink(status: .ok, headers: headers, encoder: nil, spooled: false)
     }

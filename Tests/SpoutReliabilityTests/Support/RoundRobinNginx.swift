@@ -29,9 +29,26 @@ final class RoundRobinNginx: Sendable {
         self.port = port
     }
 
+    /// How nginx passes requests and responses on.
+    enum Proxying {
+        /// As docs/deploy/scale-out.nginx.conf says: HTTP/1.1 to the upstream, kept alive,
+        /// responses unbuffered.
+        case documented
+        /// `proxy_pass` alone, as a configuration that knows nothing of Spout has it: HTTP/1.0
+        /// to the upstream, a connection per request, responses buffered (nginx's defaults).
+        case nginxDefaults
+    }
+
+    /// The `location` lines of ``Proxying/documented`` beside `proxy_pass`.
+    private static let documentedProxying = """
+                    proxy_http_version 1.1;
+                    proxy_set_header Connection "";
+                    proxy_buffering off;
+        """
+
     /// Starts nginx in front of the Spouts on `upstreams` (ports on 127.0.0.1) and returns once
     /// it accepts connections.
-    static func start(upstreams: [Int]) async throws -> RoundRobinNginx {
+    static func start(upstreams: [Int], proxying: Proxying = .documented) async throws -> RoundRobinNginx {
         guard FileManager.default.isExecutableFile(atPath: self.executable) else {
             throw RawSocket.Failure(description: "nginx not found at \(self.executable): apt-get install nginx-light")
         }
@@ -62,9 +79,7 @@ final class RoundRobinNginx: Sendable {
                     listen 127.0.0.1:\(nginx.port);
                     location / {
                         proxy_pass http://spout;
-                        proxy_http_version 1.1;
-                        proxy_set_header Connection "";
-                        proxy_buffering off;
+            \(proxying == .documented ? Self.documentedProxying : "")
                     }
                 }
             }
