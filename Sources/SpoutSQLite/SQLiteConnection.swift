@@ -346,12 +346,18 @@ public final class SQLiteConnection: DatabaseConnection, @unchecked Sendable {
         self.sessionQueryOnly = readOnly
     }
 
-    /// Runs a transaction-control statement or setting: no deadline, not counted.
+    /// Runs a transaction-control statement or setting: no deadline, not counted. Prepared
+    /// once and kept in the statement cache like any statement, so a transaction's `BEGIN`
+    /// and `COMMIT` are not parsed again for every request.
     private func control(_ sql: String) throws {
         self.currentDeadline = nil
         self.deadlineExpired = false
-        let result = sqlite3_exec(self.handle, sql, nil, nil, nil)
-        guard result == SQLITE_OK else { throw self.error(result, phase: .run) }
+        let statement = try self.leaseStatement(sql)
+        let lease = self.startLease(of: statement)
+        defer { self.endLease(of: statement, lease: lease) }
+        guard let handle = statement.handle else { throw self.closedError() }
+        let result = sqlite3_step(handle)
+        guard result == SQLITE_DONE || result == SQLITE_ROW else { throw self.error(result, phase: .run) }
     }
 
     // MARK: Timeouts and cancellation
