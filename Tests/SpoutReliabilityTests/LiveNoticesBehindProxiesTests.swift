@@ -11,8 +11,9 @@ import Testing
 /// packages: nginx configured as a site that knows nothing of Spout writes it (`proxy_pass`
 /// alone, so nginx buffers responses and speaks HTTP/1.0 to Spout), and nginx and haproxy as
 /// ``ThrowawayProxy`` configures them (one upstream connection, reused). Without
-/// `X-Accel-Buffering: no` on the event stream, nginx held the events (and the stream's first
-/// bytes) in its buffers: the app was never told its screen was stale.
+/// `X-Accel-Buffering: no` on the event stream, nginx with its defaults held the events (and
+/// the stream's first bytes) in its buffers: the app was never told its screen was stale. The
+/// configured proxies pass the stream with or without the header.
 @Suite("Live notices behind proxies")
 struct LiveNoticesBehindProxiesTests {
     @Test(
