@@ -120,8 +120,10 @@ public struct SyncDeltaSQL: Sendable, Hashable {
 ///   of sending some rows twice.
 public protocol ChangeTracking: DatabaseConnection {
     /// The statements that create the change log and each table's triggers where missing, or
-    /// replace them; run in one transaction (with a lock of the driver's choosing, so several
-    /// processes may run it at once).
+    /// replace them, or bring a log made by an earlier Spout up to date; made and run in one
+    /// writing transaction (with a lock of the driver's choosing, so several processes may run
+    /// it at once), so what a driver reads of the database to make them stays true until they
+    /// have run.
     func changeTrackingScript(_ tables: [TrackedTable]) throws -> String
     /// The names of the triggers ``changeTrackingScript(_:)`` makes for `tables`.
     func changeTrackingTriggers(_ tables: [TrackedTable]) -> [String]
@@ -207,8 +209,9 @@ extension ChangeTracking {
         let check = statements.installedTriggers
         let found = try self.queryAll([BoundStatement(check, try check.bind(["names": statements.tablesArgument(names)]))])
         if case .integer(let count)? = found.first?.rows.first?.first, count == Int64(names.count) { return false }
-        let script = try self.changeTrackingScript(tables)
-        try self.runRequest(statementTimeout: nil, transaction: .always(readOnly: false)) { try self.executeScript(script) }
+        try self.runRequest(statementTimeout: nil, transaction: .always(readOnly: false)) {
+            try self.executeScript(try self.changeTrackingScript(tables))
+        }
         return true
     }
 

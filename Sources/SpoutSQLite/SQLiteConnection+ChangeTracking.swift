@@ -6,14 +6,23 @@ import SpoutCore
 /// runs one write transaction at a time, so ids commit in their order, and a read transaction
 /// sees one snapshot: a sync read's position is one past the largest id ever given out as
 /// its snapshot sees it (`sqlite_sequence`).
+///
+/// Each change holds its key twice: as JSON array text (`row_key`, what the log's readers
+/// decode) and its first value as the table holds it (`key_0`, no affinity), which a delta
+/// joins on without decoding JSON per change.
 extension SQLiteConnection: ChangeTracking {
+    /// Reads whether an existing log has `key_0`, in the install's write transaction (no other
+    /// process can add it meanwhile): a log made before it gains the column, filled from
+    /// `row_key`, and the triggers of that time (named `spout_sync_…`, which do not write it)
+    /// are dropped.
     public func changeTrackingScript(_ tables: [TrackedTable]) throws -> String {
         var script = """
             CREATE TABLE IF NOT EXISTS spout_changes (
                 position INTEGER PRIMARY KEY AUTOINCREMENT,
                 table_name TEXT NOT NULL,
                 row_key TEXT NOT NULL,
-                changed_at INTEGER NOT NULL DEFAULT (CAST(strftime('%s', 'now') AS INTEGER))
+                changed_at INTEGER NOT NULL DEFAULT (CAST(strftime('%s', 'now') AS INTEGER)),
+                key_0
             );
             CREATE TABLE IF NOT EXISTS spout_change_horizon (
                 single INTEGER PRIMARY KEY CHECK (single = 1),
@@ -22,26 +31,39 @@ extension SQLiteConnection: ChangeTracking {
             INSERT OR IGNORE INTO spout_change_horizon (single, horizon) VALUES (1, 0);
 
             """
+        if try self.changeLogLacksFirstKeyColumn() {
+            script += """
+                ALTER TABLE spout_changes ADD COLUMN key_0;
+                UPDATE spout_changes SET key_0 = json_extract(row_key, '$[0]');
+
+                """
+        }
         for table in tables {
             let name = Self.quoteIdentifier(table.name)
             let literal = "'" + table.logName.replacing("'", with: "''") + "'"
             func key(_ row: String) -> String {
                 "json_array(" + table.keyColumns.map { "\(row).\(Self.quoteIdentifier($0))" }.joined(separator: ", ") + ")"
             }
+            func first(_ row: String) -> String { "\(row).\(Self.quoteIdentifier(table.keyColumns[0]))" }
             func trigger(_ event: String) -> String { Self.quoteIdentifier(Self.triggerName(table, event)) }
+            func formerTrigger(_ event: String) -> String { Self.quoteIdentifier(Self.formerTriggerName(table, event)) }
             script += """
+                DROP TRIGGER IF EXISTS \(formerTrigger("insert"));
+                DROP TRIGGER IF EXISTS \(formerTrigger("update"));
+                DROP TRIGGER IF EXISTS \(formerTrigger("delete"));
                 DROP TRIGGER IF EXISTS \(trigger("insert"));
                 DROP TRIGGER IF EXISTS \(trigger("update"));
                 DROP TRIGGER IF EXISTS \(trigger("delete"));
                 CREATE TRIGGER \(trigger("insert")) AFTER INSERT ON \(name) BEGIN
-                    INSERT INTO spout_changes (table_name, row_key) VALUES (\(literal), \(key("NEW")));
+                    INSERT INTO spout_changes (table_name, row_key, key_0) VALUES (\(literal), \(key("NEW")), \(first("NEW")));
                 END;
                 CREATE TRIGGER \(trigger("update")) AFTER UPDATE ON \(name) BEGIN
-                    INSERT INTO spout_changes (table_name, row_key) VALUES (\(literal), \(key("OLD")));
-                    INSERT INTO spout_changes (table_name, row_key) SELECT \(literal), \(key("NEW")) WHERE \(key("NEW")) IS NOT \(key("OLD"));
+                    INSERT INTO spout_changes (table_name, row_key, key_0) VALUES (\(literal), \(key("OLD")), \(first("OLD")));
+                    INSERT INTO spout_changes (table_name, row_key, key_0)
+                        SELECT \(literal), \(key("NEW")), \(first("NEW")) WHERE \(key("NEW")) IS NOT \(key("OLD"));
                 END;
                 CREATE TRIGGER \(trigger("delete")) AFTER DELETE ON \(name) BEGIN
-                    INSERT INTO spout_changes (table_name, row_key) VALUES (\(literal), \(key("OLD")));
+                    INSERT INTO spout_changes (table_name, row_key, key_0) VALUES (\(literal), \(key("OLD")), \(first("OLD")));
                 END;
 
                 """
@@ -49,11 +71,32 @@ extension SQLiteConnection: ChangeTracking {
         return script
     }
 
+    /// Whether `spout_changes` exists without `key_0` (made by a Spout before it).
+    private func changeLogLacksFirstKeyColumn() throws -> Bool {
+        let check = try Self.firstKeyColumnCheck.get()
+        let row = try self.queryAll([BoundStatement(check, [])]).first?.rows.first
+        guard case .integer(let columns)? = row?.first, case .integer(let found)? = row?.last else { return false }
+        return columns > 0 && found == 0
+    }
+
+    private static let firstKeyColumnCheck = Result {
+        try ParsedSQL(
+            """
+            SELECT (SELECT count(*) FROM pragma_table_info('spout_changes')),
+                   (SELECT count(*) FROM pragma_table_info('spout_changes') WHERE name = 'key_0')
+            """, dialect: .sqlite)
+    }
+
     public func changeTrackingTriggers(_ tables: [TrackedTable]) -> [String] {
         tables.flatMap { table in ["insert", "update", "delete"].map { Self.triggerName(table, $0) } }
     }
 
     private static func triggerName(_ table: TrackedTable, _ event: String) -> String {
+        "spout_track_\(table.name)_\(table.triggerSuffix)_\(event)"
+    }
+
+    /// The name of the trigger that wrote `row_key` alone.
+    private static func formerTriggerName(_ table: TrackedTable, _ event: String) -> String {
         "spout_sync_\(table.name)_\(table.triggerSuffix)_\(event)"
     }
 
@@ -100,14 +143,18 @@ extension SQLiteConnection: ChangeTracking {
             delta: SQLiteConnection.delta)
     }
 
-    /// A delta joins the log's keys (`json_extract`, compared with the key columns' affinity)
-    /// to the statement by a `LEFT JOIN`, which SQLite answers by searching the key's index
-    /// once per change (the statement flattened into the join), or, for a statement it cannot
-    /// flatten (an aggregate, a `LIMIT`), by reading the statement once. No `DISTINCT`: the
-    /// sort that puts the keys to forget first also orders by key, and the reader skips a
-    /// key's repeats (a `DISTINCT` of its own cost SQLite a quarter of the statement).
+    /// A delta joins the log's keys (`key_0`, then `json_extract` for a key's further values,
+    /// compared with the key columns' affinity) to the statement by a `LEFT JOIN`, which SQLite
+    /// answers by searching the key's index once per change (the statement flattened into the
+    /// join), or, for a statement it cannot flatten (an aggregate, a `LIMIT`), by reading the
+    /// statement once. No `DISTINCT`: the sort that puts the keys to forget first also orders
+    /// by key, and the reader skips a key's repeats (a `DISTINCT` of its own cost SQLite a
+    /// quarter of the statement).
     static func delta(sql: String, key: [String], keyColumns: [Column]) -> SyncDeltaSQL {
-        let values = key.indices.map { "json_extract(row_key, '$[\($0)]') AS \(SyncQuery.changedKeyColumn($0))" }.joined(separator: ", ")
+        let values = key.indices.map { index in
+            let value = index == 0 ? "key_0" : "json_extract(row_key, '$[\(index)]')"
+            return "\(value) AS \(SyncQuery.changedKeyColumn(index))"
+        }.joined(separator: ", ")
         return SyncDeltaSQL(
             changes: """
                 SELECT spout_sync.*, spout_changed.* FROM (
