@@ -11,10 +11,11 @@ import SpoutCore
 /// decode) and its first value as the table holds it (`key_0`, no affinity), which a delta
 /// joins on without decoding JSON per change.
 extension SQLiteConnection: ChangeTracking {
-    /// Reads whether an existing log has `key_0`, in the install's write transaction (no other
-    /// process can add it meanwhile): a log made before it gains the column, filled from
-    /// `row_key`, and the triggers of that time (named `spout_sync_…`, which do not write it)
-    /// are dropped.
+    /// Reads whether an existing log has `key_0` and which triggers of an earlier Spout are
+    /// left, in the install's write transaction (no other process can change either
+    /// meanwhile): a log made before the column gains it, filled from `row_key`, and every
+    /// trigger named as those of that time (`spout_sync_…`, which do not write it) is dropped,
+    /// whichever table it is on.
     public func changeTrackingScript(_ tables: [TrackedTable]) throws -> String {
         var script = """
             CREATE TABLE IF NOT EXISTS spout_changes (
@@ -38,6 +39,9 @@ extension SQLiteConnection: ChangeTracking {
 
                 """
         }
+        for former in try self.formerTriggers() {
+            script += "DROP TRIGGER IF EXISTS \(Self.quoteIdentifier(former));\n"
+        }
         for table in tables {
             let name = Self.quoteIdentifier(table.name)
             let literal = "'" + table.logName.replacing("'", with: "''") + "'"
@@ -46,11 +50,7 @@ extension SQLiteConnection: ChangeTracking {
             }
             func first(_ row: String) -> String { "\(row).\(Self.quoteIdentifier(table.keyColumns[0]))" }
             func trigger(_ event: String) -> String { Self.quoteIdentifier(Self.triggerName(table, event)) }
-            func formerTrigger(_ event: String) -> String { Self.quoteIdentifier(Self.formerTriggerName(table, event)) }
             script += """
-                DROP TRIGGER IF EXISTS \(formerTrigger("insert"));
-                DROP TRIGGER IF EXISTS \(formerTrigger("update"));
-                DROP TRIGGER IF EXISTS \(formerTrigger("delete"));
                 DROP TRIGGER IF EXISTS \(trigger("insert"));
                 DROP TRIGGER IF EXISTS \(trigger("update"));
                 DROP TRIGGER IF EXISTS \(trigger("delete"));
@@ -79,6 +79,23 @@ extension SQLiteConnection: ChangeTracking {
         return columns > 0 && found == 0
     }
 
+    /// The names of the triggers an earlier Spout made (`spout_sync_…`).
+    private func formerTriggers() throws -> [String] {
+        let statement = try Self.formerTriggerNames.get()
+        return try self.queryAll([BoundStatement(statement, [])]).first?.rows.compactMap { row in
+            if case .text(let name)? = row.first { return name }
+            return nil
+        } ?? []
+    }
+
+    /// Triggers named as an earlier Spout named its own; an install check finds none once the
+    /// log is up to date.
+    private static let formerTriggerPattern = "spout_sync_*"
+
+    private static let formerTriggerNames = Result {
+        try ParsedSQL("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name GLOB '\(SQLiteConnection.formerTriggerPattern)'", dialect: .sqlite)
+    }
+
     private static let firstKeyColumnCheck = Result {
         try ParsedSQL(
             """
@@ -95,10 +112,6 @@ extension SQLiteConnection: ChangeTracking {
         "spout_track_\(table.name)_\(table.triggerSuffix)_\(event)"
     }
 
-    /// The name of the trigger that wrote `row_key` alone.
-    private static func formerTriggerName(_ table: TrackedTable, _ event: String) -> String {
-        "spout_sync_\(table.name)_\(table.triggerSuffix)_\(event)"
-    }
 
     public var changeLogStatements: ChangeLogStatements {
         get throws { try Self.statements.get() }
@@ -138,6 +151,7 @@ extension SQLiteConnection: ChangeTracking {
                 SELECT count(*) FROM sqlite_schema
                 WHERE type = 'trigger' AND name IN (SELECT value FROM json_each(:names))
                   AND EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'spout_change_horizon')
+                  AND NOT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'trigger' AND name GLOB '\(SQLiteConnection.formerTriggerPattern)')
                 """, dialect: .sqlite),
             tablesArgument: { tables in .text("[" + tables.map { "\"" + $0 + "\"" }.joined(separator: ",") + "]") },
             delta: SQLiteConnection.delta)
