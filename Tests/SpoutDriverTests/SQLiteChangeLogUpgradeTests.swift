@@ -14,29 +14,31 @@ import Testing
         INSERT INTO pet VALUES ('Bowser', 'Diane', 'dog'), ('Chirpy', 'Gwen', 'bird'), ('Fang', 'Benny', 'dog');
         """
 
-    /// The log and the insert trigger as a Spout before `key_0` made them (update and delete
-    /// triggers alike), for `pet(name)`.
+    /// The log and its triggers as a Spout before `key_0` made them, for `pet(name)`.
     static var formerLog: String {
-        let trigger = "spout_sync_pet_\(Self.pet.triggerSuffix)"
-        return """
-            CREATE TABLE spout_changes (
-                position INTEGER PRIMARY KEY AUTOINCREMENT,
-                table_name TEXT NOT NULL,
-                row_key TEXT NOT NULL,
-                changed_at INTEGER NOT NULL DEFAULT (CAST(strftime('%s', 'now') AS INTEGER))
-            );
-            CREATE TABLE spout_change_horizon (single INTEGER PRIMARY KEY CHECK (single = 1), horizon INTEGER NOT NULL);
-            INSERT INTO spout_change_horizon VALUES (1, 0);
-            CREATE TRIGGER "\(trigger)_insert" AFTER INSERT ON pet BEGIN
-                INSERT INTO spout_changes (table_name, row_key) VALUES ('pet(name)', json_array(NEW.name));
-            END;
-            CREATE TRIGGER "\(trigger)_update" AFTER UPDATE ON pet BEGIN
-                INSERT INTO spout_changes (table_name, row_key) VALUES ('pet(name)', json_array(OLD.name));
-            END;
-            CREATE TRIGGER "\(trigger)_delete" AFTER DELETE ON pet BEGIN
-                INSERT INTO spout_changes (table_name, row_key) VALUES ('pet(name)', json_array(OLD.name));
-            END;
-            """
+        """
+        CREATE TABLE spout_changes (
+            position INTEGER PRIMARY KEY AUTOINCREMENT,
+            table_name TEXT NOT NULL,
+            row_key TEXT NOT NULL,
+            changed_at INTEGER NOT NULL DEFAULT (CAST(strftime('%s', 'now') AS INTEGER))
+        );
+        CREATE TABLE spout_change_horizon (single INTEGER PRIMARY KEY CHECK (single = 1), horizon INTEGER NOT NULL);
+        INSERT INTO spout_change_horizon VALUES (1, 0);
+
+        """ + ["INSERT": "NEW", "UPDATE": "OLD", "DELETE": "OLD"].map { event, row in
+            Self.formerTrigger(on: Self.pet, event, row)
+        }.joined()
+    }
+
+    /// A trigger on `table` as a Spout before `key_0` made it: the key of `row` as JSON alone.
+    static func formerTrigger(on table: TrackedTable, _ event: String, _ row: String) -> String {
+        """
+        CREATE TRIGGER "spout_sync_\(table.name)_\(table.triggerSuffix)_\(event.lowercased())" AFTER \(event) ON \(table.name) BEGIN
+            INSERT INTO spout_changes (table_name, row_key) VALUES ('\(table.logName)', json_array(\(row).name));
+        END;
+
+        """
     }
 
     @Test func aFreshLogHoldsTheFirstKeyValue() throws {
@@ -76,15 +78,9 @@ import Testing
             // An earlier Spout started on the database again makes its triggers once more, on
             // a table this one no longer tracks too: the next start drops them all.
             try connection.executeScript(
-                """
-                CREATE TABLE toy (name TEXT PRIMARY KEY);
-                CREATE TRIGGER "spout_sync_toy_00000000_insert" AFTER INSERT ON toy BEGIN
-                    INSERT INTO spout_changes (table_name, row_key) VALUES ('toy(name)', json_array(NEW.name));
-                END;
-                CREATE TRIGGER "spout_sync_pet_\(Self.pet.triggerSuffix)_insert" AFTER INSERT ON pet BEGIN
-                    INSERT INTO spout_changes (table_name, row_key) VALUES ('pet(name)', json_array(NEW.name));
-                END;
-                """)
+                "CREATE TABLE toy (name TEXT PRIMARY KEY);\n"
+                    + Self.formerTrigger(on: TrackedTable(name: "toy", keyColumns: ["name"]), "INSERT", "NEW")
+                    + Self.formerTrigger(on: Self.pet, "INSERT", "NEW"))
             #expect(try connection.installChangeTracking([Self.pet]))
             #expect(try connection.sqliteScalar("SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND name LIKE 'spout_sync_%'") == .integer(0))
             #expect(try !connection.installChangeTracking([Self.pet]))
