@@ -163,7 +163,8 @@ public struct ChangeLogStatements: Sendable {
     /// `:horizon` → moves the horizon to it (never back).
     public var advanceHorizon: ParsedSQL
     /// `:names` (bound as ``tablesArgument`` binds) → one row, one integer: how many of those
-    /// triggers exist, 0 when the change log does not.
+    /// triggers exist, 0 when the change log does not or needs bringing up to date (the
+    /// driver's script then runs).
     public var installedTriggers: ParsedSQL
     /// How a list of table names is bound as `:tables`.
     public var tablesArgument: @Sendable ([String]) -> SQLValue

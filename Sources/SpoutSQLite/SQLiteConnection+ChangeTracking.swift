@@ -112,7 +112,6 @@ extension SQLiteConnection: ChangeTracking {
         "spout_track_\(table.name)_\(table.triggerSuffix)_\(event)"
     }
 
-
     public var changeLogStatements: ChangeLogStatements {
         get throws { try Self.statements.get() }
     }
