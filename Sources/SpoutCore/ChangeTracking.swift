@@ -81,9 +81,9 @@ public struct ChangeLogProbeReading: Sendable, Hashable {
 /// statement's where the driver can say it). When the statement has no row of that key, its
 /// columns are NULL: the key is one to forget. Those rows come first (so a body can list the
 /// keys to forget before the rows without holding either), the others in no particular order.
-/// A key touched more than once may come once per change, then in adjacent rows (a driver
-/// may leave the deduplication to the reader, ``SyncDeltaCursor``, when its sort is cheaper
-/// than a `DISTINCT`).
+/// A key touched more than once comes once, or, where ``keysRepeat`` says so, once per change
+/// in adjacent rows (a driver may leave the deduplication to the reader, ``SyncDeltaCursor``,
+/// when its sort is cheaper than a `DISTINCT`).
 ///
 /// Two forms of the same rows: ``changes`` searches the statement once per changed key, so
 /// its cost follows the changes, whatever the statement's size; ``scanned``, where the
@@ -95,10 +95,13 @@ public struct SyncDeltaSQL: Sendable, Hashable {
     /// The same rows, in the same order, by reading the statement once; nil when the driver
     /// has no such form, or none for this key's types.
     public var scanned: String?
+    /// Whether a key touched more than once may come in more than one (adjacent) row.
+    public var keysRepeat: Bool
 
-    public init(changes: String, scanned: String? = nil) {
+    public init(changes: String, scanned: String? = nil, keysRepeat: Bool) {
         self.changes = changes
         self.scanned = scanned
+        self.keysRepeat = keysRepeat
     }
 }
 

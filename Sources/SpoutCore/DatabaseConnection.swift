@@ -67,7 +67,9 @@ public struct QueryResult: Sendable {
 /// - ``next()`` advances to the next row and returns `false` at the end; once it has returned
 ///   `false` (or thrown), every later call returns `false`.
 /// - ``value(at:)`` reads a column of the current row; call it only after ``next()`` returned
-///   `true`. Values are owned: they stay valid after the cursor moves on.
+///   `true`. Values are owned: they stay valid after the cursor moves on. ``isNull(at:)``
+///   answers whether the column is SQL NULL (``value(at:)`` is then `.null`) without making
+///   the value; not on a row, it answers `true`.
 /// - ``close()`` releases the statement and is idempotent. A cursor left open keeps its
 ///   connection busy; the pool closes it when the connection is returned.
 /// - A cursor is confined to the thread that uses its connection. Do not store or escape it.
@@ -75,7 +77,17 @@ public protocol RowCursor: AnyObject {
     var columns: [Column] { get }
     func next() throws -> Bool
     func value(at index: Int) -> SQLValue
+    func isNull(at index: Int) -> Bool
     func close()
+}
+
+extension RowCursor {
+    /// Whether ``value(at:)`` is `.null`, by making the value; a driver's cursor asks its row
+    /// whether the column is SQL NULL instead.
+    public func isNull(at index: Int) -> Bool {
+        if case .null = self.value(at: index) { return true }
+        return false
+    }
 }
 
 /// Streams rows into a table as fast as the database allows (PostgreSQL `COPY FROM STDIN`,

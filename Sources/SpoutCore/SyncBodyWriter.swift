@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Writes the body of a sync read: the new cursor first, then the keys of the rows to forget,
 /// then the rows, each row's bytes exactly as the endpoint's ordinary read writes them.
 ///
@@ -18,19 +26,24 @@ public final class SyncBodyWriter {
     private let format: Format
     private var out: ChunkedOutput
     private var deletedCount = 0
-    private var rowCount = 0
-    private var rowsStarted = false
-    /// The row sink saw a line end whose separator is not written yet (JSON: a comma before
-    /// the next row; JSON Lines: nothing, the closing brace and newline went out at once).
-    private var atLineStart = true
+    private var framing = RowFraming()
+
+    /// Where the rows written into ``rowSink`` stand.
+    private struct RowFraming {
+        var started = false
+        var count = 0
+        /// A line end was seen whose row's separator is not written yet (JSON: a comma before
+        /// the next row; JSON Lines: nothing, the closing brace and newline went out at once).
+        var atLineStart = true
+    }
 
     public init(format: Format, sink: any ByteSink) {
         self.format = format
         self.out = ChunkedOutput(sink: sink)
     }
 
-    /// The rows written into ``rows`` so far.
-    public var rows: Int { self.rowCount }
+    /// The rows written into ``rowSink`` so far.
+    public var rows: Int { self.framing.count }
 
     public func begin(cursor: String) throws {
         self.out.append("{\"cursor\":")
@@ -42,7 +55,7 @@ public final class SyncBodyWriter {
     /// Writes one key to forget: `labels` and `values` pairwise, values as `dateFormat` says.
     /// Throws once a row has been written: the keys to forget come first.
     public func deleted(labels: [String], values: [SQLValue], dateFormat: DateFormat) throws {
-        guard !self.rowsStarted else {
+        guard !self.framing.started else {
             throw DatabaseError(.other, message: "a sync delta gave a key to forget after its rows")
         }
         switch self.format {
@@ -69,42 +82,51 @@ public final class SyncBodyWriter {
 
     /// Ends the body and finishes the sink.
     public func end() throws {
-        self.startRows()
+        Self.startRows(self.format, &self.framing, &self.out)
         if self.format == .json { self.out.append("]}") }
         try self.out.finish()
     }
 
-    private func startRows() {
-        guard !self.rowsStarted else { return }
-        self.rowsStarted = true
-        if self.format == .json { self.out.append("],\"rows\":[") }
+    private static func startRows(_ format: Format, _ framing: inout RowFraming, _ out: inout ChunkedOutput) {
+        guard !framing.started else { return }
+        framing.started = true
+        if format == .json { out.append("],\"rows\":[") }
     }
 
     /// Takes a row encoder's JSON Lines bytes and writes them framed as the format says.
     fileprivate func rowBytes(_ bytes: UnsafeRawBufferPointer) throws {
-        self.startRows()
+        try Self.frame(bytes, self.format, &self.framing, &self.out)
+    }
+
+    /// What ``rowBytes(_:)`` does, on the writer's state taken once for the whole chunk rather
+    /// than once per piece written; line ends are found by `memchr`.
+    private static func frame(
+        _ bytes: UnsafeRawBufferPointer, _ format: Format, _ framing: inout RowFraming, _ out: inout ChunkedOutput
+    ) throws {
+        self.startRows(format, &framing, &out)
+        guard let base = bytes.baseAddress else { return }
         var start = 0
-        let count = bytes.count
-        while start < count {
-            if self.atLineStart {
-                self.atLineStart = false
-                switch self.format {
-                case .json: if self.rowCount > 0 { self.out.append(UInt8(ascii: ",")) }
-                case .jsonLines: self.out.append("{\"row\":")
+        while start < bytes.count {
+            if framing.atLineStart {
+                framing.atLineStart = false
+                switch format {
+                case .json: if framing.count > 0 { out.append(UInt8(ascii: ",")) }
+                case .jsonLines: out.append("{\"row\":")
                 }
-                self.rowCount += 1
+                framing.count += 1
             }
-            var end = start
-            while end < count && bytes[end] != UInt8(ascii: "\n") { end += 1 }
-            if end > start { self.out.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start..<end])) }
-            if end < count {
-                // A line ends: its row is whole.
-                if self.format == .jsonLines { self.out.append("}\n") }
-                self.atLineStart = true
-                end += 1
+            guard let newline = memchr(base + start, Int32(UInt8(ascii: "\n")), bytes.count - start) else {
+                out.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start...]))
+                try out.flushIfFull()
+                return
             }
-            start = end
-            try self.out.flushIfFull()
+            // A line ends: its row is whole.
+            let end = base.distance(to: UnsafeRawPointer(newline))
+            if end > start { out.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start..<end])) }
+            if format == .jsonLines { out.append("}\n") }
+            framing.atLineStart = true
+            start = end + 1
+            try out.flushIfFull()
         }
     }
 

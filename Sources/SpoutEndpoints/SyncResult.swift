@@ -148,7 +148,7 @@ struct SyncResult: ResponseProducer {
         var changes = RowStream(statement, arguments)
         for attachment in self.stream.attachments { changes.attach(attachment.key, attachment.stream) }
         _ = try changes.run(as: .jsonLines, to: body.rowSink, on: connection, dateFormat: dateFormat) { cursor in
-            try SyncDeltaCursor(cursor, key: self.sync.key) { key in
+            try SyncDeltaCursor(cursor, key: self.sync.key, keysRepeat: delta.keysRepeat) { key in
                 try body.deleted(labels: self.sync.key, values: SyncQuery.typed(key, as: delta.keyColumns), dateFormat: dateFormat)
             }
         }
@@ -182,7 +182,7 @@ struct SyncResult: ResponseProducer {
             let delta = statements.delta(self.stream.sql, self.sync.key, keyColumns)
             return SyncDeltaStatement(
                 keyColumns: keyColumns, changes: try ParsedSQL(delta.changes, dialect: connection.dialect),
-                scanned: try delta.scanned.map { try ParsedSQL($0, dialect: connection.dialect) })
+                scanned: try delta.scanned.map { try ParsedSQL($0, dialect: connection.dialect) }, keysRepeat: delta.keysRepeat)
         }
     }
 }

@@ -55,4 +55,6 @@ struct SyncDeltaStatement: Sendable {
     /// per changed key, and its read of the statement once where the driver has one.
     var changes: ParsedSQL
     var scanned: ParsedSQL?
+    /// Whether a key touched more than once may come in more than one row (``SpoutCore/SyncDeltaSQL/keysRepeat``).
+    var keysRepeat: Bool
 }

@@ -170,7 +170,7 @@ extension PostgresConnection: ChangeTracking {
                 LEFT JOIN LATERAL (SELECT * FROM \(SyncQuery.wrapped(sql)) WHERE \(SyncQuery.keyMatch(key)) OFFSET 0) AS spout_sync ON true
                 \(SyncQuery.forgottenFirst(key))
                 """,
-            scanned: Self.scannedDelta(sql: sql, key: key, keyColumns: keyColumns, values: values))
+            scanned: Self.scannedDelta(sql: sql, key: key, keyColumns: keyColumns, values: values), keysRepeat: false)
     }
 
     /// Key types whose equality PostgreSQL can hash or merge: what a `FULL JOIN` needs.

@@ -154,6 +154,11 @@ final class PostgresServerCursor: JSONWritingCursor {
         return self.decoders[index].value(in: batch, row: self.row, column: Int32(index))
     }
 
+    func isNull(at index: Int) -> Bool {
+        guard let batch = self.batch, self.row >= 0, self.row < self.rowCount else { return true }
+        return PQgetisnull(batch, self.row, Int32(index)) == 1
+    }
+
     /// Writes the value straight from the batch's text (``PostgresColumnDecoder/writeJSON(in:row:column:dateFormat:to:)``);
     /// `null` where ``value(at:)`` would return `.null` because the cursor is not on a row.
     func writeJSON(at index: Int, dateFormat: DateFormat, to out: inout ChunkedOutput) {

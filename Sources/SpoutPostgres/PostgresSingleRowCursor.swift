@@ -76,6 +76,11 @@ final class PostgresSingleRowCursor: JSONWritingCursor {
         return self.decoders[index].value(in: current, row: 0, column: Int32(index))
     }
 
+    func isNull(at index: Int) -> Bool {
+        guard let current = self.current else { return true }
+        return PQgetisnull(current, 0, Int32(index)) == 1
+    }
+
     /// Writes the value straight from the row's text (``PostgresColumnDecoder/writeJSON(in:row:column:dateFormat:to:)``);
     /// `null` when the cursor is not on a row.
     func writeJSON(at index: Int, dateFormat: DateFormat, to out: inout ChunkedOutput) {

@@ -177,6 +177,7 @@ extension SQLiteConnection: ChangeTracking {
                 ) AS spout_changed
                 LEFT JOIN \(SyncQuery.wrapped(sql)) ON \(SyncQuery.keyMatch(key))
                 \(SyncQuery.forgottenFirst(key, adjacentKeys: true))
-                """)
+                """,
+            keysRepeat: true)
     }
 }

@@ -125,6 +125,13 @@ final class SQLiteCursor: JSONWritingCursor {
         return SQLiteValueReader.value(of: handle, at: Int32(index), type: self.types[index])
     }
 
+    func isNull(at index: Int) -> Bool {
+        guard case .onRow = self.position, self.types.indices.contains(index), self.statement.isHeld(by: self.lease),
+            let handle = self.statement.handle
+        else { return true }
+        return sqlite3_column_type(handle, Int32(index)) == SQLITE_NULL
+    }
+
     /// Writes the value straight from the statement (``SQLiteJSONWriter``); `null` where
     /// ``value(at:)`` would return `.null` because the cursor is not on a row.
     func writeJSON(at index: Int, dateFormat: DateFormat, to out: inout ChunkedOutput) {

@@ -34,12 +34,30 @@ struct SyncPartsTests {
                 == #"{"cursor":"AbC_-","deleted":[{"name":"Puffball"},{"name":"Fang","born":86400000}],"rows":[{"name":"Bowser","n":1},{"name":"Rex","s":"a\nb"}]}"#)
     }
 
-    @Test("JSON Lines: a line for the cursor, each key and each row", arguments: [[], [5], [24]])
+    @Test("JSON Lines: a line for the cursor, each key and each row", arguments: [[], [5], [23, 24], [24, 25, 40]])
     func jsonLines(_ splits: [Int]) throws {
         #expect(
             try Self.write(.jsonLines, splits: splits)
                 == #"{"cursor":"AbC_-"}"# + "\n" + #"{"deleted":{"name":"Puffball"}}"# + "\n" + #"{"deleted":{"name":"Fang","born":86400000}}"#
                 + "\n" + #"{"row":{"name":"Bowser","n":1}}"# + "\n" + #"{"row":{"name":"Rex","s":"a\nb"}}"# + "\n")
+    }
+
+    @Test("many rows in small pieces: each framed whole, across the output's chunks", arguments: [SyncBodyWriter.Format.json, .jsonLines])
+    func manyRows(_ format: SyncBodyWriter.Format) throws {
+        let rows = (0..<3000).map { #"{"name":"p\#($0)","s":"\#(String(repeating: "x", count: $0 % 40))"}"# }
+        let sink = CollectingSink()
+        let writer = SyncBodyWriter(format: format, sink: sink)
+        try writer.begin(cursor: "c")
+        let bytes = Array(rows.map { $0 + "\n" }.joined().utf8)
+        for start in stride(from: 0, to: bytes.count, by: 7) {
+            try bytes[start..<min(start + 7, bytes.count)].withUnsafeBytes { try writer.rowSink.write($0) }
+        }
+        try writer.end()
+        #expect(writer.rows == 3000)
+        switch format {
+        case .json: #expect(sink.text == #"{"cursor":"c","deleted":[],"rows":["# + rows.joined(separator: ",") + "]}")
+        case .jsonLines: #expect(sink.text == #"{"cursor":"c"}"# + "\n" + rows.map { #"{"row":"# + $0 + "}\n" }.joined())
+        }
     }
 
     @Test("an empty delta is a cursor and two empty lists")
@@ -67,25 +85,45 @@ struct SyncPartsTests {
             Column(label: "name", type: .text), Column(label: "n", type: .integer),
             Column(label: "spout_key_0", type: .text),
         ]
-        // A key touched more than once comes in adjacent rows: each is passed on once.
+        // Where keys repeat, a key touched more than once comes in adjacent rows: each is
+        // passed on once.
         let rows: [[SQLValue]] = [
             [.null, .null, .text("Fang")], [.null, .null, .text("Puffball")], [.null, .null, .text("Puffball")],
             [.text("Bowser"), .integer(1), .text("Bowser")], [.text("Bowser"), .integer(1), .text("Bowser")],
             [.text("Rex"), .null, .text("Rex")],
         ]
-        var forgotten: [[SQLValue]] = []
-        let cursor = try SyncDeltaCursor(BufferedCursor(QueryResult(columns: columns, rows: rows)), key: ["name"]) { forgotten.append($0) }
-        #expect(cursor.columns.map(\.label) == ["name", "n"])
-        var seen: [[SQLValue]] = []
-        while try cursor.next() {
-            #expect(forgotten.count == 2)
-            seen.append([cursor.value(at: 0), cursor.value(at: 1)])
+        for keysRepeat in [true, false] {
+            let given = keysRepeat ? rows : [rows[0], rows[1], rows[3], rows[5]]
+            var forgotten: [[SQLValue]] = []
+            let cursor = try SyncDeltaCursor(BufferedCursor(QueryResult(columns: columns, rows: given)), key: ["name"], keysRepeat: keysRepeat) {
+                forgotten.append($0)
+            }
+            #expect(cursor.columns.map(\.label) == ["name", "n"])
+            var seen: [[SQLValue]] = []
+            while try cursor.next() {
+                #expect(forgotten.count == 2)
+                #expect(!cursor.isNull(at: 0))
+                seen.append([cursor.value(at: 0), cursor.value(at: 1)])
+            }
+            #expect(forgotten == [[.text("Fang")], [.text("Puffball")]])
+            #expect(seen == [[.text("Bowser"), .integer(1)], [.text("Rex"), .null]])
         }
-        #expect(forgotten == [[.text("Fang")], [.text("Puffball")]])
-        #expect(seen == [[.text("Bowser"), .integer(1)], [.text("Rex"), .null]])
+        // A key of two columns whose first value repeats and second does not is a new key.
+        let pairs = [Column(label: "a", type: .integer), Column(label: "spout_key_0", type: .integer), Column(label: "spout_key_1", type: .integer)]
+        let pairRows: [[SQLValue]] = [
+            [.integer(1), .integer(1), .integer(1)], [.integer(1), .integer(1), .integer(1)], [.null, .integer(1), .integer(2)],
+        ]
+        var forgottenPairs: [[SQLValue]] = []
+        let pairCursor = try SyncDeltaCursor(BufferedCursor(QueryResult(columns: pairs, rows: pairRows)), key: ["a", "b"], keysRepeat: true) {
+            forgottenPairs.append($0)
+        }
+        var passed = 0
+        while try pairCursor.next() { passed += 1 }
+        #expect(passed == 1)
+        #expect(forgottenPairs == [[.integer(1), .integer(2)]])
         // A result without the key among the statement's columns is refused, not misread.
         #expect(throws: DatabaseError.self) {
-            try SyncDeltaCursor(BufferedCursor(QueryResult(columns: columns, rows: [])), key: ["spout_key_0"]) { _ in }
+            try SyncDeltaCursor(BufferedCursor(QueryResult(columns: columns, rows: [])), key: ["spout_key_0"], keysRepeat: true) { _ in }
         }
     }
 
