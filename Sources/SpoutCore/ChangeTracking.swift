@@ -135,6 +135,9 @@ public protocol ChangeTracking: DatabaseConnection {
     /// The database's estimate of how many rows `sql` answers for `parameters`, planned for
     /// those values, without running it (``SyncDeltaChoice``); nil when the driver makes none.
     func estimatedRows(of sql: ParsedSQL, _ parameters: [SQLValue]) throws -> Int?
+    /// A new watch of this database's commits that reads no statement (``CommitWatch``); nil
+    /// when the driver has none for it. May open files and connections of its own: it blocks.
+    func commitWatch() -> (any CommitWatch)?
 }
 
 /// A driver's statements for ``ChangeTracking``, each named by what it binds and returns.
@@ -200,6 +203,8 @@ public struct ChangeLogStatements: Sendable {
 
 extension ChangeTracking {
     public func estimatedRows(of sql: ParsedSQL, _ parameters: [SQLValue]) throws -> Int? { nil }
+
+    public func commitWatch() -> (any CommitWatch)? { nil }
 
     /// Creates the change log and each table's triggers unless they are all there, in a
     /// transaction of its own; several processes may do so at once. Throws when the role may

@@ -7,9 +7,12 @@ import Synchronization
 ///
 /// Contract: ``read()`` returns the reading of a probe that *started after it was called*, so
 /// a change committed before the call (by any instance: the probe reads the primary) is among
-/// what the reading saw. One probe runs at a time; the callers that arrive while it runs wait
-/// for the next, which then answers all of them: a burst of sync reads costs a statement per
-/// probe, not per read, and each waits at most two probes.
+/// what the reading saw; or, where the database has a ``SpoutCore/CommitWatch``, the last
+/// probe's reading while the watch's mark is the one read before that probe's statement ran
+/// (nothing committed since, so the reading is current), at most ``watchRecheck`` after that
+/// probe checked the watch still reads the database. One probe runs at a time; the callers
+/// that arrive while it runs wait for the next, which then answers all of them: a burst of
+/// sync reads costs a statement per probe, not per read, and each waits at most two probes.
 ///
 /// Each probe runs in the task of one of the callers it answers (the first to arrive with no
 /// probe running, then the first of those who waited for the next): a read costs the hop to a
@@ -34,7 +37,18 @@ final class ChangeLogProbe: Sendable {
         var waiting: [Waiter] = []
         /// The last probe's reading.
         var last: ChangeLogProbeReading?
+        /// The database's commit watch, once a probe made one, and the mark it read before the
+        /// last probe's statement (nil: no watch, or a commit was being published).
+        var watch: (any CommitWatch)?
+        var watchTried = false
+        var lastMark: CommitMark?
+        /// When the last probe found the watch still reading the database.
+        var watchChecked: ContinuousClock.Instant?
     }
+
+    /// How long a probe's check that the commit watch still reads the database holds: past
+    /// it, a read after no change runs a probe again, which checks it anew.
+    static let watchRecheck = Duration.seconds(1)
 
     let database: Database
     private let state = Mutex(State())
@@ -46,6 +60,7 @@ final class ChangeLogProbe: Sendable {
     /// The reading of a probe started after this call; throws what the probe threw (the
     /// database's error, unanswered).
     func read() async throws -> ChangeLogProbeReading {
+        if let reading = self.unchangedReading() { return reading }
         let runsNow = self.state.withLock { state in
             guard !state.running else { return false }
             state.running = true
@@ -74,6 +89,18 @@ final class ChangeLogProbe: Sendable {
         }
     }
 
+    /// The last probe's reading when the commit watch says nothing committed since its
+    /// statement began, within ``watchRecheck`` of its check; nil otherwise.
+    private func unchangedReading() -> ChangeLogProbeReading? {
+        let now = ContinuousClock.now
+        return self.state.withLock { state in
+            guard let watch = state.watch, let mark = state.lastMark, let last = state.last, let checked = state.watchChecked,
+                now - checked < Self.watchRecheck, watch.mark() == mark
+            else { return nil }
+            return last
+        }
+    }
+
     /// Whether a probe already saw a change at or after `since`: a sync read from there has
     /// rows or keys to answer, which no probe started later can spare it.
     func sawChange(since: Int64) -> Bool {
@@ -88,13 +115,19 @@ final class ChangeLogProbe: Sendable {
             return state.waiting
         }
         let result: Result<ChangeLogProbeReading, any Error>
+        var mark: CommitMark?
         do {
-            result = .success(try await self.probe())
+            let probed = try await self.probe()
+            result = .success(probed.reading)
+            mark = probed.mark
         } catch {
             result = .failure(error)
         }
         let next = self.state.withLock { state -> Waiter? in
-            if case .success(let reading) = result { state.last = reading }
+            if case .success(let reading) = result {
+                state.last = reading
+                state.lastMark = mark
+            }
             guard !state.waiting.isEmpty else {
                 state.running = false
                 return nil
@@ -107,16 +140,37 @@ final class ChangeLogProbe: Sendable {
     }
 
     /// One statement on the primary, as Spout's own role, outside any transaction; the lease is
-    /// given back in the same hop to the database's thread. A probe outlives its caller's
-    /// cancellation: it answers others too.
-    private func probe() async throws -> ChangeLogProbeReading {
+    /// given back in the same hop to the database's thread. Before it, the commit watch's mark
+    /// (the watch made by the first probe, while it still reads the database). A probe
+    /// outlives its caller's cancellation: it answers others too.
+    private func probe() async throws -> (reading: ChangeLogProbeReading, mark: CommitMark?) {
         try await self.database.withSession(DatabaseWork(readOnly: true, cancelsWithTask: false)) { session in
             try await session.runLast { connection in
                 guard let log = connection as? any ChangeTracking else {
                     throw DatabaseError(.unsupported, message: "this database keeps no change log")
                 }
-                return try log.probeChangeLog()
+                let mark = self.currentWatch(of: log)?.mark()
+                return (try log.probeChangeLog(), mark)
             }
         }
+    }
+
+    /// The watch of the database's commits, checked to still read it (blocking, on the
+    /// database's thread): made at the first probe, and dropped for good when it no longer
+    /// reads the database; nil when the driver has none.
+    private func currentWatch(of log: any ChangeTracking) -> (any CommitWatch)? {
+        let (held, tried) = self.state.withLock { ($0.watch, $0.watchTried) }
+        var watch = held
+        if let held, !held.isCurrent() { watch = nil }
+        if !tried { watch = log.commitWatch() }
+        let checked = ContinuousClock.now
+        self.state.withLock { state in
+            // A mark of another watch says nothing of this one's.
+            if watch !== state.watch { state.lastMark = nil }
+            state.watch = watch
+            state.watchTried = true
+            state.watchChecked = checked
+        }
+        return watch
     }
 }

@@ -1,3 +1,4 @@
+import CSQLite3
 import SpoutCore
 
 /// SQLite's change log: a table `spout_changes` written by three triggers per tracked table.
@@ -11,6 +12,13 @@ import SpoutCore
 /// decode) and its first value as the table holds it (`key_0`, no affinity), which a delta
 /// joins on without decoding JSON per change.
 extension SQLiteConnection: ChangeTracking {
+    /// For a database file in WAL mode, its WAL-index header (``SQLiteCommitWatch``); nil for
+    /// a memory database, or a file in another journal mode.
+    public func commitWatch() -> (any CommitWatch)? {
+        guard let name = sqlite3_db_filename(self.handle, "main"), name.pointee != 0 else { return nil }
+        return SQLiteCommitWatch(path: String(cString: name))
+    }
+
     /// Reads whether an existing log has `key_0` and which triggers of an earlier Spout are
     /// left, in the install's write transaction (no other process can change either
     /// meanwhile): a log made before the column gains it, filled from `row_key`, and every

@@ -464,6 +464,43 @@ extension SyncReadTests {
         }
     }
 
+    @Test("a write by another connection, not through Spout, just before a sync read after no change is in it; on SQLite, while nothing commits, such reads run no statement", arguments: PetsAPITests.backends)
+    func outsideWriteBeforeQuietRead(_ backend: SQLDialect) async throws {
+        try await Self.withSyncedPets(backend) { service, database, ownerURL in
+            var cursor = try await Self.sync(service, "owner=Gwen", since: "0").cursor
+            let name = try #require(try await Self.current(service, "owner=Gwen").keys.sorted().first)
+            // The first read after no change makes the database's commit watch.
+            #expect(try await Self.sync(service, "owner=Gwen", since: cursor).rows.isEmpty)
+            let before = database.statistics.statementCount
+            let started = ContinuousClock.now
+            for _ in 0..<20 {
+                let quiet = try await Self.sync(service, "owner=Gwen", since: cursor)
+                #expect(quiet.rows.isEmpty && quiet.deleted.isEmpty)
+                // SQLite's position moves with its log only (PostgreSQL's with every transaction).
+                if backend == .sqlite { #expect(quiet.cursor == cursor) }
+            }
+            if backend == .sqlite {
+                // A probe again about once a second, to check the watch still reads the file.
+                let seconds = Int((ContinuousClock.now - started) / .seconds(1))
+                #expect(database.statistics.statementCount - before <= 2 + seconds)
+            }
+            let writer = try await onThread { try Drivers.driver(for: ownerURL).connect(readOnly: false, statistics: QueryStatistics()) }
+            defer { writer.close() }
+            for round in 0..<20 {
+                let species = "species\(round)"
+                try await onThread {
+                    try writer.executeScript("UPDATE pet SET species = '\(species)' WHERE name = '\(name)'")
+                }
+                let delta = try await Self.sync(service, "owner=Gwen", since: cursor)
+                #expect(delta.rows.map(\.name) == [name], "round \(round)")
+                #expect(delta.rows.first?.json.contains(species) == true, "round \(round): \(delta.rows.map(\.json))")
+                cursor = delta.cursor
+                // PostgreSQL may send a row again once (the change log's contract); SQLite not.
+                if backend == .sqlite { #expect(try await Self.sync(service, "owner=Gwen", since: cursor).rows.isEmpty) }
+            }
+        }
+    }
+
     @Test("many sync reads after no change at once, among clients that leave at once: each is answered, whole, with a cursor that continues", arguments: PetsAPITests.backends)
     func manyQuietReads(_ backend: SQLDialect) async throws {
         // Sixty connections at once from one address: more than the default cap (32) admits.
