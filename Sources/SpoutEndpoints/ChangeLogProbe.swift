@@ -37,10 +37,13 @@ final class ChangeLogProbe: Sendable {
         var waiting: [Waiter] = []
         /// The last probe's reading.
         var last: ChangeLogProbeReading?
-        /// The database's commit watch, once a probe made one, and the mark it read before the
-        /// last probe's statement (nil: no watch, or a commit was being published).
+        /// The database's commit watch, once the first probe made one (nil: the driver has
+        /// none, or it stopped reading the database).
         var watch: (any CommitWatch)?
+        /// Whether the first probe asked the driver for a watch: it is asked once.
         var watchTried = false
+        /// The watch's mark read before the last probe's statement (nil: no watch, or a
+        /// commit was being published).
         var lastMark: CommitMark?
         /// When the last probe found the watch still reading the database.
         var watchChecked: ContinuousClock.Instant?

@@ -45,6 +45,21 @@ import Testing
         }
     }
 
+    @Test func theWatchHoldsNoCheckpointBackAndCommitsAfterOneStillMoveIt() throws {
+        try Self.withWatchedDatabase { _, writer, watch in
+            for round in 0..<3 {
+                try writer.executeScript("INSERT INTO pet VALUES ('Pet\(round)', 'dog')")
+                // The kept connection reads nothing: a truncating checkpoint finds no reader
+                // in its way (busy 0) and empties the WAL.
+                let checkpoint = try writer.sqliteRows("PRAGMA wal_checkpoint(TRUNCATE)")
+                #expect(checkpoint.first?.first == .integer(0), "round \(round): \(checkpoint)")
+                let emptied = try #require(watch.mark())
+                try writer.executeScript("UPDATE pet SET species = 'cat\(round)'")
+                #expect(watch.mark() != emptied, "round \(round)")
+            }
+        }
+    }
+
     @Test func aCommitOfAnotherProcessMovesIt() throws {
         let tool = ["/usr/bin/sqlite3", "/usr/local/bin/sqlite3"].first { FileManager.default.isExecutableFile(atPath: $0) }
         try Self.withWatchedDatabase { database, _, watch in
