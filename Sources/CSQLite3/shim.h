@@ -22,20 +22,26 @@ static inline const void *spout_sqlite_wal_index(sqlite3 *db) {
     return (const void *)region;
 }
 
+// Whether the WAL-index header's layout is the one described below: its version field (the
+// first 4 bytes, which no commit changes) is 3007000.
+static inline int spout_sqlite_wal_index_is_known(const void *header) {
+    uint32_t version;
+    memcpy(&version, header, 4);
+    return version == 3007000;
+}
+
 // The WAL-index header (https://sqlite.org/walformat.html, "The WAL-Index Header"): two
 // 48-byte copies at the start of the first region, which a committing writer rewrites, the
 // second copy first. As SQLite's own readers do, copies the first copy into words[0..5] and
-// answers 1 only when the second matches it, the header is initialised and its version is the
-// one this layout describes (3007000); 0 otherwise (a writer is publishing, or another format).
+// answers 1 only when the second matches it, the header is initialised and its layout is this
+// one (spout_sqlite_wal_index_is_known); 0 otherwise (a writer is publishing, or another format).
 static inline int spout_sqlite_wal_index_header(const void *region, uint64_t words[6]) {
     uint64_t second[6];
     memcpy(words, region, 48);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     memcpy(second, (const unsigned char *)region + 48, 48);
     if (memcmp(words, second, 48) != 0) return 0;
-    uint32_t version;
-    memcpy(&version, words, 4);
     const unsigned char isInit = ((const unsigned char *)words)[12];
-    return isInit != 0 && version == 3007000;
+    return isInit != 0 && spout_sqlite_wal_index_is_known(words);
 }
 #endif

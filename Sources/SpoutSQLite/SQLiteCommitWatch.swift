@@ -33,8 +33,8 @@ final class SQLiteCommitWatch: CommitWatch, @unchecked Sendable {
     private let identity: FileIdentity
 
     /// Opens a connection to the database file at `path` and has it read, which maps its
-    /// WAL-index. Nil when the database is not in WAL mode or any step fails: sync reads then
-    /// ask the database each time. Blocks.
+    /// WAL-index. Nil when the database is not in WAL mode, its WAL-index header has another
+    /// layout, or any step fails: sync reads then ask the database each time. Blocks.
     init?(path: String) {
         var opened: OpaquePointer?
         guard sqlite3_open_v2(path, &opened, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK, let keeper = opened else {
@@ -43,7 +43,11 @@ final class SQLiteCommitWatch: CommitWatch, @unchecked Sendable {
         }
         sqlite3_busy_timeout(keeper, 5000)
         let sharedMemoryPath = path + "-shm"
-        guard Self.isInWALMode(keeper), let region = spout_sqlite_wal_index(keeper), let identity = FileIdentity(path: sharedMemoryPath) else {
+        // The layout is checked by a field no commit changes: a writer publishing now must not
+        // cost the database its watch for good (``mark()`` is nil while one publishes).
+        guard Self.isInWALMode(keeper), let region = spout_sqlite_wal_index(keeper), spout_sqlite_wal_index_is_known(region) == 1,
+            let identity = FileIdentity(path: sharedMemoryPath)
+        else {
             sqlite3_close_v2(keeper)
             return nil
         }
@@ -51,7 +55,6 @@ final class SQLiteCommitWatch: CommitWatch, @unchecked Sendable {
         self.region = region
         self.sharedMemoryPath = sharedMemoryPath
         self.identity = identity
-        guard self.mark() != nil else { return nil }
     }
 
     deinit {
