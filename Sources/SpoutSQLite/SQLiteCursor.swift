@@ -118,26 +118,26 @@ final class SQLiteCursor: JSONWritingCursor {
         throw error
     }
 
+    /// The statement's handle while the cursor is on a row of it; nil otherwise.
+    private var rowHandle: OpaquePointer? {
+        guard case .onRow = self.position, self.statement.isHeld(by: self.lease) else { return nil }
+        return self.statement.handle
+    }
+
     func value(at index: Int) -> SQLValue {
-        guard case .onRow = self.position, self.types.indices.contains(index), self.statement.isHeld(by: self.lease),
-            let handle = self.statement.handle
-        else { return .null }
+        guard self.types.indices.contains(index), let handle = self.rowHandle else { return .null }
         return SQLiteValueReader.value(of: handle, at: Int32(index), type: self.types[index])
     }
 
     func isNull(at index: Int) -> Bool {
-        guard case .onRow = self.position, self.types.indices.contains(index), self.statement.isHeld(by: self.lease),
-            let handle = self.statement.handle
-        else { return true }
+        guard self.types.indices.contains(index), let handle = self.rowHandle else { return true }
         return sqlite3_column_type(handle, Int32(index)) == SQLITE_NULL
     }
 
     /// Writes the value straight from the statement (``SQLiteJSONWriter``); `null` where
     /// ``value(at:)`` would return `.null` because the cursor is not on a row.
     func writeJSON(at index: Int, dateFormat: DateFormat, to out: inout ChunkedOutput) {
-        guard case .onRow = self.position, self.jsonKinds.indices.contains(index), self.statement.isHeld(by: self.lease),
-            let handle = self.statement.handle
-        else {
+        guard self.jsonKinds.indices.contains(index), let handle = self.rowHandle else {
             out.append("null")
             return
         }
@@ -147,9 +147,7 @@ final class SQLiteCursor: JSONWritingCursor {
     /// The row's values as `layout`'s object, the statement checked once for the row rather
     /// than once per value; `null`s where ``writeJSON(at:dateFormat:to:)`` would write them.
     func writeJSONObject(_ layout: CompactObjectLayout, dateFormat: DateFormat, to out: inout ChunkedOutput) {
-        guard case .onRow = self.position, layout.count <= self.jsonKinds.count, self.statement.isHeld(by: self.lease),
-            let handle = self.statement.handle
-        else {
+        guard layout.count <= self.jsonKinds.count, let handle = self.rowHandle else {
             layout.write(to: &out) { _, out in out.append("null") }
             return
         }
